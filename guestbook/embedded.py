@@ -1,0 +1,53 @@
+"""A private PostgreSQL for local runs and tests, from the `pgserver` wheel.
+
+When DATABASE_URL is not set, `make run` keeps one in .pgdata/ and the tests start
+a throw-away one; this module is the only place that knows how.
+"""
+
+import json
+import os
+from pathlib import Path
+
+RUN_DATA = Path(".pgdata")  # where `make run` keeps its database, relative to the project
+
+
+def server(data: Path, *, throwaway: bool = False):
+    """Starts (or joins) the PostgreSQL whose data folder is `data`, and returns it.
+
+    The server stops when the last process that asked for it exits; a throw-away
+    one is also deleted then. Call `.get_uri()` on the answer for its address.
+    """
+    import pgserver  # imported here: only local runs and tests need it
+
+    data = Path(data).resolve()
+    data.mkdir(parents=True, exist_ok=True)
+    forget_dead_owners(data)
+    return pgserver.get_server(data, cleanup_mode="delete" if throwaway else "stop")
+
+
+def forget_dead_owners(data: Path) -> None:
+    """Drops the pids of processes that are gone from pgserver's list of owners.
+
+    pgserver stops its server when the last owner in `.handle_pids.json` exits. An
+    owner killed with SIGKILL never takes its pid off the list, and the server would
+    then never be stopped, so the list is cleaned before every start.
+    """
+    owners = data / ".handle_pids.json"
+    if not owners.exists():
+        return
+    try:
+        pids = json.loads(owners.read_text())
+    except ValueError:
+        pids = []
+    owners.write_text(json.dumps([pid for pid in pids if alive(pid)]))
+
+
+def alive(pid: int) -> bool:
+    """Whether a process with this pid exists."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,23 @@
+"""A Postgres job queue: a job is a row, and it outlives the process that queued it.
+
+How a job travels, file by file:
+  store.py   `later` writes the row on the caller's transaction and notifies on commit;
+             `claimed` takes due rows under a lease (queries.sql holds every statement).
+  worker.py  a Worker's listener hears the notification and wakes a work thread,
+             which claims a batch of due jobs.
+  runner.py  each job runs in a savepoint of a settlement transaction: success deletes
+             the row, failure keeps its reason and schedules a retry (policy.py).
+
+It needs psycopg 3 and the standard library only, so it can be copied into an app.
+"""
+
+from .policy import NO_RETRY, Policy, exponential, intervals, policy, polynomial
+from .runner import Counts, LeaseLost, current_job
+from .store import ATTEMPTS, LEASE, Job, later, listed, now_ms, prepared
+from .worker import POLL_INTERVAL, Worker, beside, worked, worker
+
+__all__ = [
+    "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "LeaseLost", "Policy", "Worker",
+    "beside", "current_job", "exponential", "intervals", "later", "listed", "now_ms", "policy",
+    "polynomial", "prepared", "worked", "worker",
+]

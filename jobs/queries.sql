@@ -1,0 +1,103 @@
+-- The SQL of the job queue: every statement the package sends, each under its name.
+-- Moments (run_at) are integer milliseconds since the epoch, chosen by the caller,
+-- so a test can work a queue at any moment it likes.
+
+-- name: prepare
+-- One transaction, serialised by an advisory lock, so that many processes starting
+-- at once do not race each other's CREATE TABLE IF NOT EXISTS (which can fail with a
+-- duplicate key on the catalogue when two run side by side).
+SELECT pg_advisory_xact_lock(7468021459);
+CREATE TABLE IF NOT EXISTS jobs (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    queue text NOT NULL,
+    name text NOT NULL,
+    args jsonb NOT NULL,
+    priority smallint NOT NULL DEFAULT 0,
+    run_at bigint NOT NULL,
+    attempts integer NOT NULL DEFAULT 0,
+    max_attempts integer NOT NULL DEFAULT 5,
+    claim bigint,
+    failure text NOT NULL DEFAULT '',
+    traceback text NOT NULL DEFAULT '',
+    reasons jsonb NOT NULL DEFAULT '[]'
+);
+-- The claim's index. Only rows with attempts left are in it, so jobs that failed for
+-- good cost the claim nothing however many there are; within a queue it is in the
+-- claim's own order, so the claim reads the first due entries and stops.
+CREATE INDEX IF NOT EXISTS jobs_due ON jobs (queue, priority, run_at, id)
+    WHERE attempts < max_attempts;
+
+-- name: later
+-- The insert and the notification in one statement, one round trip. NOTIFY is
+-- transactional: it is delivered when the caller's transaction commits, and never if
+-- it rolls back. Notifications with the same payload in one transaction are folded
+-- into one, so queueing a thousand jobs at once wakes a worker once.
+WITH queued AS (
+    INSERT INTO jobs (queue, name, args, run_at, priority)
+    VALUES (%(queue)s, %(name)s, %(args)s, %(run_at)s, %(priority)s)
+    RETURNING id
+)
+SELECT id, pg_notify('jobs', %(queue)s) FROM queued
+
+-- name: claim
+-- The claim, in one statement that commits at once: the first due jobs of the queue
+-- in the order priority, run_at, id, skipping rows other workers hold locked at this
+-- instant (FOR UPDATE SKIP LOCKED, so no worker waits on another and none takes a row
+-- twice). The same statement counts the attempt, writes the claim's token and moves
+-- run_at one lease on: that is the lease. Nothing stays locked while the jobs run, so
+-- a worker that dies leaves its rows to be claimed again when the lease runs out.
+-- The old run_at comes back as due_at, for the worker to keep the claim's order.
+WITH due AS (
+    SELECT id, run_at AS due_at
+    FROM jobs
+    WHERE queue = %(queue)s AND run_at <= %(now)s AND attempts < max_attempts
+    ORDER BY priority, run_at, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE jobs
+SET run_at = %(now)s + %(lease)s, attempts = attempts + 1, claim = %(claim)s
+FROM due
+WHERE jobs.id = due.id
+RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
+    jobs.attempts, jobs.max_attempts
+
+-- name: finish
+-- A job that succeeded is deleted, on the transaction that holds its performer's
+-- writes, but only while the claim is still ours: a worker that lost its lease must
+-- not delete a row another worker now holds. The ids that come back tell which.
+DELETE FROM jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s RETURNING id
+
+-- name: fail
+-- A failed attempt keeps its reason and waits for its next run; max_attempts is
+-- where the performer's policy ends the retries (set to attempts, it fails for good).
+UPDATE jobs
+SET failure = %(reason)s, traceback = %(traceback)s, run_at = %(run_at)s,
+    max_attempts = %(max_attempts)s, claim = NULL,
+    reasons = reasons || jsonb_build_array(%(reason)s::text)
+WHERE id = %(id)s AND claim = %(claim)s
+
+-- name: release
+-- Claimed jobs a stopping worker never started go back as they were.
+UPDATE jobs
+SET run_at = %(now)s, attempts = attempts - 1, claim = NULL
+WHERE id = ANY(%(ids)s) AND claim = %(claim)s
+
+-- name: extend
+-- The heartbeat: the leases of the jobs a worker holds run one lease from now again.
+UPDATE jobs SET run_at = %(now)s + %(lease)s
+WHERE id = ANY(%(ids)s) AND claim = %(claim)s
+RETURNING id
+
+-- name: listed
+SELECT id, queue, name, args, priority, run_at, attempts, max_attempts, failure,
+    traceback, reasons
+FROM jobs
+WHERE %(queue)s::text IS NULL OR queue = %(queue)s
+ORDER BY id
+
+-- name: outstanding
+-- Jobs due now or held under a live lease, for a worker waiting until its queues are empty.
+SELECT count(*) FROM jobs
+WHERE queue = ANY(%(queues)s)
+    AND ((attempts < max_attempts AND run_at <= %(now)s) OR (claim IS NOT NULL AND run_at > %(now)s))

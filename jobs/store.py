@@ -1,0 +1,168 @@
+"""The queue's side that only speaks SQL: making the table, queueing, claiming and settling.
+
+`later` writes a job as a row; a worker (worker.py) calls `claimed` to take due rows
+under a lease, runs them, and settles each with `finished` or `failed`. Nothing here
+loops, sleeps or runs a job.
+"""
+
+import json
+import math
+import secrets
+import time
+from dataclasses import dataclass, field
+
+from .sql import queries
+
+LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
+ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise
+
+
+def now_ms() -> int:
+    """The moment, in integer milliseconds since the epoch."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class Job:
+    """A claimed job as the worker holds it while it runs."""
+
+    id: int
+    queue: str
+    name: str
+    args: dict
+    priority: int
+    due_at: int  # when it was due, before the claim moved run_at on
+    attempt: int  # this attempt, counted from 1
+    max_attempts: int
+    claim: int  # the token of the claim that holds it
+    final: bool = field(default=False)  # set by the worker: a failure now ends the job
+
+
+def prepared(db):
+    """Creates the jobs table and its index when they are missing, and returns `db`.
+
+    Safe to call from many processes at once and on every start; it commits on a
+    connection that is not in a transaction, and joins the caller's otherwise.
+    """
+    with db.transaction():
+        db.execute(queries["prepare"])
+    return db
+
+
+def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0) -> int:
+    """Queues job `name` with `args` on `queue` to run at `at` (ms since the epoch) or after.
+
+    The row is written on `db`'s current transaction: if it rolls back, the job never
+    existed, and the transaction that saves a record can be the one that queues its
+    job. A worker listening for jobs is woken when that transaction commits. Returns
+    the job's id. Refuses an empty queue or name and arguments that are not plain JSON
+    (see `encoded`) with a ValueError or TypeError, writing nothing.
+    """
+    text = encoded(queue, name, args)
+    run_at = now_ms() if at is None else at
+    params = {"queue": queue, "name": name, "args": text, "run_at": run_at, "priority": priority}
+    return db.execute(queries["later"], params).fetchone()[0]
+
+
+def encoded(queue, name, args) -> str:
+    """The JSON text of a job's arguments, or a clear error naming the job.
+
+    Arguments must survive the trip through the table unchanged: a dict with string
+    keys whose values are JSON (None, bools, finite numbers, strings without NUL,
+    lists and dicts of the same). Anything else is refused rather than silently
+    converted (json.dumps would turn 1 into "1" as a key, and a tuple into a list).
+    """
+    for what, value in (("queue", queue), ("name", name)):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"a job needs a {what}: got {value!r}")
+        if "\x00" in value:
+            raise ValueError(f"a job's {what} cannot hold a NUL character: {value!r}")
+    if not isinstance(args, dict):
+        raise TypeError(f"job {name!r}: args must be a dict, not {type(args).__name__}")
+    check_json(name, args, "args")
+    return json.dumps(args, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def check_json(name: str, value, where: str) -> None:
+    """Raises TypeError or ValueError when `value` is not plain JSON, naming where."""
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"job {name!r}: {where} is {value}, which JSON cannot hold")
+    elif isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError(f"job {name!r}: {where} holds a NUL character")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            check_json(name, item, f"{where}[{i}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"job {name!r}: {where} has a key {key!r} that is not a string")
+            check_json(name, key, f"{where} key {key!r}")
+            check_json(name, item, f"{where}[{key!r}]")
+    else:
+        raise TypeError(f"job {name!r}: {where} is a {type(value).__name__}, which is not JSON")
+
+
+def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -> list[Job]:
+    """Claims up to `limit` jobs of `queue` due at `now`, in claim order, and commits.
+
+    Each claimed row has its attempt counted and is held for `lease` seconds under a
+    new claim token; see the claim in queries.sql.
+    """
+    claim = secrets.randbits(63)
+    params = {"queue": queue, "now": now, "limit": limit, "lease": int(lease * 1000), "claim": claim}
+    with db.transaction():
+        rows = db.execute(queries["claim"], params).fetchall()
+    jobs = [Job(*row, claim=claim) for row in rows]
+    jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
+    return jobs
+
+
+def finished(db, jobs: list[Job]) -> set[int]:
+    """Deletes the rows of jobs that succeeded, on db's transaction; returns the ids still ours."""
+    if not jobs:
+        return set()
+    rows = db.execute(queries["finish"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim})
+    return {row[0] for row in rows}
+
+
+def failed(db, job: Job, reason: str, traceback: str, run_at: int, max_attempts: int) -> bool:
+    """Records a failed attempt on db's transaction; False when the claim was no longer ours."""
+    params = {
+        "id": job.id, "claim": job.claim, "reason": reason, "traceback": traceback,
+        "run_at": run_at, "max_attempts": max_attempts,
+    }
+    return db.execute(queries["fail"], params).rowcount == 1
+
+
+def released(db, jobs: list[Job], now: int) -> None:
+    """Gives claimed jobs that never started back to the queue, due at once."""
+    if jobs:
+        db.execute(queries["release"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now})
+
+
+def extended(db, jobs: list[Job], now: int, lease: float = LEASE) -> set[int]:
+    """Moves the leases of held jobs one lease on from `now`; returns the ids still ours."""
+    if not jobs:
+        return set()
+    params = {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now, "lease": int(lease * 1000)}
+    return {row[0] for row in db.execute(queries["extend"], params)}
+
+
+def listed(db, queue: str | None = None) -> list[dict]:
+    """Every job still in the table (waiting, leased or failed for good), in the order queued.
+
+    Each is a dict with id, queue, name, args, priority, run_at, attempts,
+    max_attempts, failure ("" when none), traceback and reasons (one per failure).
+    """
+    cursor = db.execute(queries["listed"], {"queue": queue})
+    names = [column.name for column in cursor.description]
+    return [dict(zip(names, row)) for row in cursor]
+
+
+def outstanding(db, queues: list[str], now: int) -> int:
+    """How many jobs of `queues` are due at `now` or held under a lease that has not run out."""
+    return db.execute(queries["outstanding"], {"queues": queues, "now": now}).fetchone()[0]

@@ -1,0 +1,248 @@
+"""The worker: the loop that claims due jobs, runs them and waits for more.
+
+A Worker runs `threads` work threads, each on a connection of its own, and one
+listener thread on one more connection: it LISTENs for the notification `later`
+sends on commit and wakes the work threads at once, and it extends the leases of the
+jobs in hand every half lease (the heartbeat). A work thread never dies of a job's
+failure or of a lost connection: it logs, reconnects with backoff and carries on.
+"""
+
+import logging
+import os
+import selectors
+import threading
+import time
+
+import psycopg
+
+from . import store
+from .runner import Counts, performed
+
+POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
+BATCH_MAX = 100  # jobs one claim may take at the most
+BATCH_TIME = 0.02  # seconds a batch may take before the next claim takes one job again
+RECONNECT_FIRST = 0.1  # seconds before the first reconnection; doubles up to RECONNECT_MAX
+RECONNECT_MAX = 5.0
+UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renews that lease
+
+log = logging.getLogger("jobs")
+
+
+def worked(db, queue: str, performers: dict, now: int | None = None, *, lease: float = UNWATCHED_LEASE) -> str | None:
+    """Claims one job of `queue` due at `now` (ms; the clock when None), runs it and settles it.
+
+    Answers what happened, as one line: "ran NAME", or "failed NAME on attempt N:
+    REASON"; None when nothing was due. `db` must not be inside a transaction: the
+    claim commits before the job runs, and the settlement commits after. No heartbeat
+    runs here, so the lease is UNWATCHED_LEASE unless `lease` says otherwise.
+    """
+    if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
+    moment = store.now_ms() if now is None else now
+    claimed = store.claimed(db, queue, moment, limit=1, lease=lease)
+    if not claimed:
+        return None
+    return performed(db, claimed, performers, now=now)[0]
+
+
+class Worker:
+    """Works `queues` with `performers` on connections from `connect` until stopped.
+
+    connect: a callable that returns a new psycopg connection.
+    threads: how many jobs run at once; the worker holds threads + 1 connections.
+    lease: seconds a claim holds a job; the heartbeat renews it every half lease.
+    listen: False for a polling worker (behind PgBouncer in transaction mode, where
+    LISTEN does not work): it looks for due jobs every `poll` seconds.
+    """
+
+    def __init__(self, connect, queues, performers, *, threads=1, lease=store.LEASE, poll=POLL_INTERVAL, listen=True):
+        if isinstance(queues, str):
+            queues = [queues]
+        if not queues or threads < 1 or lease <= 0:
+            raise ValueError("a worker needs a queue, one thread or more, and a lease of more than 0 s")
+        self.connect, self.queues, self.performers = connect, list(queues), performers
+        self.threads, self.lease, self.poll, self.listen = threads, lease, poll, listen
+        self.counts = Counts()
+        self._stopping = threading.Event()
+        self._draining = False
+        self._wake = threading.Event()
+        self._held: dict[int, list[store.Job]] = {}  # the jobs each work thread holds now
+        self._held_lock = threading.Lock()
+        self._wakeup_r, self._wakeup_w = os.pipe()
+        self._threads: list[threading.Thread] = []
+
+    def start(self) -> "Worker":
+        """Starts the threads and returns the worker."""
+        self._threads = [threading.Thread(target=self._listened, name="jobs-listener", daemon=True)]
+        for n in range(self.threads):
+            self._threads.append(threading.Thread(target=self._worked, args=(n,), name=f"jobs-worker-{n}", daemon=True))
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def stop(self, drain: bool = False) -> None:
+        """Asks the worker to stop: the jobs in hand finish and settle, nothing new is claimed.
+
+        With drain=True it first works on until nothing is due on its queues.
+        """
+        self._draining = drain
+        if not drain:
+            self._stopping.set()
+        self._wake.set()
+        try:
+            os.write(self._wakeup_w, b"x")  # ends the listener's wait at once
+        except OSError:
+            pass  # the listener has already ended and closed its pipe
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Waits for the threads to end; True when they all have."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        return not any(thread.is_alive() for thread in self._threads)
+
+    def wait_until_empty(self, timeout: float) -> bool:
+        """Waits until no job is due or in work on the worker's queues; True if that happened in time.
+
+        For tests: what the last job did is committed when this returns.
+        """
+        deadline = time.monotonic() + timeout
+        with self.connect() as db:
+            db.autocommit = True
+            while time.monotonic() < deadline:
+                if not self._holding() and store.outstanding(db, self.queues, store.now_ms()) == 0:
+                    return True
+                self._stopping.wait(0.01)
+        return False
+
+    def _holding(self) -> bool:
+        with self._held_lock:
+            return any(self._held.values())
+
+    def _hold(self, n: int, jobs: list) -> None:
+        with self._held_lock:
+            self._held[n] = jobs
+
+    def _worked(self, n: int) -> None:
+        """A work thread: claim, run, settle; wait when nothing is due; reconnect when cut off."""
+        db, pause, limit = None, RECONNECT_FIRST, 1
+        while not self._stopping.is_set():
+            try:
+                if db is None:
+                    db = self._connected()
+                self._wake.clear()
+                busy = False
+                for queue in self.queues:
+                    jobs = store.claimed(db, queue, store.now_ms(), limit=limit, lease=self.lease)
+                    if jobs:
+                        busy = True
+                        limit = self._ran(db, n, jobs)
+                pause = RECONNECT_FIRST
+                if not busy:
+                    if self._draining:
+                        self._stopping.set()
+                        break
+                    self._wake.wait(self.poll)
+            except psycopg.Error as error:
+                self._hold(n, [])
+                log.warning("worker lost its database connection (%s); reconnecting in %.1f s", error, pause)
+                db = self._closed(db)
+                self._stopping.wait(pause)
+                pause = min(pause * 2, RECONNECT_MAX)
+        self._closed(db)
+
+    def _ran(self, db, n: int, jobs: list) -> int:
+        """Runs a claimed batch and returns how many jobs the next claim may take.
+
+        Batches grow while they are quick, and fall back to one job as soon as one
+        takes longer than BATCH_TIME, so slow jobs are shared among workers, not
+        hoarded by the first to claim them.
+        """
+        self._hold(n, jobs)
+        started = time.monotonic()
+        try:
+            performed(db, jobs, self.performers, counts=self.counts, stopping=self._stopping.is_set)
+        finally:
+            self._hold(n, [])
+        if time.monotonic() - started > BATCH_TIME:
+            return 1
+        return min(BATCH_MAX, len(jobs) * 2)
+
+    def _listened(self) -> None:
+        """The listener thread: wakes the work threads on a notification and beats the heartbeat."""
+        db, pause, next_beat = None, RECONNECT_FIRST, time.monotonic() + self.lease / 2
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._wakeup_r, selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                try:
+                    if db is None:
+                        db = self._connected()
+                        if self.listen:
+                            db.execute("LISTEN jobs")
+                            selector.register(db.fileno(), selectors.EVENT_READ)
+                            self._wake.set()  # a job may have come while nobody listened
+                    selector.select(max(0.0, min(next_beat - time.monotonic(), self.poll)))
+                    if self.listen:
+                        for notice in db.notifies(timeout=0):
+                            if notice.payload in self.queues:
+                                self._wake.set()
+                    if time.monotonic() >= next_beat:
+                        self._beat(db)
+                        next_beat = time.monotonic() + self.lease / 2
+                    pause = RECONNECT_FIRST
+                except psycopg.Error as error:
+                    log.warning("worker's listener lost its connection (%s); reconnecting in %.1f s", error, pause)
+                    if db is not None and self.listen:
+                        selector.unregister(db.fileno())
+                    db = self._closed(db)
+                    self._stopping.wait(pause)
+                    pause = min(pause * 2, RECONNECT_MAX)
+        self._closed(db)
+        os.close(self._wakeup_r)
+        os.close(self._wakeup_w)
+
+    def _beat(self, db) -> None:
+        """Extends the leases of every job the work threads hold, and says which were lost."""
+        with self._held_lock:
+            batches = [jobs for jobs in self._held.values() if jobs]
+        for jobs in batches:
+            kept = store.extended(db, jobs, store.now_ms(), self.lease)
+            for job in jobs:
+                if job.id not in kept:
+                    log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
+
+    def _connected(self):
+        db = self.connect()
+        db.autocommit = True
+        return db
+
+    @staticmethod
+    def _closed(db) -> None:
+        if db is not None:
+            try:
+                db.close()
+            except psycopg.Error:
+                pass
+        return None
+
+
+def worker(connect, queues, performers, **options) -> Worker:
+    """Starts a worker on `queues` (see Worker for the options) and returns it; call .stop() to end it."""
+    return Worker(connect, queues, performers, **options).start()
+
+
+def beside(connect, queue: str, performers: dict, serve, **options):
+    """Runs `serve()` (a web server, say) with a worker on `queue` in threads beside it.
+
+    The worker makes the jobs table first when it is missing, and works on
+    connections of its own. When `serve` returns or raises, the worker stops (the job
+    in hand finishes) and `beside` returns or raises what `serve` did.
+    """
+    with connect() as db:
+        store.prepared(db)
+    running = worker(connect, [queue], performers, **options)
+    try:
+        return serve()
+    finally:
+        running.stop()
+        running.join()
