@@ -89,17 +89,21 @@ class Worker:
         if not drain:
             self._stopping.set()
         self._wake.set()
-        try:
+        if self._wakeup_w is not None:
             os.write(self._wakeup_w, b"x")  # ends the listener's wait at once
-        except OSError:
-            pass  # the listener has already ended and closed its pipe
 
     def join(self, timeout: float | None = None) -> bool:
         """Waits for the threads to end; True when they all have."""
         deadline = None if timeout is None else time.monotonic() + timeout
         for thread in self._threads:
             thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        return not any(thread.is_alive() for thread in self._threads)
+        if any(thread.is_alive() for thread in self._threads):
+            return False
+        if self._wakeup_w is not None:
+            os.close(self._wakeup_r)
+            os.close(self._wakeup_w)
+            self._wakeup_r = self._wakeup_w = None
+        return True
 
     def wait_until_empty(self, timeout: float) -> bool:
         """Waits until no job is due or in work on the worker's queues; True if that happened in time.
@@ -170,7 +174,7 @@ class Worker:
 
     def _listened(self) -> None:
         """The listener thread: wakes the work threads on a notification and beats the heartbeat."""
-        db, pause, next_beat = None, RECONNECT_FIRST, time.monotonic() + self.lease / 2
+        db, fd, pause, next_beat = None, None, RECONNECT_FIRST, time.monotonic() + self.lease / 2
         with selectors.DefaultSelector() as selector:
             selector.register(self._wakeup_r, selectors.EVENT_READ)
             while not self._stopping.is_set():
@@ -179,9 +183,12 @@ class Worker:
                         db = self._connected()
                         if self.listen:
                             db.execute("LISTEN jobs")
-                            selector.register(db.fileno(), selectors.EVENT_READ)
+                            fd = db.fileno()
+                            selector.register(fd, selectors.EVENT_READ)
                             self._wake.set()  # a job may have come while nobody listened
-                    selector.select(max(0.0, min(next_beat - time.monotonic(), self.poll)))
+                    for key, _ in selector.select(max(0.0, min(next_beat - time.monotonic(), self.poll))):
+                        if key.fd == self._wakeup_r:
+                            os.read(self._wakeup_r, 64)  # stop() asked: the loop's test decides
                     if self.listen:
                         for notice in db.notifies(timeout=0):
                             if notice.payload in self.queues:
@@ -192,14 +199,13 @@ class Worker:
                     pause = RECONNECT_FIRST
                 except psycopg.Error as error:
                     log.warning("worker's listener lost its connection (%s); reconnecting in %.1f s", error, pause)
-                    if db is not None and self.listen:
-                        selector.unregister(db.fileno())
+                    if fd is not None:
+                        selector.unregister(fd)
+                        fd = None
                     db = self._closed(db)
                     self._stopping.wait(pause)
                     pause = min(pause * 2, RECONNECT_MAX)
         self._closed(db)
-        os.close(self._wakeup_r)
-        os.close(self._wakeup_w)
 
     def _beat(self, db) -> None:
         """Extends the leases of every job the work threads hold, and says which were lost."""

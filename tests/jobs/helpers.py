@@ -1,0 +1,41 @@
+"""What the job queue's tests share: worker processes, and waiting on the database."""
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PROJECT = Path(__file__).resolve().parents[2]
+WAIT = 30.0  # seconds a test waits on a condition before it fails
+
+
+def start_worker(database_url, queue, *options):
+    """Starts `python -m jobs work` on `queue` with the test performers, as its own process."""
+    env = dict(os.environ, DATABASE_URL=database_url, PYTHONPATH=str(PROJECT))
+    command = [sys.executable, "-m", "jobs", "work", queue, "--performers", "tests.jobs.performers:performers", *options]
+    return subprocess.Popen(command, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def wait_for(condition, what: str, timeout: float = WAIT, every: float = 0.02):
+    """Returns condition()'s first true answer, or fails naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        answer = condition()
+        if answer:
+            return answer
+        time.sleep(every)
+    raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def stopped(process, timeout: float = WAIT) -> str:
+    """Ends a worker process with SIGTERM and returns what it printed."""
+    if process.poll() is None:
+        process.terminate()
+    output, _ = process.communicate(timeout=timeout)
+    return output
+
+
+def scalar(db, query, params=()):
+    """The single value a query answers."""
+    return db.execute(query, params).fetchone()[0]

@@ -1,0 +1,43 @@
+"""Performers that worker processes started by the tests load with --performers.
+
+Each records its runs in the table `runs` on the job's own transaction, so a run
+counts only if its job's settlement committed: the count is what "exactly once" means.
+"""
+
+import os
+import random
+import time
+
+import jobs
+
+RUNS = "CREATE TABLE IF NOT EXISTS runs (job bigint NOT NULL, pid int NOT NULL, attempt int NOT NULL)"
+
+
+def record(db, args):
+    """Records this run of the job."""
+    job = jobs.current_job()
+    db.execute("INSERT INTO runs (job, pid, attempt) VALUES (%s, %s, %s)", (job.id, os.getpid(), job.attempt))
+
+
+def slow_first_time(db, args):
+    """Hangs on its first attempt (long enough to be killed), then runs at once."""
+    if jobs.current_job().attempt == 1:
+        time.sleep(args.get("seconds", 60))
+    record(db, args)
+
+
+def hold(db, args):
+    """Runs for `seconds`, then records its run."""
+    time.sleep(args["seconds"])
+    record(db, args)
+
+
+@jobs.policy(backoff=jobs.intervals(0, 0, 0, 0, 0, 0, 0, 0, 0))
+def flaky(db, args):
+    """Fails at random, as often as `chance` says, retrying at once; records its successful run."""
+    if random.random() < args.get("chance", 0.2):
+        raise RuntimeError("flaked")
+    record(db, args)
+
+
+performers = {"record": record, "slow_first_time": slow_first_time, "hold": hold, "flaky": flaky}

@@ -1,0 +1,71 @@
+"""Leases: a heartbeat keeps a long job its own, and a settlement after a lost lease is refused."""
+
+import logging
+import threading
+
+import jobs
+from tests.jobs.helpers import scalar, wait_for
+from tests.jobs.performers import RUNS
+
+
+def test_heartbeat_keeps_a_job_longer_than_its_lease_from_being_claimed_again(db, connect):
+    db.execute(RUNS)
+    db.execute("TRUNCATE runs")
+    release = threading.Event()
+    began = []
+
+    def long_job(conn, args):
+        began.append(jobs.current_job().attempt)
+        release.wait(10)
+        conn.execute("INSERT INTO runs VALUES (%s, 0, %s)", (jobs.current_job().id, jobs.current_job().attempt))
+
+    workers = [jobs.worker(connect, "default", {"long": long_job}, lease=0.5) for _ in range(2)]
+    try:
+        job = jobs.later(db, "default", "long", {})
+        wait_for(lambda: began, "the job to start")
+        # three leases pass while the job runs; each heartbeat moves run_at on again
+        deadline = scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (job,))
+        wait_for(lambda: scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (job,)) > deadline + 1000,
+                 "the heartbeat to extend the lease past three leases")
+        release.set()
+        wait_for(lambda: jobs.listed(db) == [], "the job to settle")
+    finally:
+        release.set()
+        for worker in workers:
+            worker.stop()
+            worker.join(10)
+    assert began == [1]
+    assert db.execute("SELECT job, attempt FROM runs").fetchall() == [(job, 1)]
+
+
+def test_settlement_after_the_claim_moved_on_is_refused_and_rolled_back(db, connect, caplog):
+    db.execute("CREATE TABLE IF NOT EXISTS effects (n int)")
+    db.execute("TRUNCATE effects")
+
+    def taken_over(conn, args):
+        conn.execute("INSERT INTO effects VALUES (1)")
+        # another worker claims the row, as it would after this worker's lease ran out
+        with connect() as other:
+            other.execute("UPDATE jobs SET claim = 42, attempts = attempts + 1 WHERE id = %s", (jobs.current_job().id,))
+
+    job = jobs.later(db, "default", "taken_over", {})
+    with connect() as conn, caplog.at_level(logging.WARNING, logger="jobs"):
+        conn.autocommit = True
+        assert jobs.worked(conn, "default", {"taken_over": taken_over}) == "lease lost taken_over"
+    assert "lease lost" in caplog.text
+    assert scalar(db, "SELECT count(*) FROM effects") == 0, "the performer's writes rolled back"
+    assert db.execute("SELECT id, claim, attempts FROM jobs").fetchall() == [(job, 42, 2)], "the other claim is untouched"
+
+
+def test_failure_recorded_after_the_claim_moved_on_is_refused(db, connect):
+    def fails_after_takeover(conn, args):
+        with connect() as other:
+            other.execute("UPDATE jobs SET claim = 42 WHERE id = %s", (jobs.current_job().id,))
+        raise RuntimeError("too late")
+
+    jobs.later(db, "default", "fails", {})
+    with connect() as conn:
+        conn.autocommit = True
+        assert jobs.worked(conn, "default", {"fails": fails_after_takeover}) == "lease lost fails"
+    (row,) = jobs.listed(db)
+    assert row["failure"] == "" and row["reasons"] == []

@@ -1,0 +1,59 @@
+"""Worker processes sharing a queue, and one killed mid-job: every job runs exactly once."""
+
+import signal
+
+import pytest
+
+import jobs
+from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
+from tests.jobs.performers import RUNS
+
+
+@pytest.fixture
+def runs(db):
+    """The table the test performers record their runs in, empty."""
+    db.execute(RUNS)
+    db.execute("TRUNCATE runs")
+    return db
+
+
+def test_six_worker_processes_run_two_hundred_jobs_exactly_once(runs, database_url):
+    workers = [start_worker(database_url, "default") for _ in range(6)]
+    try:
+        with runs.transaction():
+            for n in range(200):
+                jobs.later(runs, "default", "record", {"n": n})
+        wait_for(lambda: scalar(runs, "SELECT count(*) FROM jobs") == 0, "the queue to drain")
+    finally:
+        outputs = [stopped(worker) for worker in workers]
+    assert scalar(runs, "SELECT count(*) FROM runs") == 200
+    assert scalar(runs, "SELECT count(DISTINCT job) FROM runs") == 200
+    assert all(worker.returncode == 0 for worker in workers), outputs
+
+
+def test_job_of_a_killed_worker_returns_when_its_lease_runs_out(runs, database_url):
+    first = start_worker(database_url, "default", "--lease", "3")
+    second = None
+    try:
+        job = jobs.later(runs, "default", "slow_first_time", {"seconds": 60})
+        wait_for(lambda: scalar(runs, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 1, "the first claim")
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        second = start_worker(database_url, "default", "--lease", "3")
+        wait_for(lambda: scalar(runs, "SELECT count(*) FROM jobs") == 0, "the job to return and complete", timeout=20)
+    finally:
+        stopped(first)
+        if second:
+            stopped(second)
+    assert runs.execute("SELECT job, attempt FROM runs").fetchall() == [(job, 2)]
+
+
+def test_sigterm_lets_the_job_in_hand_finish_and_exits_zero(runs, database_url):
+    worker = start_worker(database_url, "default")
+    job = jobs.later(runs, "default", "hold", {"seconds": 1})
+    wait_for(lambda: scalar(runs, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 1, "the claim")
+    worker.send_signal(signal.SIGTERM)
+    output = stopped(worker)
+    assert worker.returncode == 0, output
+    assert scalar(runs, "SELECT count(*) FROM runs WHERE job = %s", (job,)) == 1
+    assert jobs.listed(runs) == []

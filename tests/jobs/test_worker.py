@@ -1,0 +1,144 @@
+"""The worker in this process: waking on a notification, stopping, and surviving lost connections."""
+
+import statistics
+import threading
+import time
+
+import psycopg
+import pytest
+
+import jobs
+from tests.jobs.helpers import scalar, wait_for
+
+
+@pytest.fixture
+def started(connect):
+    """Starts workers for a test and stops them after it, whatever happened."""
+    running = []
+
+    def start(queues, performers, **options):
+        worker = jobs.worker(connect, queues, performers, **options)
+        running.append(worker)
+        return worker
+
+    yield start
+    for worker in running:
+        worker.stop()
+        assert worker.join(10), "a worker did not stop within 10 s"
+
+
+def test_idle_worker_starts_a_job_well_within_the_poll_interval(db, started):
+    began = []
+    woken = threading.Event()
+
+    def note(_, args):
+        began.append(time.perf_counter())
+        woken.set()
+
+    started(["default"], {"note": note})
+    delays = []
+    for _ in range(20):
+        woken.clear()
+        with db.transaction():
+            jobs.later(db, "default", "note", {})
+        committed = time.perf_counter()
+        assert woken.wait(5), "the job never started"
+        delays.append(began[-1] - committed)
+    assert statistics.median(delays) < 0.2, f"median wake-up {statistics.median(delays) * 1000:.1f} ms"
+
+
+def test_stopping_lets_the_job_in_hand_finish_and_claims_nothing_new(db, started):
+    inside, release = threading.Event(), threading.Event()
+    done = []
+
+    def slow(_, args):
+        inside.set()
+        release.wait(10)
+        done.append(args["n"])
+
+    worker = started(["default"], {"slow": slow})
+    for n in range(3):
+        jobs.later(db, "default", "slow", {"n": n})
+    assert inside.wait(10)
+    worker.stop()
+    release.set()
+    assert worker.join(10)
+    assert done == [0]
+    assert [j["args"]["n"] for j in jobs.listed(db)] == [1, 2]
+    assert all(j["attempts"] == 0 for j in jobs.listed(db)), "unstarted jobs keep their attempts"
+
+
+def test_stop_with_drain_finishes_what_is_due_first(db, started):
+    done = []
+    for n in range(50):
+        jobs.later(db, "default", "note", {"n": n})
+    worker = started(["default"], {"note": lambda _, args: done.append(args["n"])})
+    worker.stop(drain=True)
+    assert worker.join(10)
+    assert sorted(done) == list(range(50))
+    assert jobs.listed(db) == []
+
+
+def test_jobs_run_in_the_order_they_were_queued(db, started):
+    done = []
+    for n in range(30):
+        jobs.later(db, "default", "note", {"n": n})
+    worker = started(["default"], {"note": lambda _, args: done.append(args["n"])})
+    assert worker.wait_until_empty(10)
+    assert done == list(range(30))
+
+
+def test_lower_priority_number_runs_first_among_due_jobs(db):
+    for n, priority in enumerate([5, 0, 9, 0, -1]):
+        jobs.later(db, "default", "note", {"n": n}, priority=priority)
+    done = []
+    while jobs.worked(db, "default", {"note": lambda _, args: done.append(args["n"])}):
+        pass
+    assert done == [4, 1, 3, 0, 2]
+
+
+def worker_backends(db):
+    """The backends of worker connections other than the test's own."""
+    query = "SELECT pid FROM pg_stat_activity WHERE application_name = 'jobs tests' AND pid <> pg_backend_pid()"
+    return [row[0] for row in db.execute(query)]
+
+
+def terminate(db, pids):
+    for pid in pids:
+        db.execute("SELECT pg_terminate_backend(%s)", (pid,))
+
+
+def test_worker_survives_its_connections_being_cut_while_idle(db, started):
+    done = []
+    worker = started(["default"], {"note": lambda _, args: done.append(args["n"])})
+    wait_for(lambda: len(worker_backends(db)) == 2, "the worker's two connections")
+    terminate(db, worker_backends(db))
+    for n in range(10):
+        jobs.later(db, "default", "note", {"n": n})
+    wait_for(lambda: len(done) == 10, "ten jobs to run after the reconnection")
+    assert worker.wait_until_empty(10)
+    assert sorted(done) == list(range(10))
+
+
+def test_worker_survives_its_connection_being_cut_mid_job_and_loses_nothing(db, started):
+    inside, release = threading.Event(), threading.Event()
+    attempts = []
+
+    def cut_off(conn, args):
+        attempts.append(jobs.current_job().attempt)
+        if len(attempts) == 1:
+            inside.set()
+            release.wait(10)
+            conn.execute("SELECT 1")  # the connection is gone by now: this raises
+        conn.execute("CREATE TABLE IF NOT EXISTS cut_off (n int)")
+        conn.execute("INSERT INTO cut_off VALUES (%s)", (args["n"],))
+
+    db.execute("DROP TABLE IF EXISTS cut_off")
+    worker = started(["default"], {"cut_off": cut_off}, lease=1.0)
+    jobs.later(db, "default", "cut_off", {"n": 7})
+    assert inside.wait(10)
+    terminate(db, worker_backends(db))
+    release.set()
+    wait_for(lambda: attempts[-1:] == [2] and jobs.listed(db) == [], "the job to come back after its lease and run", timeout=15)
+    assert scalar(db, "SELECT array_agg(n) FROM cut_off") == [7]
+    assert worker.counts.failed == 0 and worker.counts.retried == 0, "a lost connection is not a failed job"
