@@ -1,0 +1,79 @@
+"""What a letter is, and which letters are refused before anyone tries to send them.
+
+A letter is made once, by `message`, with its Message-ID and Date already chosen, so
+a letter that is queued and sent three attempts later still carries the same ones
+(a mail server that received the first attempt can tell the second is a copy).
+"""
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.utils import format_datetime, make_msgid
+
+BODY_MAX = 100_000  # characters a letter's body may hold
+ADDRESS_MAX = 254  # characters an address may hold (RFC 5321's limit on a path, less its brackets)
+BASE_URL_DEFAULT = "http://127.0.0.1:5000"  # where links point when BASE_URL is not set
+
+# A plain address, local@domain: no spaces, no display name, nothing SMTP would
+# read as syntax. It is deliberately stricter than RFC 5322 allows.
+ADDRESS = re.compile(r"[^@\s<>()\[\],;:\\\"]+@[^@\s<>()\[\],;:\\\"]+")
+HEADER_BREAKERS = ("\r", "\n", "\x00")  # characters that would end a header or the string
+
+
+class Refused(ValueError):
+    """A letter that `delivered` would refuse; the message says why."""
+
+
+@dataclass(frozen=True)
+class Letter:
+    """A plain-text letter, as the `deliver` job carries it in its arguments."""
+
+    sender: str
+    to: str
+    subject: str
+    body: str
+    message_id: str
+    date: str
+
+
+def message(sender: str, to: str, subject: str, body: str) -> Letter:
+    """A letter from `sender` to `to`, with a new Message-ID and the Date of now."""
+    domain = sender.rpartition("@")[2] if is_address(sender) else "localhost"
+    return Letter(sender, to, subject, body, make_msgid(domain=domain), format_datetime(datetime.now(timezone.utc)))
+
+
+def is_address(text: str) -> bool:
+    """Whether `text` is one plain address (local@domain) that fits in ADDRESS_MAX characters."""
+    return isinstance(text, str) and len(text) <= ADDRESS_MAX and ADDRESS.fullmatch(text) is not None
+
+
+def refusal(m: Letter) -> str:
+    """Why `m` would be refused, in a sentence naming the field; "" when it would not."""
+    for field in ("sender", "to", "subject", "message_id", "date"):
+        value = getattr(m, field)
+        if not isinstance(value, str):
+            return f"the letter's {field} is not text"
+        if any(c in value for c in HEADER_BREAKERS):
+            return f"the letter's {field} holds a line break or a NUL character"
+    for field in ("sender", "to"):
+        if not is_address(getattr(m, field)):
+            return f"the letter's {field} is not an address: {getattr(m, field)!r}"
+    if not m.subject.strip():
+        return "the letter has no subject"
+    if not isinstance(m.body, str) or "\x00" in m.body:
+        return "the letter's body is not text without NUL characters"
+    if len(m.body) > BODY_MAX:
+        return f"the letter's body holds {len(m.body)} characters, more than BODY_MAX ({BODY_MAX})"
+    return ""
+
+
+def url_for(path: str) -> str:
+    """The absolute address of `path` (which starts with "/") on the site BASE_URL names.
+
+    Links in letters come from configuration, never from the request's Host header,
+    which whoever sends the request chooses.
+    """
+    if not path.startswith("/"):
+        raise ValueError(f"url_for takes a path that starts with '/', got {path!r}")
+    return os.environ.get("BASE_URL", BASE_URL_DEFAULT).rstrip("/") + path

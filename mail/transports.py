@@ -1,0 +1,88 @@
+"""Sending a letter now: the last step of its travel, run by the worker's `deliver` job.
+
+MAIL_URL names the SMTP server: smtp://host:port, smtp+starttls://user:pass@host:587
+or smtps://user:pass@host:465 (user and password percent-encoded). Without it,
+letters are written as .eml files to the outbox folder, for a person running the
+app on their own machine to read.
+"""
+
+import os
+import secrets
+import smtplib
+import ssl
+import time
+from email.message import EmailMessage
+from email.policy import SMTP
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from .letters import Letter, Refused, refusal
+
+TIMEOUT = 10.0  # seconds any one exchange with the SMTP server may take before the attempt fails
+OUTBOX_DEFAULT = "outbox"  # where letters go without MAIL_URL, unless MAIL_OUTBOX names a folder
+PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}  # each scheme's port when the URL names none
+
+
+def delivered(m: Letter) -> None:
+    """Sends `m` through MAIL_URL's server, or writes it to the outbox without one.
+
+    Raises Refused for a letter `refusal` refuses, and whatever smtplib or the file
+    system raise when sending fails (the worker records it and tries again later).
+    """
+    reason = refusal(m)
+    if reason:
+        raise Refused(reason)
+    url = os.environ.get("MAIL_URL", "")
+    if url:
+        sent(email_of(m), url)
+    else:
+        written(email_of(m), outbox_folder())
+
+
+def email_of(m: Letter) -> EmailMessage:
+    """The letter as a MIME message: text/plain in UTF-8 with its five headers."""
+    email = EmailMessage(policy=SMTP)
+    email["From"] = m.sender
+    email["To"] = m.to
+    email["Subject"] = m.subject
+    email["Date"] = m.date
+    email["Message-ID"] = m.message_id
+    email.set_content(m.body)
+    return email
+
+
+def sent(email: EmailMessage, url: str) -> None:
+    """Hands `email` to the SMTP server `url` names, over TLS when the scheme asks for it."""
+    parts = urlsplit(url)
+    if parts.scheme not in PORTS or not parts.hostname:
+        raise ValueError(f"MAIL_URL must look like smtp://host:port, smtp+starttls://... or smtps://..., got scheme {parts.scheme!r}")
+    port = parts.port or PORTS[parts.scheme]
+    tls = ssl.create_default_context()
+    if parts.scheme == "smtps":
+        server = smtplib.SMTP_SSL(parts.hostname, port, timeout=TIMEOUT, context=tls)
+    else:
+        server = smtplib.SMTP(parts.hostname, port, timeout=TIMEOUT)
+    with server:
+        if parts.scheme == "smtp+starttls":
+            server.starttls(context=tls)
+        if parts.username:
+            server.login(unquote(parts.username), unquote(parts.password or ""))
+        server.send_message(email)
+
+
+def outbox_folder() -> Path:
+    """The folder letters are written to when MAIL_URL is not set."""
+    return Path(os.environ.get("MAIL_OUTBOX") or OUTBOX_DEFAULT)
+
+
+def written(email: EmailMessage, folder: Path) -> Path:
+    """Writes `email` to `folder` as a new .eml file named to sort oldest first; returns its path.
+
+    The file appears whole or not at all (written aside, then renamed), so a reader
+    of the outbox never finds half a letter.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    name = f"{time.time_ns()}-{secrets.token_hex(4)}"
+    aside = folder / f".{name}.partial"
+    aside.write_bytes(email.as_bytes())
+    return aside.replace(folder / f"{name}.eml")
