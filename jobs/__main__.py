@@ -17,6 +17,8 @@ import psycopg
 from . import store
 from .worker import POLL_INTERVAL, Worker
 
+APPLICATION_NAME = "jobs worker"  # how a worker's connections show in pg_stat_activity
+
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
@@ -46,7 +48,7 @@ def work_command(args, url: str) -> int:
     performers = imported(args.performers)
     with psycopg.connect(url, autocommit=True) as db:
         store.prepared(db)
-    running = Worker(lambda: psycopg.connect(url), args.queues, performers, threads=args.threads,
+    running = Worker(lambda: psycopg.connect(url, application_name=APPLICATION_NAME), args.queues, performers, threads=args.threads,
                      lease=args.lease, poll=args.poll, listen=args.listen)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: running.stop())

@@ -19,22 +19,39 @@ CREATE TABLE IF NOT EXISTS jobs (
     claim bigint,
     failure text NOT NULL DEFAULT '',
     traceback text NOT NULL DEFAULT '',
-    reasons jsonb NOT NULL DEFAULT '[]'
+    reasons jsonb NOT NULL DEFAULT '[]',
+    key text,
+    unique_key text,
+    batch bigint,
+    chain jsonb
 );
 -- The claim's index. Only rows with attempts left are in it, so jobs that failed for
 -- good cost the claim nothing however many there are; within a queue it is in the
 -- claim's own order, so the claim reads the first due entries and stops.
 CREATE INDEX IF NOT EXISTS jobs_due ON jobs (queue, priority, run_at, id)
     WHERE attempts < max_attempts;
+-- Jobs under a claim: few at any time, so the reaper and the status read them cheaply.
+CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (run_at) WHERE claim IS NOT NULL;
+-- At most one job of a concurrency key under a claim at once: the guard behind the
+-- claim's own check, which two claims running side by side could both pass.
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_in_work ON jobs (key)
+    WHERE key IS NOT NULL AND claim IS NOT NULL;
+-- At most one job waiting or in work per unique key; one failed for good no longer counts.
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND attempts < max_attempts;
 
 -- name: later
 -- The insert and the notification in one statement, one round trip. NOTIFY is
 -- transactional: it is delivered when the caller's transaction commits, and never if
 -- it rolls back. Notifications with the same payload in one transaction are folded
 -- into one, so queueing a thousand jobs at once wakes a worker once.
+-- A job with a unique key that is already waiting or in work inserts nothing, so
+-- nothing comes back and nobody is notified.
 WITH queued AS (
-    INSERT INTO jobs (queue, name, args, run_at, priority)
-    VALUES (%(queue)s, %(name)s, %(args)s, %(run_at)s, %(priority)s)
+    INSERT INTO jobs (queue, name, args, run_at, priority, key, unique_key, batch, chain)
+    VALUES (%(queue)s, %(name)s, %(args)s, %(run_at)s, %(priority)s, %(key)s, %(unique)s,
+        %(batch)s, %(chain)s)
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND attempts < max_attempts DO NOTHING
     RETURNING id
 )
 SELECT id, pg_notify('jobs', %(queue)s) FROM queued
@@ -47,10 +64,15 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- run_at one lease on: that is the lease. Nothing stays locked while the jobs run, so
 -- a worker that dies leaves its rows to be claimed again when the lease runs out.
 -- The old run_at comes back as due_at, for the worker to keep the claim's order.
+-- A job with a concurrency key waits while another job of its key is under a claim
+-- (its own expired claim, after a crash, does not count).
 WITH due AS (
     SELECT id, run_at AS due_at
-    FROM jobs
+    FROM jobs AS j
     WHERE queue = %(queue)s AND run_at <= %(now)s AND attempts < max_attempts
+        AND (key IS NULL OR NOT EXISTS (
+            SELECT 1 FROM jobs AS other
+            WHERE other.key = j.key AND other.claim IS NOT NULL AND other.id <> j.id))
     ORDER BY priority, run_at, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
@@ -60,7 +82,7 @@ SET run_at = %(now)s + %(lease)s, attempts = attempts + 1, claim = %(claim)s
 FROM due
 WHERE jobs.id = due.id
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
-    jobs.attempts, jobs.max_attempts
+    jobs.attempts, jobs.max_attempts, jobs.key, jobs.batch, jobs.chain
 
 -- name: finish
 -- A job that succeeded is deleted, on the transaction that holds its performer's
@@ -89,9 +111,19 @@ UPDATE jobs SET run_at = %(now)s + %(lease)s
 WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 RETURNING id
 
+-- name: reap
+-- Jobs whose worker died on their last attempt: the lease ran out, and no attempt is
+-- left to claim them with. They become failures for good, with a reason to read, and
+-- give up their claim (and so their concurrency key).
+UPDATE jobs
+SET claim = NULL, failure = 'its worker stopped during the last attempt',
+    reasons = reasons || '["its worker stopped during the last attempt"]'
+WHERE claim IS NOT NULL AND run_at <= %(now)s AND attempts >= max_attempts
+RETURNING id, name, queue
+
 -- name: listed
 SELECT id, queue, name, args, priority, run_at, attempts, max_attempts, failure,
-    traceback, reasons
+    traceback, reasons, key, unique_key, batch, chain
 FROM jobs
 WHERE %(queue)s::text IS NULL OR queue = %(queue)s
 ORDER BY id

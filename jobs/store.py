@@ -11,6 +11,8 @@ import secrets
 import time
 from dataclasses import dataclass, field
 
+import psycopg
+
 from .sql import queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
@@ -34,6 +36,9 @@ class Job:
     due_at: int  # when it was due, before the claim moved run_at on
     attempt: int  # this attempt, counted from 1
     max_attempts: int
+    key: str | None  # its concurrency key: one job of a key runs at a time
+    batch: int | None  # the batch it belongs to, if any
+    chain: dict | None  # the steps that follow it, if it is a step of a chain
     claim: int  # the token of the claim that holds it
     final: bool = field(default=False)  # set by the worker: a failure now ends the job
 
@@ -49,7 +54,9 @@ def prepared(db):
     return db
 
 
-def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0) -> int:
+def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0,
+          unique: str | None = None, key: str | None = None, batch: int | None = None,
+          chain: dict | None = None) -> int | None:
     """Queues job `name` with `args` on `queue` to run at `at` (ms since the epoch) or after.
 
     The row is written on `db`'s current transaction: if it rolls back, the job never
@@ -57,11 +64,20 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     job. A worker listening for jobs is woken when that transaction commits. Returns
     the job's id. Refuses an empty queue or name and arguments that are not plain JSON
     (see `encoded`) with a ValueError or TypeError, writing nothing.
+
+    priority: among due jobs, a lower number runs first (default 0).
+    unique: at most one job per unique key waits or runs; when one already does,
+    nothing is queued and the answer is None.
+    key: a concurrency key; jobs sharing one run one at a time across all workers.
     """
     text = encoded(queue, name, args)
     run_at = now_ms() if at is None else at
-    params = {"queue": queue, "name": name, "args": text, "run_at": run_at, "priority": priority}
-    return db.execute(queries["later"], params).fetchone()[0]
+    params = {
+        "queue": queue, "name": name, "args": text, "run_at": run_at, "priority": priority,
+        "key": key, "unique": unique, "batch": batch, "chain": None if chain is None else json.dumps(chain),
+    }
+    row = db.execute(queries["later"], params).fetchone()
+    return None if row is None else row[0]
 
 
 def encoded(queue, name, args) -> str:
@@ -114,8 +130,14 @@ def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -
     """
     claim = secrets.randbits(63)
     params = {"queue": queue, "now": now, "limit": limit, "lease": int(lease * 1000), "claim": claim}
-    with db.transaction():
-        rows = db.execute(queries["claim"], params).fetchall()
+    try:
+        with db.transaction():
+            rows = db.execute(queries["claim"], params).fetchall()
+    except psycopg.errors.UniqueViolation:
+        # Two jobs of one concurrency key: taken side by side by two claims, or twice in
+        # this batch. The index refused it; nothing was claimed, and the next claim
+        # sees the key in work.
+        return []
     jobs = [Job(*row, claim=claim) for row in rows]
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
@@ -166,3 +188,8 @@ def listed(db, queue: str | None = None) -> list[dict]:
 def outstanding(db, queues: list[str], now: int) -> int:
     """How many jobs of `queues` are due at `now` or held under a lease that has not run out."""
     return db.execute(queries["outstanding"], {"queues": queues, "now": now}).fetchone()[0]
+
+
+def reaped(db, now: int) -> list[tuple]:
+    """Marks jobs whose worker died on their last attempt as failed for good; returns them."""
+    return db.execute(queries["reap"], {"now": now}).fetchall()

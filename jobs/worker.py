@@ -208,7 +208,7 @@ class Worker:
         self._closed(db)
 
     def _beat(self, db) -> None:
-        """Extends the leases of every job the work threads hold, and says which were lost."""
+        """Extends the leases of every job the work threads hold, and reaps jobs lost in crashes."""
         with self._held_lock:
             batches = [jobs for jobs in self._held.values() if jobs]
         for jobs in batches:
@@ -216,6 +216,8 @@ class Worker:
             for job in jobs:
                 if job.id not in kept:
                     log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
+        for id, name, queue in store.reaped(db, store.now_ms()):
+            log.error("job %s (%s on %s) failed for good: its worker stopped during the last attempt", id, name, queue)
 
     def _connected(self):
         db = self.connect()

@@ -41,3 +41,17 @@ def flaky(db, args):
 
 
 performers = {"record": record, "slow_first_time": slow_first_time, "hold": hold, "flaky": flaky}
+
+
+def span(db, args):
+    """Records when it began and ended, on a connection of its own, so overlaps show across workers."""
+    import psycopg
+
+    job = jobs.current_job()
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as own:
+        began = own.execute("SELECT clock_timestamp()").fetchone()[0]
+        time.sleep(args["seconds"])
+        own.execute("INSERT INTO spans VALUES (%s, %s, %s, clock_timestamp())", (job.id, job.key, began))
+
+
+performers["span"] = span

@@ -17,9 +17,14 @@ def runs(db):
     return db
 
 
+def worker_connections(db):
+    return scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'")
+
+
 def test_six_worker_processes_run_two_hundred_jobs_exactly_once(runs, database_url):
     workers = [start_worker(database_url, "default") for _ in range(6)]
     try:
+        wait_for(lambda: worker_connections(runs) == 12, "six workers with two connections each")
         with runs.transaction():
             for n in range(200):
                 jobs.later(runs, "default", "record", {"n": n})

@@ -1,0 +1,66 @@
+"""Unique jobs and concurrency keys, enforced by the table's indexes rather than by reading first."""
+
+import threading
+
+import jobs
+from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
+from tests.jobs.test_processes import runs, worker_connections  # noqa: F401 (fixture)
+
+
+def test_a_second_job_with_a_waiting_unique_key_is_not_queued(db):
+    first = jobs.later(db, "default", "sync", {"account": 1}, unique="sync:1")
+    assert isinstance(first, int)
+    assert jobs.later(db, "default", "sync", {"account": 1}, unique="sync:1") is None
+    assert jobs.later(db, "default", "sync", {"account": 2}, unique="sync:2") is not None
+    assert len(jobs.listed(db)) == 2
+
+
+def test_a_unique_key_is_free_again_once_its_job_has_run(db):
+    jobs.later(db, "default", "sync", {}, unique="sync")
+    assert jobs.worked(db, "default", {"sync": lambda *_: None}) == "ran sync"
+    assert jobs.later(db, "default", "sync", {}, unique="sync") is not None
+
+
+def test_unique_holds_under_concurrent_later_calls_from_many_threads(db, connect):
+    answers, start = [], threading.Barrier(8)
+
+    def queue_one():
+        with connect() as conn:
+            conn.autocommit = True
+            start.wait()
+            for _ in range(10):
+                answers.append(jobs.later(conn, "default", "sync", {}, unique="only-one"))
+
+    threads = [threading.Thread(target=queue_one) for _ in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len([a for a in answers if a is not None]) == 1
+    assert scalar(db, "SELECT count(*) FROM jobs WHERE unique_key = 'only-one'") == 1
+
+
+def test_jobs_sharing_a_concurrency_key_never_run_at_once_across_six_workers(runs, database_url):
+    runs.execute("CREATE TABLE IF NOT EXISTS spans (job bigint, key text, began timestamptz, ended timestamptz)")
+    runs.execute("TRUNCATE spans")
+    workers = [start_worker(database_url, "default", "--threads", "2") for _ in range(6)]
+    try:
+        wait_for(lambda: worker_connections(runs) == 18, "six workers with three connections each")
+        with runs.transaction():
+            for n in range(40):
+                jobs.later(runs, "default", "span", {"seconds": 0.02}, key=f"account-{n % 2}")
+            for n in range(20):
+                jobs.later(runs, "default", "span", {"seconds": 0.02})
+        wait_for(lambda: scalar(runs, "SELECT count(*) FROM jobs") == 0, "the queue to drain")
+    finally:
+        for worker in workers:
+            stopped(worker)
+    assert scalar(runs, "SELECT count(*) FROM spans") == 60
+    overlaps = scalar(runs, """
+        SELECT count(*) FROM spans a JOIN spans b
+        ON a.key = b.key AND a.job < b.job AND a.began < b.ended AND b.began < a.ended""")
+    assert overlaps == 0
+    unkeyed_overlaps = scalar(runs, """
+        SELECT count(*) FROM spans a JOIN spans b
+        ON a.key IS NULL AND b.key IS NULL AND a.job < b.job AND a.began < b.ended AND b.began < a.ended""")
+    assert unkeyed_overlaps > 0, "jobs without a key still run side by side"
