@@ -7,10 +7,13 @@ How a job travels, file by file:
              which claims a batch of due jobs.
   runner.py  each job runs in a savepoint of a settlement transaction: success deletes
              the row, failure keeps its reason and schedules a retry (policy.py).
+  flows.py   on that same transaction, a chain queues its next step and a batch counts
+             down, the last job queueing its callbacks.
 
 It needs psycopg 3 and the standard library only, so it can be copied into an app.
 """
 
+from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .policy import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .runner import Counts, LeaseLost, current_job
 from .store import ATTEMPTS, LEASE, Job, later, listed, now_ms, prepared
@@ -18,6 +21,6 @@ from .worker import POLL_INTERVAL, Worker, beside, worked, worker
 
 __all__ = [
     "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "LeaseLost", "Policy", "Worker",
-    "beside", "current_job", "exponential", "intervals", "later", "listed", "now_ms", "policy",
-    "polynomial", "prepared", "worked", "worker",
+    "batch", "batch_status", "beside", "cancel_batch", "chain", "current_job", "exponential", "intervals",
+    "later", "listed", "now_ms", "policy", "polynomial", "prepared", "pruned", "worked", "worker",
 ]

@@ -23,7 +23,7 @@ CREATE TABLE IF NOT EXISTS jobs (
     key text,
     unique_key text,
     batch bigint,
-    chain jsonb
+    flow jsonb
 );
 -- The claim's index. Only rows with attempts left are in it, so jobs that failed for
 -- good cost the claim nothing however many there are; within a queue it is in the
@@ -40,6 +40,26 @@ CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_in_work ON jobs (key)
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON jobs (unique_key)
     WHERE unique_key IS NOT NULL AND attempts < max_attempts;
 
+-- Batches: one row each, counting down its pending jobs (flows.py).
+CREATE TABLE IF NOT EXISTS job_batches (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    queue text NOT NULL,
+    total integer NOT NULL,
+    pending integer NOT NULL,
+    failed integer NOT NULL DEFAULT 0,
+    cancelled integer NOT NULL DEFAULT 0,
+    on_success jsonb,
+    on_failure jsonb,
+    always jsonb,
+    created_at bigint NOT NULL,
+    cancelled_at bigint,
+    finished_at bigint
+);
+CREATE INDEX IF NOT EXISTS job_batches_finished ON job_batches (finished_at)
+    WHERE finished_at IS NOT NULL;
+-- For cancelling a batch: its jobs, found without reading the others.
+CREATE INDEX IF NOT EXISTS jobs_batch ON jobs (batch) WHERE batch IS NOT NULL;
+
 -- name: later
 -- The insert and the notification in one statement, one round trip. NOTIFY is
 -- transactional: it is delivered when the caller's transaction commits, and never if
@@ -48,9 +68,9 @@ CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON jobs (unique_key)
 -- A job with a unique key that is already waiting or in work inserts nothing, so
 -- nothing comes back and nobody is notified.
 WITH queued AS (
-    INSERT INTO jobs (queue, name, args, run_at, priority, key, unique_key, batch, chain)
+    INSERT INTO jobs (queue, name, args, run_at, priority, key, unique_key, batch, flow)
     VALUES (%(queue)s, %(name)s, %(args)s, %(run_at)s, %(priority)s, %(key)s, %(unique)s,
-        %(batch)s, %(chain)s)
+        %(batch)s, %(flow)s)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND attempts < max_attempts DO NOTHING
     RETURNING id
 )
@@ -82,7 +102,7 @@ SET run_at = %(now)s + %(lease)s, attempts = attempts + 1, claim = %(claim)s
 FROM due
 WHERE jobs.id = due.id
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
-    jobs.attempts, jobs.max_attempts, jobs.key, jobs.batch, jobs.chain
+    jobs.attempts, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow
 
 -- name: finish
 -- A job that succeeded is deleted, on the transaction that holds its performer's
@@ -123,7 +143,7 @@ RETURNING id, name, queue
 
 -- name: listed
 SELECT id, queue, name, args, priority, run_at, attempts, max_attempts, failure,
-    traceback, reasons, key, unique_key, batch, chain
+    traceback, reasons, key, unique_key, batch, flow
 FROM jobs
 WHERE %(queue)s::text IS NULL OR queue = %(queue)s
 ORDER BY id
@@ -133,3 +153,50 @@ ORDER BY id
 SELECT count(*) FROM jobs
 WHERE queue = ANY(%(queues)s)
     AND ((attempts < max_attempts AND run_at <= %(now)s) OR (claim IS NOT NULL AND run_at > %(now)s))
+
+-- Chains and batches (flows.py) ---------------------------------------------------
+
+-- name: new_batch
+-- The batch is written before its jobs, in the same transaction as they are.
+INSERT INTO job_batches (queue, total, pending, on_success, on_failure, always, created_at)
+VALUES (%(queue)s, %(total)s, %(total)s, %(on_success)s, %(on_failure)s, %(always)s, %(now)s)
+RETURNING id
+
+-- name: batch_settled
+-- Counts settled jobs of one batch, and decides in this one statement whether they
+-- were its last: the row lock makes two settlers of the last two jobs take turns, the
+-- second sees what the first left, and only the statement that brings pending to
+-- nothing sets finished_at. "AND finished_at IS NULL" makes a late or repeated
+-- settlement count nothing, so pending never goes below nothing and the callbacks
+-- are queued once. first_failure is true for the statement that counted the first
+-- failure, for the same reason.
+UPDATE job_batches
+SET pending = greatest(pending - %(settled)s, 0),
+    failed = failed + %(failed)s,
+    finished_at = CASE WHEN pending - %(settled)s <= 0 THEN %(now)s END
+WHERE id = %(id)s AND finished_at IS NULL
+RETURNING finished_at IS NOT NULL AS last, failed - %(failed)s = 0 AND %(failed)s > 0 AS first_failure,
+    queue, on_success, on_failure, always, failed, cancelled_at IS NOT NULL AS cancelled
+
+-- name: cancel_batch
+-- Jobs of the batch that no worker holds are skipped: deleted and counted as
+-- cancelled (they are then settled like finished jobs, by batch_settled). Those under
+-- a claim run on and settle as usual. The callbacks of the batch are not its jobs.
+WITH skipped AS (
+    DELETE FROM jobs
+    WHERE batch = %(id)s AND claim IS NULL AND (flow IS NULL OR NOT flow ? 'callback')
+    RETURNING id
+)
+UPDATE job_batches
+SET cancelled_at = coalesce(cancelled_at, %(now)s),
+    cancelled = cancelled + (SELECT count(*) FROM skipped)
+WHERE id = %(id)s AND finished_at IS NULL
+RETURNING (SELECT count(*) FROM skipped)
+
+-- name: batch_status
+SELECT id, total, pending, failed, cancelled, finished_at IS NOT NULL AS finished,
+    cancelled_at IS NOT NULL AS cancelling
+FROM job_batches WHERE id = %(id)s
+
+-- name: prune_batches
+DELETE FROM job_batches WHERE finished_at IS NOT NULL AND finished_at < %(before)s

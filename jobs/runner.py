@@ -13,7 +13,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from . import store
+from . import flows, store
 from .policy import DEFAULT, policy_of
 
 COMMIT_AFTER = 0.005  # seconds of work after which a settlement transaction commits
@@ -48,6 +48,7 @@ class Outcome:
     line: str  # what `worked` answers, as in the seed: "ran greet"
     level: int = logging.INFO
     message: str = ""
+    final: bool = False  # a failure for good
 
 
 def current_job() -> store.Job:
@@ -94,6 +95,7 @@ def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
             lost = [job.id for job in succeeded if job.id not in kept]
             if lost or any(outcome.kind == "lease_lost" for _, outcome in group):
                 raise LeaseLost(lost)
+            moved_flows_on(db, group)
     except LeaseLost:
         counts.lease_lost += len(group)
         ids = [job.id for job, _ in group]
@@ -103,6 +105,14 @@ def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
         counts.add(outcome.kind)
         log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
     return [outcome.line for _, outcome in group]
+
+
+def moved_flows_on(db, group) -> None:
+    """Lets chains and batches react to the group's settlements, on the same transaction."""
+    done = [job for job, outcome in group if outcome.kind == "processed" and (job.batch or job.flow)]
+    ended = [job for job, outcome in group if outcome.final and (job.batch or job.flow)]
+    if done or ended:
+        flows.settled(db, done, ended)
 
 
 def ran(db, job, performers, now) -> Outcome:
@@ -144,5 +154,5 @@ def recorded_failure(db, job, policy, error, reason, trace, now, kind=None) -> O
             log.exception("on_error of job %s (%s on %s) raised", job.id, job.name, job.queue)
     line = f"failed {job.name} on attempt {job.attempt}: {reason}"
     if wait is None:
-        return Outcome(kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}")
+        return Outcome(kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}", True)
     return Outcome(kind or "retried", line, logging.WARNING, f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}")

@@ -37,8 +37,8 @@ class Job:
     attempt: int  # this attempt, counted from 1
     max_attempts: int
     key: str | None  # its concurrency key: one job of a key runs at a time
-    batch: int | None  # the batch it belongs to, if any
-    chain: dict | None  # the steps that follow it, if it is a step of a chain
+    batch: int | None  # the batch it belongs to, or whose callback it is
+    flow: dict | None  # for a chain's step, the steps after it; for a callback, its batch
     claim: int  # the token of the claim that holds it
     final: bool = field(default=False)  # set by the worker: a failure now ends the job
 
@@ -56,7 +56,7 @@ def prepared(db):
 
 def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0,
           unique: str | None = None, key: str | None = None, batch: int | None = None,
-          chain: dict | None = None) -> int | None:
+          flow: dict | None = None) -> int | None:
     """Queues job `name` with `args` on `queue` to run at `at` (ms since the epoch) or after.
 
     The row is written on `db`'s current transaction: if it rolls back, the job never
@@ -69,12 +69,13 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     unique: at most one job per unique key waits or runs; when one already does,
     nothing is queued and the answer is None.
     key: a concurrency key; jobs sharing one run one at a time across all workers.
+    batch and flow are written by `flows` for the jobs of batches and chains.
     """
     text = encoded(queue, name, args)
     run_at = now_ms() if at is None else at
     params = {
         "queue": queue, "name": name, "args": text, "run_at": run_at, "priority": priority,
-        "key": key, "unique": unique, "batch": batch, "chain": None if chain is None else json.dumps(chain),
+        "key": key, "unique": unique, "batch": batch, "flow": None if flow is None else json.dumps(flow),
     }
     row = db.execute(queries["later"], params).fetchone()
     return None if row is None else row[0]

@@ -55,3 +55,25 @@ def span(db, args):
 
 
 performers["span"] = span
+
+
+NOTES = "CREATE TABLE IF NOT EXISTS notes (job bigint, name text, batch bigint, args jsonb)"
+
+
+def note(db, args):
+    """Records its name, batch and arguments on the job's own transaction."""
+    import json
+
+    job = jobs.current_job()
+    db.execute("INSERT INTO notes VALUES (%s, %s, %s, %s)", (job.id, job.name, job.batch, json.dumps(args)))
+
+
+@jobs.policy(attempts=1)
+def doomed(db, args):
+    """Fails for good on its first attempt."""
+    raise RuntimeError("doomed")
+
+
+for _name in ("step", "row", "done", "failed", "finished"):
+    performers[_name] = note
+performers["doomed"] = doomed

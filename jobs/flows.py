@@ -1,0 +1,143 @@
+"""Chains and batches: jobs that run one after another, or side by side with callbacks.
+
+A chain is one job at a time: its first step carries the rest in its row's `flow`,
+and when a step succeeds, the settlement transaction that deletes it queues the next
+(runner.py calls `settled`). So a chain survives a restart between two steps.
+
+A batch is a row of job_batches counting its pending jobs. Each settlement of a job
+of the batch counts down in the same transaction that deletes or fails the job, and
+the statement that brings the count to nothing is the one that queues the callbacks:
+which job was last is decided by the database, once (see batch_settled in
+queries.sql). Callbacks are ordinary jobs on the batch's queue that know their batch.
+"""
+
+import contextlib
+import json
+
+from . import store
+from .sql import queries
+
+
+def chain(db, queue: str, steps, on_failure=None) -> int:
+    """Queues `steps` ([(name, args), ...]) to run one after another on `queue`; returns the first's id.
+
+    Each step runs only after the one before it succeeded, and is retried like any
+    job. When a step fails for good, the steps after it never run and `on_failure`
+    ((name, args), if given) is queued once. Written on db's current transaction.
+    """
+    steps = [tuple(step) for step in steps]
+    if not steps:
+        raise ValueError("a chain needs at least one step")
+    for name, args in steps + ([tuple(on_failure)] if on_failure else []):
+        store.encoded(queue, name, args)  # refuse a bad step now, before anything is written
+    return queued_step(db, queue, steps, on_failure)
+
+
+def queued_step(db, queue, steps, on_failure) -> int:
+    """Queues the first of `steps`, carrying the rest."""
+    (name, args), rest = steps[0], steps[1:]
+    flow = {"rest": [list(step) for step in rest], "on_failure": list(on_failure) if on_failure else None}
+    return store.later(db, queue, name, args, flow=flow)
+
+
+def batch(db, queue: str, members, on_success=None, on_failure=None, always=None) -> int:
+    """Queues `members` ([(name, args), ...]) as a batch on `queue` and returns the batch's id.
+
+    The jobs run side by side. Callbacks, each (name, args) or None: on_success when
+    every job has succeeded; on_failure when the first job has failed for good (once,
+    however many fail); always when every job has run, however it went. A batch with
+    no jobs has succeeded at once. Written on db's current transaction.
+    """
+    members = [tuple(member) for member in members]
+    callbacks = {"on_success": on_success, "on_failure": on_failure, "always": always}
+    for name, args in members + [tuple(c) for c in callbacks.values() if c]:
+        store.encoded(queue, name, args)
+    params = {"queue": queue, "total": len(members), "now": store.now_ms()}
+    params.update({k: None if v is None else json.dumps(list(v)) for k, v in callbacks.items()})
+    with one_transaction(db):  # the batch and its jobs, all or nothing
+        batch_id = db.execute(queries["new_batch"], params).fetchone()[0]
+        for name, args in members:
+            store.later(db, queue, name, args, batch=batch_id)
+        if not members:
+            counted(db, batch_id, settled=0, failed=0)
+    return batch_id
+
+
+def one_transaction(db):
+    """A transaction for an autocommit connection; the caller's own otherwise, left open for it."""
+    return db.transaction() if db.autocommit else contextlib.nullcontext()
+
+
+def cancel_batch(db, batch_id: int) -> int:
+    """Cancels a batch: its jobs not yet started are skipped, those running finish.
+
+    on_success will not be queued; always will, when the last running job settles
+    (at once, if none is running). Returns how many jobs were skipped.
+    """
+    with one_transaction(db):
+        row = db.execute(queries["cancel_batch"], {"id": batch_id, "now": store.now_ms()}).fetchone()
+        skipped = 0 if row is None else row[0]
+        if row is not None:
+            counted(db, batch_id, settled=skipped, failed=0)
+    return skipped
+
+
+def batch_status(db, batch_id: int) -> dict | None:
+    """total, pending, failed, cancelled (jobs skipped), finished and cancelling; None if unknown."""
+    cursor = db.execute(queries["batch_status"], {"id": batch_id})
+    row = cursor.fetchone()
+    return None if row is None else dict(zip([c.name for c in cursor.description], row))
+
+
+def pruned(db, older_than: float) -> int:
+    """Deletes batches that finished more than `older_than` seconds ago; returns how many."""
+    before = store.now_ms() - round(older_than * 1000)
+    return db.execute(queries["prune_batches"], {"before": before}).rowcount
+
+
+def settled(db, done: list, failed_for_good: list) -> None:
+    """Moves chains and batches on after jobs settled, on the settlement's transaction.
+
+    Called by the runner with the jobs that succeeded and those that failed for good;
+    batches are counted in the order of their ids, so two settlements that touch the
+    same batches lock them in the same order and never deadlock.
+    """
+    counts: dict[int, list[int]] = {}
+    for job, ok in [(job, True) for job in done] + [(job, False) for job in failed_for_good]:
+        flow = job.flow or {}
+        if "rest" in flow:
+            chain_moved_on(db, job, flow, ok)
+        elif job.batch is not None and not flow.get("callback"):
+            settled_and_failed = counts.setdefault(job.batch, [0, 0])
+            settled_and_failed[0] += 1
+            settled_and_failed[1] += 0 if ok else 1
+    for batch_id in sorted(counts):
+        counted(db, batch_id, *counts[batch_id])
+
+
+def chain_moved_on(db, job, flow, ok: bool) -> None:
+    """Queues a chain's next step after a success, or its on_failure after a failure for good."""
+    if ok and flow["rest"]:
+        queued_step(db, job.queue, flow["rest"], flow["on_failure"])
+    elif not ok and flow["on_failure"]:
+        name, args = flow["on_failure"]
+        store.later(db, job.queue, name, args)
+
+
+def counted(db, batch_id: int, settled: int, failed: int) -> None:
+    """Counts settled jobs of a batch, and queues the callbacks this count has earned."""
+    params = {"id": batch_id, "settled": settled, "failed": failed, "now": store.now_ms()}
+    row = db.execute(queries["batch_settled"], params).fetchone()
+    if row is None:
+        return  # the batch had already finished: nothing is counted twice
+    last, first_failure, queue, on_success, on_failure, always, failed_jobs, cancelled = row
+    earned = []
+    if first_failure:
+        earned.append(on_failure)
+    if last and not failed_jobs and not cancelled:
+        earned.append(on_success)
+    if last:
+        earned.append(always)
+    for callback in filter(None, earned):
+        name, args = callback
+        store.later(db, queue, name, args, batch=batch_id, flow={"callback": True})
