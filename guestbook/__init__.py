@@ -1,0 +1,72 @@
+"""The guestbook: a Flask app whose letters leave from a job queue, so no request waits on mail.
+
+How a request travels, file by file:
+  __init__.py  `create_app` builds the app: configuration, the checks every POST
+               passes (forms.py, csrf.py), and one blueprint per feature.
+  auth.py, unlocks.py, resets.py, entries.py, outbox.py   the views.
+  accounts.py  the SQL of the accounts table (queries.sql), on db.py's connection.
+  tokens.py    the signed links; mailer.py queues the letters that carry them.
+"""
+
+import os
+
+from flask import Flask, render_template
+from werkzeug.exceptions import HTTPException
+
+from . import auth, csrf, db, entries, forms, outbox, passwords, resets, tokens, unlocks
+
+MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
+
+
+def create_app(config: dict | None = None) -> Flask:
+    """Builds the app from the environment, with `config` (a mapping of settings) over it.
+
+    Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
+    (seconds), and DEVELOPMENT (True: the /outbox page, cookies without Secure).
+    """
+    app = Flask(__name__)
+    app.config.from_mapping(settings_from_environment())
+    app.config.from_mapping(config or {})
+    app.config.setdefault("SESSION_COOKIE_SECURE", not app.config["DEVELOPMENT"])
+    missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not app.config.get(name)]
+    if missing:
+        raise RuntimeError(f"the guestbook needs {' and '.join(missing)} to start")
+    db.init_app(app)
+    app.register_blueprint(auth.bp)  # first: its loader sets g.account before any check can refuse a request
+    forms.init_app(app)
+    csrf.init_app(app)
+    for blueprint in (entries.bp, unlocks.bp, resets.bp):
+        app.register_blueprint(blueprint)
+    if app.config["DEVELOPMENT"]:
+        app.register_blueprint(outbox.bp)
+    app.jinja_env.globals.update(
+        PASSWORD_MIN=passwords.PASSWORD_MIN, PASSWORD_MAX=passwords.PASSWORD_MAX, ENTRY_MAX=entries.ENTRY_MAX,
+    )
+    app.register_error_handler(HTTPException, error_page)
+    app.after_request(guarded_headers)
+    return app
+
+
+def settings_from_environment() -> dict:
+    """The settings the environment gives, with their defaults."""
+    return {
+        "SECRET_KEY": os.environ.get("SECRET_KEY"),
+        "DATABASE_URL": os.environ.get("DATABASE_URL"),
+        "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
+        "RESET_TOKEN_MAX_AGE": int(os.environ.get("RESET_TOKEN_MAX_AGE") or tokens.RESET_MAX_AGE),
+        "DEVELOPMENT": False,
+        "SESSION_COOKIE_HTTPONLY": True,
+        "SESSION_COOKIE_SAMESITE": "Lax",
+    }
+
+
+def error_page(error: HTTPException):
+    """A page saying what was wrong with the request, with its 4xx status."""
+    return render_template("error.html", error=error), error.code
+
+
+def guarded_headers(response):
+    """Keeps links with tokens out of Referer headers, and browsers from guessing content types."""
+    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    return response

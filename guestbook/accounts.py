@@ -1,0 +1,73 @@
+"""Accounts as the views use them: the rows of the accounts table, read and changed.
+
+Each function sends one statement of queries.sql on the connection it is given;
+the views decide which of them share a transaction with a queued letter.
+"""
+
+from . import tokens
+from .db import queries
+
+LOCK_AFTER = 10  # consecutive wrong passwords that lock an account
+LOCK_DURATION = 3600  # seconds after which a lock ends by itself: an hour
+RESET_EVERY = 5 * 60  # seconds that must pass between two reset letters to one account
+
+
+def by_email(db, email: str):
+    """The account with this (lower-cased) address, or None."""
+    return db.execute(queries["account_by_email"], {"email": email, "lock_duration": LOCK_DURATION}).fetchone()
+
+
+def by_id(db, account_id: int):
+    """The account with this id, or None."""
+    return db.execute(queries["account_by_id"], {"id": account_id, "lock_duration": LOCK_DURATION}).fetchone()
+
+
+def for_token(db, purpose: str, token: str):
+    """The account a token for `purpose` was made for, while the token is genuine, unexpired and fits; else None."""
+    found = tokens.opened(purpose, token)
+    account = by_id(db, found[0]) if found else None
+    if account is None or not tokens.fits(purpose, found[1], account):
+        return None
+    return account
+
+
+def created(db, email: str, digest: str):
+    """A new unconfirmed account, or None when the address already has one."""
+    return db.execute(queries["account_created"], {"email": email, "digest": digest}).fetchone()
+
+
+def confirmed(db, account) -> None:
+    """Marks the account confirmed (once: a second time changes nothing)."""
+    db.execute(queries["account_confirmed"], {"id": account.id})
+
+
+def failed_signin(db, account):
+    """Counts a wrong password; returns the account as it is now when this failure locked it, else None."""
+    row = db.execute(queries["signin_failed"], {"id": account.id, "lock_after": LOCK_AFTER}).fetchone()
+    return by_id(db, account.id) if row and row.locked_at else None
+
+
+def succeeded_signin(db, account) -> None:
+    """Starts the count of wrong passwords again."""
+    db.execute(queries["signin_succeeded"], {"id": account.id})
+
+
+def lock_ended(db, account) -> None:
+    """Clears a lock that has lasted LOCK_DURATION, and its count."""
+    db.execute(queries["lock_ended"], {"id": account.id, "lock_duration": LOCK_DURATION})
+
+
+def unlocked(db, account) -> bool:
+    """Ends the account's present lock; False when that lock had already ended."""
+    return db.execute(queries["account_unlocked"], {"id": account.id, "locked_at": account.locked_at}).rowcount == 1
+
+
+def reset_claimed(db, account) -> bool:
+    """Whether a reset letter may go to the account now (none in the last RESET_EVERY seconds); notes it if so."""
+    return db.execute(queries["reset_claimed"], {"id": account.id, "every": RESET_EVERY}).rowcount == 1
+
+
+def password_reset(db, account, digest: str) -> bool:
+    """Sets a new password digest over the one `account` holds; False when that one was already replaced."""
+    params = {"id": account.id, "digest": digest, "old_digest": account.password_digest}
+    return db.execute(queries["password_reset"], params).rowcount == 1

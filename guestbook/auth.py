@@ -1,0 +1,156 @@
+"""Accounts and sessions: sign up, confirm the address, sign in and sign out.
+
+Sign-up writes an unconfirmed account and queues its confirmation letter on one
+transaction, so the answer never waits on the mail server. The account signed in
+is loaded once per request into `g.account`; `login_required` guards views.
+"""
+
+import functools
+
+from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
+
+import mail
+
+from . import accounts, mailer, passwords, tokens
+from .db import get_db
+from .forms import email_field, field
+
+bp = Blueprint("auth", __name__)
+
+SIGNIN_FAILED = (
+    "Sign-in failed: the email or the password is wrong, or the account is locked. "
+    "A locked account has been sent a letter with a link to unlock it."
+)
+
+
+@bp.before_app_request
+def load_signed_in_account() -> None:
+    """Puts the signed-in account in g.account, and ends a session whose password has changed since."""
+    g.account = None
+    account_id = session.get("account_id")
+    if account_id is None:
+        return
+    account = accounts.by_id(get_db(), account_id)
+    if account is None or not tokens.fits("session", session.get("password", ""), account):
+        session.clear()
+        return
+    g.account = account
+
+
+@bp.after_app_request
+def not_stored(response):
+    """Keeps pages shown to a signed-in account out of every cache."""
+    if g.get("account") is not None:
+        response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def login_required(view):
+    """Sends a visitor who is not signed in to the sign-in page instead of `view`."""
+    @functools.wraps(view)
+    def guarded(**kwargs):
+        if g.account is None:
+            return redirect(url_for("auth.signin"))
+        return view(**kwargs)
+    return guarded
+
+
+@bp.route("/signup", methods=("GET", "POST"))
+def signup():
+    """Makes an unconfirmed account and queues its confirmation letter; the same answer for a taken address."""
+    if request.method == "GET":
+        return render_template("auth/signup.html")
+    email, password = email_field(), field("password", passwords.PASSWORD_MAX)
+    problem = "" if mail.is_address(email) else "Enter an email address, like name@example.com."
+    problem = problem or passwords.problem(password)
+    if problem:
+        flash(problem, "error")
+        return render_template("auth/signup.html", email=email), 422
+    digest = passwords.digest(password)
+    db = get_db()
+    with db.transaction():
+        account = accounts.created(db, email, digest)
+        if account is not None:
+            mailer.confirmation(db, account)
+        else:
+            mailer.already_registered(db, email)
+    flash(f"A letter is on its way to {email}. Open its link to confirm your account.")
+    return redirect(url_for("auth.signin"))
+
+
+@bp.route("/confirm/<token>", methods=("GET", "POST"))
+def confirm(token: str):
+    """Shows a button to confirm the account (GET, safe for mail scanners) and confirms it (POST)."""
+    db = get_db()
+    account = accounts.for_token(db, "confirm", token)
+    if account is None:
+        abort(400, "This confirmation link is not valid or has expired. Sign in to be sent a new one.")
+    if request.method == "GET":
+        return render_template("auth/confirm.html", account=account)
+    accounts.confirmed(db, account)
+    flash("Your account is confirmed. You can sign in now.")
+    return redirect(url_for("auth.signin"))
+
+
+@bp.route("/confirmations", methods=("POST",))
+def confirmation_again():
+    """Queues a new confirmation letter for the unconfirmed account whose right password was just given."""
+    account_id = session.pop("unconfirmed", None)
+    db = get_db()
+    account = accounts.by_id(db, account_id) if account_id is not None else None
+    if account is None or account.confirmed_at is not None:
+        abort(400, "There is no unconfirmed account to send a letter for. Sign in again.")
+    with db.transaction():
+        mailer.confirmation(db, account)
+    flash(f"A new confirmation letter is on its way to {account.email}.")
+    return redirect(url_for("auth.signin"))
+
+
+@bp.route("/signin", methods=("GET", "POST"))
+def signin():
+    """Signs in with an address and password, with one answer for every kind of failure."""
+    if request.method == "GET":
+        return render_template("auth/signin.html")
+    email, password = email_field(), field("password", passwords.PASSWORD_MAX)
+    db = get_db()
+    account = accounts.by_email(db, email)
+    outcome = attempted(db, account, password)
+    if outcome == "refused":
+        flash(SIGNIN_FAILED, "error")
+        return render_template("auth/signin.html", email=email), 401
+    if outcome == "unconfirmed":
+        session["unconfirmed"] = account.id
+        return render_template("auth/unconfirmed.html", email=account.email), 403
+    session.clear()  # a new session for the new account: nothing carried over from before
+    session["account_id"] = account.id
+    session["password"] = tokens.fingerprint("session", tokens.state("session", account))
+    return redirect(url_for("entries.index"))
+
+
+def attempted(db, account, password: str) -> str:
+    """Checks a sign-in and counts it; says "signed in", "unconfirmed" or "refused".
+
+    The password is hashed whatever happens (against a dummy digest for an unknown
+    address), so the answer takes as long for every address.
+    """
+    right = passwords.matches(account.password_digest if account else None, password)
+    if account is None or account.locked:
+        return "refused"
+    if account.locked_at is not None:
+        accounts.lock_ended(db, account)
+    if not right:
+        with db.transaction():
+            locked = accounts.failed_signin(db, account)
+            if locked is not None:
+                mailer.unlock(db, locked)
+        return "refused"
+    accounts.succeeded_signin(db, account)
+    return "signed in" if account.confirmed_at is not None else "unconfirmed"
+
+
+@bp.route("/signout", methods=("POST",))
+def signout():
+    """Ends the session."""
+    session.clear()
+    flash("You are signed out.")
+    return redirect(url_for("entries.index"))

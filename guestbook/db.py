@@ -1,0 +1,62 @@
+"""The database of a request: a connection lent by the pool when a view first asks, given back at teardown.
+
+Connections are in autocommit mode, so a view says where its transaction is with
+`with db.transaction():`, and what it writes there commits together with the
+letters it queues (mail.delivered_later writes on the same transaction).
+"""
+
+from pathlib import Path
+
+import psycopg
+from flask import current_app, g
+from psycopg.rows import namedtuple_row
+from psycopg_pool import ConnectionPool
+
+import jobs
+from jobs.sql import load
+
+POOL_MIN = 1  # connections the pool keeps open when idle
+POOL_MAX = 8  # connections at most: one per request served at once (see THREADS in __main__)
+POOL_WAIT = 10.0  # seconds a request waits for a free connection before it fails
+SCHEMA = Path(__file__).with_name("schema.sql")
+
+queries = load(Path(__file__).with_name("queries.sql"))
+
+
+def init_app(app) -> None:
+    """Opens the app's pool, makes the tables it needs, and gives connections back after each request."""
+    pool = ConnectionPool(
+        app.config["DATABASE_URL"], min_size=POOL_MIN, max_size=POOL_MAX, timeout=POOL_WAIT,
+        kwargs={"autocommit": True, "row_factory": namedtuple_row}, check=ConnectionPool.check_connection,
+        name="guestbook", open=True,
+    )
+    app.extensions["guestbook.pool"] = pool
+    with pool.connection() as db:
+        prepared(db)
+    app.teardown_appcontext(given_back)
+
+
+def prepared(db: psycopg.Connection) -> None:
+    """Makes the guestbook's tables, and the jobs table its letters wait in, when they are missing."""
+    with db.transaction():
+        db.execute(SCHEMA.read_text(encoding="utf-8"))
+    jobs.prepared(db)
+
+
+def get_db() -> psycopg.Connection:
+    """The request's connection, lent by the pool on first use."""
+    if "db" not in g:
+        g.db = current_app.extensions["guestbook.pool"].getconn()
+    return g.db
+
+
+def given_back(error: BaseException | None = None) -> None:
+    """Returns the request's connection to the pool (which rolls back anything left open)."""
+    db = g.pop("db", None)
+    if db is not None:
+        current_app.extensions["guestbook.pool"].putconn(db)
+
+
+def closed(app) -> None:
+    """Closes the app's pool, for the end of a process or a test."""
+    app.extensions["guestbook.pool"].close()

@@ -1,0 +1,78 @@
+-- The guestbook's SQL: every statement its views send, each under its name.
+-- Durations arrive in seconds, as the named constants of the Python side hold them.
+
+-- name: account_created
+-- A taken address makes no row and no error: the caller answers the same either way.
+INSERT INTO accounts (email, password_digest)
+VALUES (%(email)s, %(digest)s)
+ON CONFLICT (email) DO NOTHING
+RETURNING id, email, password_digest, confirmed_at, locked_at, false AS locked
+
+-- name: account_by_email
+-- `locked` says whether a lock is still in force: it ends by itself LOCK_DURATION after it began.
+SELECT id, email, password_digest, confirmed_at, locked_at,
+    coalesce(locked_at > now() - make_interval(secs => %(lock_duration)s), false) AS locked
+FROM accounts
+WHERE email = %(email)s
+
+-- name: account_by_id
+SELECT id, email, password_digest, confirmed_at, locked_at,
+    coalesce(locked_at > now() - make_interval(secs => %(lock_duration)s), false) AS locked
+FROM accounts
+WHERE id = %(id)s
+
+-- name: account_confirmed
+-- A second confirmation keeps the moment of the first.
+UPDATE accounts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = %(id)s
+
+-- name: signin_failed
+-- One more wrong password; the count reaching LOCK_AFTER locks the account. The row
+-- lock this UPDATE takes serialises concurrent attempts, and each re-reads the row
+-- after the one before it commits, so a locked row no longer matches: exactly one
+-- attempt sees locked_at come back set, and that one queues the unlock letter.
+UPDATE accounts
+SET failed_signins = failed_signins + 1,
+    locked_at = CASE WHEN failed_signins + 1 >= %(lock_after)s THEN now() END
+WHERE id = %(id)s AND locked_at IS NULL
+RETURNING locked_at
+
+-- name: signin_succeeded
+UPDATE accounts SET failed_signins = 0 WHERE id = %(id)s
+
+-- name: lock_ended
+-- A lock older than LOCK_DURATION has ended by itself: the count starts again.
+UPDATE accounts SET locked_at = NULL, failed_signins = 0
+WHERE id = %(id)s AND locked_at <= now() - make_interval(secs => %(lock_duration)s)
+
+-- name: account_unlocked
+-- Only the lock the link was made for: a link from an earlier lock unlocks nothing.
+UPDATE accounts SET locked_at = NULL, failed_signins = 0
+WHERE id = %(id)s AND locked_at = %(locked_at)s
+RETURNING id
+
+-- name: reset_claimed
+-- At most one reset letter per account every RESET_EVERY seconds; the row lock makes
+-- two requests at once queue one letter between them.
+UPDATE accounts SET reset_sent_at = now()
+WHERE id = %(id)s
+    AND (reset_sent_at IS NULL OR reset_sent_at <= now() - make_interval(secs => %(every)s))
+RETURNING id
+
+-- name: password_reset
+-- Only over the digest the link was made for, so of two uses of one link at once,
+-- one sets the password and the other changes nothing. A reset ends a lock, and
+-- proves the address as a confirmation would.
+UPDATE accounts
+SET password_digest = %(digest)s, locked_at = NULL, failed_signins = 0,
+    confirmed_at = coalesce(confirmed_at, now())
+WHERE id = %(id)s AND password_digest = %(old_digest)s
+RETURNING id
+
+-- name: entries_page
+-- Newest first; one row more than a page is asked for, to tell whether an older page exists.
+SELECT body, created_at AT TIME ZONE 'UTC' AS created_utc FROM entries
+ORDER BY id DESC
+LIMIT %(limit)s OFFSET %(offset)s
+
+-- name: entry_created
+INSERT INTO entries (account_id, body) VALUES (%(account_id)s, %(body)s)

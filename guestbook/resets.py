@@ -1,0 +1,62 @@
+"""Choosing a new password, from the link a reset letter carries.
+
+Asking for a letter answers the same whether or not the address has an account,
+and sends at most one letter per account every RESET_EVERY seconds. The link is
+bound to the password digest, so setting a new password uses it up; the reset
+also ends every session signed in with the old password (see auth.load_signed_in_account).
+"""
+
+from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
+
+import mail
+
+from . import accounts, mailer, passwords
+from .db import get_db
+from .forms import email_field, field
+
+bp = Blueprint("resets", __name__, url_prefix="/resets")
+
+INVALID = "This reset link is not valid: it has expired or was used already. Ask for a new one."
+
+
+@bp.route("/new", methods=("GET", "POST"))
+def new():
+    """Queues a reset letter to the address given, when it has an account and had none lately."""
+    if request.method == "GET":
+        return render_template("resets/new.html")
+    email = email_field()
+    if not mail.is_address(email):
+        flash("Enter an email address, like name@example.com.", "error")
+        return render_template("resets/new.html", email=email), 422
+    db = get_db()
+    account = accounts.by_email(db, email)
+    if account is not None:
+        with db.transaction():
+            if accounts.reset_claimed(db, account):
+                mailer.reset(db, account)
+    flash(f"If {email} has an account, a letter with a link to choose a new password is on its way.")
+    return redirect(url_for("auth.signin"))
+
+
+@bp.route("/<token>/edit", methods=("GET", "POST"))
+def edit(token: str):
+    """Shows the new-password form (GET), and sets the password, once (POST)."""
+    db = get_db()
+    account = accounts.for_token(db, "reset", token)
+    if account is None:
+        abort(400, INVALID)
+    if request.method == "GET":
+        return render_template("resets/edit.html")
+    password = field("password", passwords.PASSWORD_MAX)
+    problem = passwords.problem(password)
+    if problem:
+        flash(problem, "error")
+        return render_template("resets/edit.html"), 422
+    digest = passwords.digest(password)
+    with db.transaction():
+        if not accounts.password_reset(db, account, digest):
+            abort(400, INVALID)
+        mailer.password_changed(db, account.email)
+    session.clear()
+    flash("Your password is changed, and every session signed in with the old one has ended. Sign in with the new one.")
+    return redirect(url_for("auth.signin"))

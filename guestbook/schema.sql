@@ -1,0 +1,22 @@
+-- The guestbook's tables, made at every start by db.prepared. Every statement is
+-- idempotent, and the advisory lock (held to the end of the transaction) keeps two
+-- processes starting at once from racing each other's CREATE ... IF NOT EXISTS.
+SELECT pg_advisory_xact_lock(4815162342);
+
+CREATE TABLE IF NOT EXISTS accounts (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    email text NOT NULL UNIQUE,               -- lower-cased, as typed otherwise
+    password_digest text NOT NULL,            -- Werkzeug's scrypt digest: method, cost, salt and hash
+    created_at timestamptz NOT NULL DEFAULT now(),
+    confirmed_at timestamptz,                 -- NULL until a confirmation link is used
+    failed_signins integer NOT NULL DEFAULT 0,  -- wrong passwords since the last right one
+    locked_at timestamptz,                    -- when the last lock began; NULL when unlocked
+    reset_sent_at timestamptz                 -- when the last reset letter was queued
+);
+
+CREATE TABLE IF NOT EXISTS entries (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    account_id bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    body text NOT NULL,
+    created_at timestamptz NOT NULL DEFAULT now()
+);

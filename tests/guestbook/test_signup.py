@@ -1,0 +1,127 @@
+"""Sign-up and confirmation: the account, its letter, and the link that confirms it."""
+
+import pytest
+
+import jobs
+import mail
+
+from ..mail.smtpd import body_of
+from .conftest import PASSWORD
+
+
+def test_signup_queues_a_confirmation_letter_that_the_worker_sends(visitor, post):
+    answer = visitor.signup("ada@example.com")
+
+    assert answer.status_code == 302
+    assert [letter["to"] for letter in post.queued()] == ["ada@example.com"]
+    (letter,) = post.delivered()
+    assert letter["Subject"] == "Confirm your guestbook account"
+    assert letter["Message-ID"] and letter["Date"]
+    assert post.link(letter).startswith("/confirm/")
+
+
+def test_signup_answers_before_any_letter_is_sent(visitor, smtp):
+    visitor.signup("ada@example.com")
+
+    assert smtp.letters == []
+
+
+def test_confirmation_link_line_stands_alone_in_the_letter(visitor, post):
+    visitor.signup("ada@example.com")
+    (letter,) = post.delivered()
+
+    lines = body_of(letter).splitlines()
+    assert any(line.startswith("http://guestbook.test/confirm/") and " " not in line for line in lines)
+
+
+def test_signup_shows_that_a_letter_is_on_its_way(client, visitor):
+    visitor.signup("ada@example.com")
+
+    page = client.get("/signin").get_data(as_text=True)
+    assert 'role="status"' in page and "A letter is on its way to ada@example.com" in page
+
+
+def test_taken_address_gets_the_same_answer_and_a_letter_saying_so(client, visitor, post):
+    visitor.signup("ada@example.com")
+    post.delivered()
+    first_page = client.get("/signin").get_data(as_text=True)
+
+    again = visitor.signup("Ada@Example.com", "another long password")
+
+    assert again.status_code == 302 and again.location == "/signin"
+    assert client.get("/signin").get_data(as_text=True) == first_page
+    (letter,) = post.delivered()
+    assert letter["Subject"] == "You already have a guestbook account"
+
+
+def test_confirm_link_shows_a_button_and_only_the_post_confirms(client, visitor, post, db):
+    visitor.signup("ada@example.com")
+    link = post.only_link_to("ada@example.com")
+
+    page = client.get(link)
+
+    assert page.status_code == 200 and "Confirm my account" in page.get_data(as_text=True)
+    assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is None
+    assert visitor.submit(link).status_code == 302
+    assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is not None
+
+
+def test_confirming_twice_is_harmless(visitor, post, db):
+    visitor.signup("ada@example.com")
+    link = post.only_link_to("ada@example.com")
+    visitor.submit(link)
+    first = db.execute("SELECT confirmed_at FROM accounts").fetchone()[0]
+
+    again = visitor.submit(link)
+
+    assert again.status_code == 302
+    assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] == first
+
+
+def test_confirmed_account_can_sign_in(client, visitor):
+    visitor.confirmed_account("ada@example.com")
+
+    answer = visitor.signin("ada@example.com")
+
+    assert answer.status_code == 302
+    assert "ada@example.com" in client.get("/").get_data(as_text=True)
+
+
+@pytest.mark.parametrize("email, password, problem", [
+    ("not an address", PASSWORD, "Enter an email address"),
+    ("", PASSWORD, "Enter an email address"),
+    ("ada@example.com", "short", "at least 12 characters"),
+    ("ada@example.com", "x" * 11, "at least 12 characters"),
+])
+def test_signup_with_unusable_details_is_refused_and_writes_nothing(visitor, db, email, password, problem):
+    answer = visitor.signup(email, password)
+
+    assert answer.status_code == 422
+    assert problem in answer.get_data(as_text=True)
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
+    assert jobs.listed(db) == []
+
+
+def test_password_of_twelve_and_of_128_characters_are_accepted(visitor, db):
+    assert visitor.signup("short@example.com", "x" * 12).status_code == 302
+    assert visitor.signup("long@example.com", "x" * 128).status_code == 302
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 2
+
+
+def test_signup_whose_insert_fails_at_commit_queues_no_letter(app, visitor, db):
+    # A deferred constraint trigger fails the insert when the transaction commits,
+    # after the letter was queued on it: the letter must go with the account.
+    db.execute("""
+        CREATE FUNCTION refuse_account() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN RAISE EXCEPTION 'accounts are refused today'; END $$;
+        CREATE CONSTRAINT TRIGGER refuse_accounts AFTER INSERT ON accounts
+        DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION refuse_account();
+    """)
+    try:
+        with pytest.raises(Exception, match="accounts are refused today"):
+            visitor.signup("ada@example.com")
+    finally:
+        db.execute("DROP TRIGGER refuse_accounts ON accounts; DROP FUNCTION refuse_account()")
+
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
+    assert jobs.listed(db, mail.QUEUE) == []
