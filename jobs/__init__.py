@@ -16,11 +16,11 @@ It needs psycopg 3 and the standard library only, so it can be copied into an ap
 from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .policy import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .runner import Counts, LeaseLost, current_job
-from .store import ATTEMPTS, LEASE, Job, later, listed, now_ms, prepared
+from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms, prepared
 from .worker import POLL_INTERVAL, Worker, beside, worked, worker
 
 __all__ = [
     "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "LeaseLost", "Policy", "Worker",
     "batch", "batch_status", "beside", "cancel_batch", "chain", "current_job", "exponential", "intervals",
-    "later", "listed", "now_ms", "policy", "polynomial", "prepared", "pruned", "worked", "worker",
+    "later", "later_many", "listed", "now_ms", "policy", "polynomial", "prepared", "pruned", "worked", "worker",
 ]

@@ -5,6 +5,7 @@ under a lease, runs them, and settles each with `finished` or `failed`. Nothing 
 loops, sleeps or runs a job.
 """
 
+import contextlib
 import json
 import math
 import secrets
@@ -79,6 +80,23 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     }
     row = db.execute(queries["later"], params).fetchone()
     return None if row is None else row[0]
+
+
+def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, priority: int = 0) -> int:
+    """Queues job `name` once for each dict in `many_args`, in one COPY; returns how many.
+
+    Every argument is checked before anything is written, so one bad dict refuses
+    them all. Written on `db`'s current transaction (one of its own on an autocommit
+    connection), with one notification for all of them.
+    """
+    run_at = now_ms() if at is None else at
+    rows = [(queue, name, encoded(queue, name, args), run_at, priority) for args in many_args]
+    with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
+        with cursor.copy(queries["later_many"]) as copy:
+            for row in rows:
+                copy.write_row(row)
+        cursor.execute(queries["notify"], {"queue": queue})
+    return len(rows)
 
 
 def encoded(queue, name, args) -> str:

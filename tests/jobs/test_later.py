@@ -79,3 +79,24 @@ def test_plain_json_arguments_come_back_unchanged(db):
     args = {"name": "Zoë", "n": 3, "x": 1.5, "ok": True, "none": None, "list": [1, "two", {"three": 3}]}
     jobs.later(db, "default", "greet", args)
     assert jobs.listed(db)[0]["args"] == args
+
+
+def test_many_jobs_queued_at_once_run_like_any_other(db):
+    assert jobs.later_many(db, "default", "greet", [{"n": n} for n in range(500)]) == 500
+    seen = []
+    while jobs.worked(db, "default", {"greet": lambda _, args: seen.append(args["n"])}):
+        pass
+    assert seen == list(range(500))
+
+
+def test_one_bad_dict_among_many_refuses_them_all(db):
+    with pytest.raises(TypeError, match="'greet'"):
+        jobs.later_many(db, "default", "greet", [{"n": 1}, {"n": b"2"}, {"n": 3}])
+    assert jobs.listed(db) == []
+
+
+def test_many_jobs_queued_in_a_rolled_back_transaction_never_exist(db, connect):
+    with connect() as conn:
+        jobs.later_many(conn, "default", "greet", [{"n": 1}, {"n": 2}])
+        conn.rollback()
+    assert jobs.listed(db) == []
