@@ -25,9 +25,10 @@ def create_app(config: dict | None = None) -> Flask:
     (seconds), and DEVELOPMENT (True: the /outbox page, cookies without Secure).
     """
     app = Flask(__name__)
+    config = config or {}
     app.config.from_mapping(settings_from_environment())
-    app.config.from_mapping(config or {})
-    app.config.setdefault("SESSION_COOKIE_SECURE", not app.config["DEVELOPMENT"])
+    app.config["SESSION_COOKIE_SECURE"] = not config.get("DEVELOPMENT")  # cookies over HTTPS only, but locally
+    app.config.from_mapping(config)
     missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not app.config.get(name)]
     if missing:
         raise RuntimeError(f"the guestbook needs {' and '.join(missing)} to start")

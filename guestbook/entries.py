@@ -27,7 +27,7 @@ def index():
 def page_asked() -> int:
     """The page number in the query string, 1 when none; a 400 page when it is not a whole number in range."""
     text = request.args.get("page", "1")
-    if not text.isdecimal() or not 1 <= int(text) <= PAGES_MAX:
+    if not (text.isascii() and text.isdigit()) or not 1 <= int(text) <= PAGES_MAX:
         abort(400, f"There is no page {text!r}: pages are numbered from 1.")
     return int(text)
 

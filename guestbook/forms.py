@@ -17,7 +17,7 @@ FORM_TYPE = "application/x-www-form-urlencoded"
 
 def init_app(app) -> None:
     """Checks every POST's encoding before its view, and caps request bodies at CONTENT_MAX."""
-    app.config.setdefault("MAX_CONTENT_LENGTH", CONTENT_MAX)
+    app.config["MAX_CONTENT_LENGTH"] = CONTENT_MAX
     app.before_request(checked_encoding)
 
 

@@ -1,0 +1,122 @@
+"""Password resets: the same answer for any address, one letter per five minutes, and a link that works once."""
+
+import base64
+
+from guestbook import accounts
+
+from .conftest import PASSWORD
+
+NEW_PASSWORD = "a brand new password"
+
+
+def reset_link(visitor, post, email="ada@example.com") -> str:
+    """Asks for a reset letter and returns the path of its link."""
+    visitor.submit("/resets/new", email=email)
+    return post.only_link_to(email)
+
+
+def test_reset_letter_links_to_the_new_password_form(client, visitor, post):
+    visitor.confirmed_account("ada@example.com")
+
+    link = reset_link(visitor, post)
+
+    assert link.startswith("/resets/") and link.endswith("/edit")
+    assert "Set new password" in client.get(link).get_data(as_text=True)
+
+
+def test_reset_answers_the_same_for_known_and_unknown_addresses(client, visitor, post):
+    visitor.confirmed_account("ada@example.com")
+
+    known = visitor.submit("/resets/new", email="ada@example.com")
+    known_page = client.get("/signin").get_data(as_text=True).replace("ada@example.com", "ADDRESS")
+    unknown = visitor.submit("/resets/new", email="bo@example.com")
+    unknown_page = client.get("/signin").get_data(as_text=True).replace("bo@example.com", "ADDRESS")
+
+    assert (known.status_code, known.location) == (unknown.status_code, unknown.location) == (302, "/signin")
+    assert known_page == unknown_page
+    assert [letter["To"] for letter in post.delivered()] == ["ada@example.com"]
+
+
+def test_at_most_one_reset_letter_per_account_every_five_minutes(visitor, post, db):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(3):
+        visitor.submit("/resets/new", email="ada@example.com")
+    assert len(post.delivered()) == 1
+
+    db.execute("UPDATE accounts SET reset_sent_at = reset_sent_at - make_interval(secs => %s)", [accounts.RESET_EVERY])
+    visitor.submit("/resets/new", email="ada@example.com")
+
+    assert len(post.delivered()) == 1
+
+
+def test_reset_sets_the_password_and_queues_a_letter_saying_so(visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    link = reset_link(visitor, post)
+
+    answer = visitor.submit(link, password=NEW_PASSWORD)
+
+    assert (answer.status_code, answer.location) == (302, "/signin")
+    (letter,) = post.delivered()
+    assert letter["Subject"] == "Your guestbook password was changed"
+    assert visitor.signin("ada@example.com", PASSWORD).status_code == 401
+    assert visitor.signin("ada@example.com", NEW_PASSWORD).status_code == 302
+
+
+def test_second_use_of_reset_link_is_refused(client, visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    link = reset_link(visitor, post)
+    visitor.submit(link, password=NEW_PASSWORD)
+
+    assert client.get(link).status_code == 400
+    assert visitor.submit(link, password="yet another password").status_code == 400
+    assert visitor.signin("ada@example.com", NEW_PASSWORD).status_code == 302
+
+
+def test_expired_reset_link_is_refused(settings, app, client, visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    link = reset_link(visitor, post)
+    app.config["RESET_TOKEN_MAX_AGE"] = -1  # every link is past its age now
+
+    assert client.get(link).status_code == 400
+    assert visitor.submit(link, password=NEW_PASSWORD).status_code == 400
+
+
+def test_reset_token_does_not_reveal_the_password_digest(visitor, post, db):
+    visitor.confirmed_account("ada@example.com")
+    link = reset_link(visitor, post)
+    digest = db.execute("SELECT password_digest FROM accounts").fetchone()[0]
+
+    payload = link.split("/")[2].split(".")[0]
+    text = base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)).decode()
+    assert digest not in text and digest.split("$")[-1] not in text
+
+
+def test_reset_ends_every_other_session_of_the_account(app, visitor, post):
+    visitor.signed_in("ada@example.com")
+    elsewhere = type(visitor)(app.test_client(), post)
+    link = reset_link(elsewhere, post)
+
+    elsewhere.submit(link, password=NEW_PASSWORD)
+    post.delivered()
+
+    assert "ada@example.com" not in visitor.client.get("/").get_data(as_text=True)
+
+
+def test_reset_unlocks_a_locked_account(visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(accounts.LOCK_AFTER):
+        visitor.signin("ada@example.com", "not the right password")
+    post.delivered()
+    link = reset_link(visitor, post)
+
+    visitor.submit(link, password=NEW_PASSWORD)
+
+    assert visitor.signin("ada@example.com", NEW_PASSWORD).status_code == 302
+
+
+def test_reset_with_a_short_password_is_refused_and_keeps_the_link(visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    link = reset_link(visitor, post)
+
+    assert visitor.submit(link, password="short").status_code == 422
+    assert visitor.submit(link, password=NEW_PASSWORD).status_code == 302

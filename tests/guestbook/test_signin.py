@@ -1,0 +1,183 @@
+"""Sign-in, sign-out and the lockout: one answer for every failure, and one unlock letter per lock."""
+
+import pytest
+
+from guestbook import accounts, auth
+
+from .conftest import PASSWORD
+
+WRONG = "not the right password"
+
+
+def failure_page(answer) -> tuple[int, str]:
+    """What a failed sign-in shows: its status and its message."""
+    text = answer.get_data(as_text=True)
+    return answer.status_code, auth.SIGNIN_FAILED if auth.SIGNIN_FAILED in text else text
+
+
+def test_signin_starts_a_new_session(client, visitor):
+    visitor.confirmed_account("ada@example.com")
+    with client.session_transaction() as session:
+        session["left over"] = "from before"
+
+    visitor.signin("ada@example.com")
+
+    with client.session_transaction() as session:
+        assert "left over" not in session and session["account_id"] == 1
+
+
+def test_signed_in_pages_are_never_cached(client, visitor):
+    visitor.signed_in("ada@example.com")
+
+    assert client.get("/").headers["Cache-Control"] == "no-store"
+
+
+def test_session_cookie_is_httponly_samesite_lax_and_secure_outside_development(client, visitor):
+    visitor.confirmed_account("ada@example.com")
+
+    cookie = visitor.signin("ada@example.com").headers["Set-Cookie"]
+
+    assert "HttpOnly" in cookie and "SameSite=Lax" in cookie and "Secure" in cookie
+
+
+def test_signout_ends_the_session(client, visitor):
+    visitor.signed_in("ada@example.com")
+
+    visitor.signout()
+
+    assert "ada@example.com" not in client.get("/").get_data(as_text=True)
+
+
+def test_unknown_address_wrong_password_and_locked_account_fail_alike(visitor, db):
+    visitor.confirmed_account("ada@example.com")
+    unknown = failure_page(visitor.signin("nobody@example.com"))
+    wrong = failure_page(visitor.signin("ada@example.com", WRONG))
+    db.execute("UPDATE accounts SET locked_at = now()")
+    locked = failure_page(visitor.signin("ada@example.com"))
+
+    assert unknown == wrong == locked == (401, auth.SIGNIN_FAILED)
+
+
+def test_unknown_address_is_checked_against_a_dummy_hash(visitor, monkeypatch):
+    checked = []
+    monkeypatch.setattr("guestbook.passwords.check_password_hash", lambda digest, pw: checked.append(digest))
+
+    visitor.signin("nobody@example.com")
+
+    assert len(checked) == 1 and checked[0].startswith("scrypt:")
+
+
+def test_unconfirmed_account_cannot_sign_in_and_is_offered_a_new_letter(client, visitor, post):
+    visitor.signup("ada@example.com")
+    post.delivered()
+
+    answer = visitor.signin("ada@example.com")
+
+    assert answer.status_code == 403
+    assert "Send a new confirmation letter" in answer.get_data(as_text=True)
+    assert visitor.submit("/confirmations").status_code == 302
+    assert post.only_link_to("ada@example.com").startswith("/confirm/")
+
+
+def test_new_confirmation_letter_needs_the_right_password_first(visitor, post):
+    visitor.signup("ada@example.com")
+    post.delivered()
+    visitor.signin("ada@example.com", WRONG)
+
+    assert visitor.submit("/confirmations").status_code == 400
+    assert post.queued() == []
+
+
+def test_ten_wrong_passwords_lock_the_account_and_queue_one_unlock_letter(visitor, post):
+    visitor.confirmed_account("ada@example.com")
+
+    for _ in range(accounts.LOCK_AFTER + 3):
+        visitor.signin("ada@example.com", WRONG)
+
+    (letter,) = post.delivered()
+    assert letter["Subject"] == "Your guestbook account is locked"
+    assert post.link(letter).startswith("/unlocks/")
+
+
+def test_nine_wrong_passwords_then_the_right_one_sign_in(visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(accounts.LOCK_AFTER - 1):
+        visitor.signin("ada@example.com", WRONG)
+
+    assert visitor.signin("ada@example.com").status_code == 302
+    assert post.queued() == []
+
+
+def test_locked_account_refuses_even_the_right_password(visitor):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(accounts.LOCK_AFTER):
+        visitor.signin("ada@example.com", WRONG)
+
+    assert failure_page(visitor.signin("ada@example.com")) == (401, auth.SIGNIN_FAILED)
+
+
+def test_unlock_link_shows_a_button_and_the_post_unlocks(client, visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(accounts.LOCK_AFTER):
+        visitor.signin("ada@example.com", WRONG)
+    link = post.only_link_to("ada@example.com")
+
+    assert "Unlock my account" in client.get(link).get_data(as_text=True)
+    assert visitor.signin("ada@example.com").status_code == 401
+    assert visitor.submit(link).status_code == 302
+    assert visitor.signin("ada@example.com").status_code == 302
+
+
+def test_unlock_link_dies_once_used(client, visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(accounts.LOCK_AFTER):
+        visitor.signin("ada@example.com", WRONG)
+    link = post.only_link_to("ada@example.com")
+    visitor.submit(link)
+
+    assert client.get(link).status_code == 400
+    assert visitor.submit(link).status_code == 400
+
+
+def test_unlock_link_of_an_earlier_lock_does_not_end_a_new_one(client, visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(accounts.LOCK_AFTER):
+        visitor.signin("ada@example.com", WRONG)
+    first = post.only_link_to("ada@example.com")
+    visitor.submit(first)
+    for _ in range(accounts.LOCK_AFTER):
+        visitor.signin("ada@example.com", WRONG)
+    second = post.only_link_to("ada@example.com")
+
+    assert visitor.submit(first).status_code == 400
+    assert visitor.signin("ada@example.com").status_code == 401
+    assert visitor.submit(second).status_code == 302
+
+
+def test_lock_ends_by_itself_after_an_hour(visitor, db):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(accounts.LOCK_AFTER):
+        visitor.signin("ada@example.com", WRONG)
+    db.execute("UPDATE accounts SET locked_at = locked_at - make_interval(secs => %s)", [accounts.LOCK_DURATION])
+
+    assert visitor.signin("ada@example.com").status_code == 302
+
+
+def test_after_a_lock_ends_by_itself_the_count_starts_again(visitor, db, post):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(accounts.LOCK_AFTER):
+        visitor.signin("ada@example.com", WRONG)
+    post.delivered()
+    db.execute("UPDATE accounts SET locked_at = locked_at - make_interval(secs => %s)", [accounts.LOCK_DURATION])
+
+    visitor.signin("ada@example.com", WRONG)
+
+    assert db.execute("SELECT failed_signins, locked_at FROM accounts").fetchone() == (1, None)
+    assert post.queued() == []
+
+
+@pytest.mark.parametrize("email", ["ADA@example.com", "  ada@example.com  "])
+def test_address_is_matched_without_case_or_surrounding_spaces(visitor, email):
+    visitor.confirmed_account("ada@example.com")
+
+    assert visitor.signin(email, PASSWORD).status_code == 302
