@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from . import flows, store
 from .policy import DEFAULT, policy_of
+from .savepoint import Savepoints
 
 COMMIT_AFTER = 0.005  # seconds of work after which a settlement transaction commits
 
@@ -87,9 +88,10 @@ def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
     started = time.monotonic()
     try:
         with db.transaction():
+            savepoints = Savepoints(db)
             while waiting and not stopping() and (not group or time.monotonic() - started < COMMIT_AFTER):
                 job = waiting.pop(0)
-                group.append((job, ran(db, job, performers, now)))
+                group.append((job, ran(db, savepoints, job, performers, now)))
             succeeded = [job for job, outcome in group if outcome.kind == "processed"]
             kept = store.finished(db, succeeded)
             lost = [job.id for job in succeeded if job.id not in kept]
@@ -115,8 +117,8 @@ def moved_flows_on(db, group) -> None:
         flows.settled(db, done, ended)
 
 
-def ran(db, job, performers, now) -> Outcome:
-    """Performs one job inside a savepoint and records a failure; says how it went."""
+def ran(db, savepoints, job, performers, now) -> Outcome:
+    """Performs one job inside its savepoint and records a failure; says how it went."""
     perform = performers.get(job.name)
     if perform is None:
         reason = f"no performer is named {job.name}"
@@ -124,13 +126,16 @@ def ran(db, job, performers, now) -> Outcome:
     policy = policy_of(perform)
     job.final = policy.is_last(job.attempt)
     token = current.set(job)
+    touched = savepoints.for_job()
     try:
-        with db.transaction():
-            perform(db, job.args)
+        perform(touched, job.args)
+        if touched.left_failed():
+            raise RuntimeError("a statement of the job failed and its error was not raised")
         return Outcome("processed", f"ran {job.name}")
     except Exception as error:
         if db.broken or db.closed:
             raise  # the database is gone, not the job: its row returns when the lease runs out
+        touched.undone()
         reason = str(error) or type(error).__name__
         return recorded_failure(db, job, policy, error, reason, traceback.format_exc(), now)
     finally:

@@ -150,7 +150,7 @@ def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -
     claim = secrets.randbits(63)
     params = {"queue": queue, "now": now, "limit": limit, "lease": int(lease * 1000), "claim": claim}
     try:
-        with db.transaction():
+        with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
             rows = db.execute(queries["claim"], params).fetchall()
     except psycopg.errors.UniqueViolation:
         # Two jobs of one concurrency key: taken side by side by two claims, or twice in

@@ -1,0 +1,84 @@
+"""Many jobs settled on one transaction: each job's writes stand or fall with that job alone."""
+
+import tempfile
+
+import jobs
+from jobs import store
+from jobs.runner import performed
+from tests.jobs.helpers import scalar
+
+
+def writes(db, args):
+    db.execute("INSERT INTO effects VALUES (%s)", (args["n"],))
+    if args.get("fail"):
+        raise RuntimeError(f"job {args['n']} failed after writing")
+
+
+def swallows(db, args):
+    try:
+        db.execute("SELECT 1 / 0")
+    except Exception:
+        pass  # the error is swallowed, but the transaction stays failed
+
+
+def untouched(db, args):
+    pass
+
+
+def claimed_all(db):
+    return store.claimed(db, "default", jobs.now_ms(), limit=100)
+
+
+def effects(db):
+    return [row[0] for row in db.execute("SELECT n FROM effects ORDER BY n")]
+
+
+def prepare_effects(db):
+    db.execute("CREATE TABLE IF NOT EXISTS effects (n int)")
+    db.execute("TRUNCATE effects")
+
+
+def test_a_failing_job_rolls_back_its_own_writes_and_keeps_its_neighbours(db):
+    prepare_effects(db)
+    for n, fail in [(1, False), (2, True), (3, False), (4, True), (5, False)]:
+        jobs.later(db, "default", "writes", {"n": n, "fail": fail})
+    lines = performed(db, claimed_all(db), {"writes": writes})
+    assert lines == ["ran writes", "failed writes on attempt 1: job 2 failed after writing", "ran writes",
+                     "failed writes on attempt 1: job 4 failed after writing", "ran writes"]
+    assert effects(db) == [1, 3, 5]
+    assert [(j["args"]["n"], j["failure"]) for j in jobs.listed(db)] == [
+        (2, "job 2 failed after writing"), (4, "job 4 failed after writing")]
+
+
+def test_a_job_that_swallows_a_statement_error_fails_without_harming_the_others(db):
+    prepare_effects(db)
+    jobs.later(db, "default", "writes", {"n": 1})
+    jobs.later(db, "default", "swallows", {})
+    jobs.later(db, "default", "writes", {"n": 3})
+    lines = performed(db, claimed_all(db), {"writes": writes, "swallows": swallows})
+    assert lines[0] == "ran writes" and lines[2] == "ran writes"
+    assert lines[1].startswith("failed swallows on attempt 1: a statement of the job failed")
+    assert effects(db) == [1, 3]
+
+
+def savepoints_sent(db, run) -> int:
+    """How many SAVEPOINT statements `run()` sends on `db`, read from libpq's own trace."""
+    with tempfile.TemporaryFile() as trace:
+        db.pgconn.trace(trace.fileno())
+        try:
+            run()
+        finally:
+            db.pgconn.untrace()
+        trace.seek(0)
+        return trace.read().count(b"SAVEPOINT job")
+
+
+def test_only_jobs_that_touch_the_database_get_a_savepoint(db):
+    prepare_effects(db)
+    for n in range(3):
+        jobs.later(db, "default", "untouched", {})
+        jobs.later(db, "default", "writes", {"n": n})
+    claimed = claimed_all(db)
+    sent = savepoints_sent(db, lambda: performed(db, claimed, {"untouched": untouched, "writes": writes}))
+    assert sent == 3 + 2, "three savepoints, and the release of the first two sent with the next"
+    assert effects(db) == [0, 1, 2] and jobs.listed(db) == []
