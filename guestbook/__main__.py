@@ -61,14 +61,15 @@ def serve_command(args) -> int:
     base = os.environ.setdefault("BASE_URL", f"http://127.0.0.1:{port}")  # mail.url_for reads it
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": os.environ.get("SECRET_KEY") or kept_secret(),
                       "DEVELOPMENT": args.development})
+    server = waitress.create_server(app, host=HOSTS[args.development], port=port, threads=THREADS)  # listens now
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends serve() the way Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
-        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, mail.performers,
-                    lambda: waitress.serve(app, host=HOSTS[args.development], port=port, threads=THREADS))
+        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, mail.performers, server.run)
     except KeyboardInterrupt:
         pass
     finally:
+        server.close()
         db.closed(app)
     return 0
 

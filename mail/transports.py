@@ -12,7 +12,7 @@ import smtplib
 import ssl
 import time
 from email.message import EmailMessage
-from email.policy import SMTP
+from email.policy import SMTP, default
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -84,5 +84,5 @@ def written(email: EmailMessage, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{time.time_ns()}-{secrets.token_hex(4)}"
     aside = folder / f".{name}.partial"
-    aside.write_bytes(email.as_bytes())
+    aside.write_bytes(email.as_bytes(policy=default))  # LF line ends, as local files have
     return aside.replace(folder / f"{name}.eml")

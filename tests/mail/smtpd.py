@@ -62,5 +62,5 @@ class SMTPServer:
 
 
 def body_of(letter: EmailMessage) -> str:
-    """The plain-text body of a received letter."""
-    return letter.get_body(("plain",)).get_content()
+    """The plain-text body of a received letter, with the wire's CRLF line ends made LF."""
+    return letter.get_body(("plain",)).get_content().replace("\r\n", "\n")

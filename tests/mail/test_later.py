@@ -1,0 +1,99 @@
+"""`delivered_later`: the letter waits as a job on the caller's transaction, and a worker sends it."""
+
+import pytest
+
+import jobs
+import mail
+
+from .smtpd import free_port
+
+LETTER = mail.message("guestbook@example.com", "ada@example.com", "Hello", "A body.\n")
+
+
+def test_letter_is_queued_as_job_deliver_on_the_mail_queue(db):
+    job_id = mail.delivered_later(db, LETTER)
+
+    (job,) = jobs.listed(db)
+    assert (job["id"], job["queue"], job["name"]) == (job_id, "mail", "deliver")
+    assert job["args"]["to"] == "ada@example.com" and job["args"]["message_id"] == LETTER.message_id
+
+
+def test_letter_queued_on_a_transaction_that_rolls_back_was_never_queued(db):
+    with pytest.raises(RuntimeError):
+        with db.transaction():
+            mail.delivered_later(db, LETTER)
+            raise RuntimeError("the request failed after queueing")
+
+    assert jobs.listed(db) == []
+
+
+def test_refused_letter_raises_and_queues_nothing(db):
+    bad = mail.message("guestbook@example.com", "ada@example.com", "Hello\r\nBcc: all@example.com", "body")
+
+    with pytest.raises(mail.Refused, match="subject holds a line break"):
+        mail.delivered_later(db, bad)
+
+    assert jobs.listed(db) == []
+
+
+def test_worker_sends_the_queued_letter_with_its_message_id(db, smtp):
+    mail.delivered_later(db, LETTER)
+
+    assert jobs.worked(db, "mail", mail.performers) == "ran deliver"
+    (received,) = smtp.letters
+    assert received["Message-ID"] == LETTER.message_id
+    assert jobs.listed(db) == []
+
+
+def test_letter_that_fails_stays_queued_with_its_reason_and_is_sent_on_retry(db, monkeypatch):
+    monkeypatch.setenv("MAIL_URL", f"smtp://127.0.0.1:{free_port()}")  # nothing listens there
+    mail.delivered_later(db, LETTER)
+
+    said = jobs.worked(db, "mail", mail.performers)
+
+    assert said.startswith("failed deliver on attempt 1:") and "refused" in said.lower()
+    (job,) = jobs.listed(db)
+    assert job["attempts"] == 1 and job["failure"]
+
+
+def test_default_schedule_is_the_one_of_jobs():
+    assert not hasattr(mail.performers_for("")["deliver"], "policy")
+
+
+def test_retry_intervals_set_the_schedule_and_the_number_of_attempts():
+    deliver = mail.performers_for("1, 1, 2")["deliver"]
+
+    assert deliver.policy.attempts == 4
+    assert [deliver.policy.backoff(n) for n in (1, 2, 3, 4)] == [1.0, 1.0, 2.0, None]
+
+
+def test_retry_intervals_that_are_not_numbers_are_refused():
+    with pytest.raises(ValueError, match="MAIL_RETRY_INTERVALS takes seconds"):
+        mail.performers_for("1,soon")
+
+
+def test_with_a_short_schedule_a_letter_reaches_a_server_that_comes_back(db, connect, monkeypatch):
+    from .smtpd import SMTPServer
+
+    server = SMTPServer()
+    monkeypatch.setenv("MAIL_URL", server.url)  # not started yet: the server is down
+    performers = mail.performers_for("0,0,0")
+    mail.delivered_later(db, LETTER)
+    assert jobs.worked(db, "mail", performers).startswith("failed deliver on attempt 1")
+
+    with server:
+        assert jobs.worked(db, "mail", performers) == "ran deliver"
+    assert [letter["To"] for letter in server.letters] == ["ada@example.com"]
+
+
+def test_with_a_short_schedule_a_letter_fails_for_good_after_its_last_attempt(db, monkeypatch):
+    monkeypatch.setenv("MAIL_URL", f"smtp://127.0.0.1:{free_port()}")
+    performers = mail.performers_for("0")
+    mail.delivered_later(db, LETTER)
+
+    said = [jobs.worked(db, "mail", performers) for _ in range(3)]
+
+    assert said[0].startswith("failed deliver on attempt 1") and said[1].startswith("failed deliver on attempt 2")
+    assert said[2] is None
+    (job,) = jobs.listed(db)
+    assert job["attempts"] == job["max_attempts"] == 2

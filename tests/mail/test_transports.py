@@ -1,0 +1,79 @@
+"""`delivered`: through a real SMTP server when MAIL_URL names one, to the outbox folder when not."""
+
+import smtplib
+from email import message_from_bytes
+from email.policy import default
+
+import pytest
+
+import mail
+
+from .smtpd import SMTPServer, body_of, free_port
+
+LETTER = mail.message("guestbook@example.com", "ada@example.com", "Confirm your account", "Open this:\n\nhttp://x.test/confirm/t\n")
+
+
+def test_letter_goes_through_the_smtp_server_with_its_headers(smtp):
+    mail.delivered(LETTER)
+
+    (received,) = smtp.letters
+    assert (received["From"], received["To"], received["Subject"]) == ("guestbook@example.com", "ada@example.com", "Confirm your account")
+    assert received["Message-ID"] == LETTER.message_id and received["Date"] == LETTER.date
+    assert received.get_content_type() == "text/plain"
+    assert "\nhttp://x.test/confirm/t\n" in body_of(received)
+
+
+def test_letter_with_accents_arrives_intact(smtp):
+    mail.delivered(mail.message("guestbook@example.com", "zoe@example.com", "Bienvenue, Zoé", "Ça marche — merci.\n"))
+
+    (received,) = smtp.letters
+    assert received["Subject"] == "Bienvenue, Zoé" and body_of(received) == "Ça marche — merci.\n"
+
+
+def test_unreachable_smtp_server_raises(monkeypatch):
+    monkeypatch.setenv("MAIL_URL", f"smtp://127.0.0.1:{free_port()}")
+
+    with pytest.raises(OSError):
+        mail.delivered(LETTER)
+
+
+def test_server_that_refuses_the_letter_raises(monkeypatch):
+    class Refusing:
+        async def handle_DATA(self, server, session, envelope):
+            return "554 Transaction failed: not today"
+
+    with SMTPServer() as server:
+        server.controller.handler = Refusing()
+        monkeypatch.setenv("MAIL_URL", server.url)
+        with pytest.raises(smtplib.SMTPDataError, match="not today"):
+            mail.delivered(LETTER)
+
+
+def test_mail_url_with_an_unknown_scheme_is_refused(monkeypatch):
+    monkeypatch.setenv("MAIL_URL", "http://127.0.0.1:25")
+
+    with pytest.raises(ValueError, match="MAIL_URL must look like smtp://"):
+        mail.delivered(LETTER)
+
+
+def test_refused_letter_is_not_sent(smtp):
+    with pytest.raises(mail.Refused, match="has no subject"):
+        mail.delivered(mail.message("guestbook@example.com", "ada@example.com", "", "body"))
+
+    assert smtp.letters == []
+
+
+def test_without_mail_url_the_letter_is_written_to_the_outbox(outbox):
+    mail.delivered(LETTER)
+    mail.delivered(LETTER)
+
+    files = sorted(outbox.glob("*.eml"))
+    assert len(files) == 2 and not list(outbox.glob(".*"))
+    written = message_from_bytes(files[0].read_bytes(), policy=default)
+    assert written["Message-ID"] == LETTER.message_id and "http://x.test/confirm/t" in body_of(written)
+
+
+def test_outbox_defaults_to_a_folder_named_outbox(monkeypatch):
+    monkeypatch.delenv("MAIL_OUTBOX", raising=False)
+
+    assert str(mail.outbox_folder()) == "outbox"
