@@ -208,3 +208,77 @@ COPY jobs (queue, name, args, run_at, priority) FROM STDIN
 
 -- name: notify
 SELECT pg_notify('jobs', %(queue)s)
+
+-- The failed shelf and status (shelf.py) ------------------------------------------
+-- A job is on the shelf when it has no attempts left and no claim holds it: it
+-- failed for good, or its worker died on its last attempt and a heartbeat reaped it.
+-- Its run_at is then the moment it failed (or the end of its lost lease).
+
+-- name: shelf
+SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
+FROM jobs
+WHERE attempts >= max_attempts AND claim IS NULL
+    AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+ORDER BY id
+
+-- name: retry
+-- Jobs from the shelf go back in the queue, due at once, with their attempts counted
+-- from 0 again; their reasons stay. A job with attempts left counts again in the
+-- unique index (jobs_unique), so a job whose unique key another job holds now stays
+-- on the shelf, and of shelved jobs sharing a key only the oldest comes back: without
+-- these two tests the UPDATE would fail on the index. FOR UPDATE makes a job that
+-- another session retries or discards at the same moment be read again and left alone.
+-- A job of a batch leaves its batch: the batch counted its failure already, and must
+-- not count the job a second time when it settles now. A batch's callback keeps it.
+-- Like `later`, it wakes the workers of each queue when the caller's transaction commits.
+WITH shelved AS (
+    SELECT id, unique_key
+    FROM jobs AS j
+    WHERE attempts >= max_attempts AND claim IS NULL
+        AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+        AND NOT EXISTS (
+            SELECT 1 FROM jobs AS holder
+            WHERE holder.unique_key = j.unique_key AND holder.attempts < holder.max_attempts)
+    FOR UPDATE
+), chosen AS (
+    SELECT id FROM shelved
+    WHERE unique_key IS NULL
+        OR id = (SELECT min(id) FROM shelved AS twin WHERE twin.unique_key = shelved.unique_key)
+), back AS (
+    UPDATE jobs
+    SET attempts = 0, max_attempts = %(attempts)s, run_at = %(now)s,
+        batch = CASE WHEN flow ? 'callback' THEN batch END
+    FROM chosen
+    WHERE jobs.id = chosen.id
+    RETURNING jobs.id, jobs.queue
+)
+SELECT id, pg_notify('jobs', queue) FROM back
+
+-- name: discard
+-- Deletes jobs from the shelf. A job retried by another session at the same moment is
+-- read again under its row lock, is no longer on the shelf, and is left alone.
+DELETE FROM jobs
+WHERE attempts >= max_attempts AND claim IS NULL
+    AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+
+-- name: status
+-- Each queue's jobs counted by state at %(now)s, in one pass over the table: every row
+-- counts in exactly one column. Counting every row is the work itself, so one scan with
+-- FILTERed counts is the cheapest plan; each FILTER reads as the partial index whose
+-- rows it counts (jobs_due: attempts < max_attempts; jobs_claimed: claim IS NOT NULL).
+--   due        may run now: due, or its lease ran out with attempts left to claim it by
+--   scheduled  waits for a later moment (a retry, or a job queued with `at`)
+--   in_work    held by a claim whose lease runs, or that lost its worker on the last
+--              attempt (until a heartbeat reaps it onto the shelf)
+--   failed     on the shelf
+SELECT queue,
+    count(*) FILTER (WHERE attempts < max_attempts AND run_at <= %(now)s) AS due,
+    count(*) FILTER (WHERE attempts < max_attempts AND run_at > %(now)s AND claim IS NULL) AS scheduled,
+    count(*) FILTER (WHERE claim IS NOT NULL
+        AND (run_at > %(now)s OR attempts >= max_attempts)) AS in_work,
+    count(*) FILTER (WHERE attempts >= max_attempts AND claim IS NULL) AS failed,
+    (%(now)s - min(run_at) FILTER (WHERE attempts < max_attempts AND run_at <= %(now)s))::float8 / 1000
+        AS oldest_due_age
+FROM jobs
+GROUP BY queue
+ORDER BY queue

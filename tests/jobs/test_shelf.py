@@ -1,0 +1,181 @@
+"""The failed shelf through the API: reading jobs that failed for good, retrying and discarding them."""
+
+import threading
+
+import pytest
+
+import jobs
+from jobs import store
+from tests.jobs.helpers import scalar, wait_for
+
+T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch
+
+
+@jobs.policy(attempts=2, backoff=jobs.intervals(5))
+def broken(db, args):
+    raise RuntimeError(f"it broke on attempt {jobs.current_job().attempt}")
+
+
+@jobs.policy(attempts=1)
+def doomed(db, args):
+    raise RuntimeError("doomed")
+
+
+def fine(db, args):
+    pass
+
+
+PERFORMERS = {"broken": broken, "doomed": doomed, "fine": fine}
+MENDED = {"broken": fine, "doomed": fine, "fine": fine}  # the same jobs once their bug is fixed
+
+
+def shelved(db, queue="default", **options) -> int:
+    """Queues a `broken` job and works it at T and T + 5 s, when it fails for good; returns its id."""
+    job = jobs.later(db, queue, "broken", {}, T, **options)
+    for moment in (T, T + 5000):
+        assert jobs.worked(db, queue, PERFORMERS, moment).startswith("failed broken")
+    return job
+
+
+def test_failed_lists_jobs_that_failed_for_good_with_every_reason_and_the_traceback(db):
+    job = shelved(db)
+    jobs.later(db, "default", "fine", {}, T + 60_000)  # waiting: not on the shelf
+    jobs.later(db, "default", "broken", {}, T + 60_000)
+    jobs.worked(db, "default", PERFORMERS, T + 60_000)  # failed once, to be retried: not on the shelf
+    (failure,) = jobs.failed(db)
+    assert failure | {"traceback": None} == {
+        "id": job, "queue": "default", "name": "broken", "args": {}, "attempts": 2, "failed_at": T + 5000,
+        "failure": "it broke on attempt 2", "traceback": None,
+        "reasons": ["it broke on attempt 1", "it broke on attempt 2"]}
+    assert "RuntimeError: it broke on attempt 2" in failure["traceback"]
+
+
+def test_failed_takes_one_queue_or_every_queue(db):
+    mail = shelved(db, "mail")
+    default = shelved(db, "default")
+    assert [j["id"] for j in jobs.failed(db)] == [mail, default]
+    assert [j["id"] for j in jobs.failed(db, "mail")] == [mail]
+    assert jobs.failed(db, "elsewhere") == []
+
+
+def test_a_job_whose_worker_died_on_its_last_attempt_is_in_work_until_reaped_onto_the_shelf(db):
+    job = jobs.later(db, "default", "fine", {}, T)
+    db.execute("UPDATE jobs SET max_attempts = 1")  # its one attempt is its last
+    store.claimed(db, "default", T, lease=30)  # the claim of a worker that dies at once
+    after_the_lease = T + 31_000
+    assert jobs.failed(db) == []
+    assert [(q["in_work"], q["failed"]) for q in jobs.status(db, now=after_the_lease)] == [(1, 0)]
+    store.reaped(db, after_the_lease)  # what any worker's heartbeat does
+    assert [(j["id"], j["failure"]) for j in jobs.failed(db)] == [(job, "its worker stopped during the last attempt")]
+    assert [(q["in_work"], q["failed"]) for q in jobs.status(db, now=after_the_lease)] == [(0, 1)]
+
+
+def test_a_retried_job_is_due_at_once_with_its_attempts_counted_from_nothing(db):
+    job = shelved(db)
+    assert jobs.retried(db, job, now=T + 9000) == 1
+    (row,) = jobs.listed(db)
+    assert (row["run_at"], row["attempts"], row["max_attempts"]) == (T + 9000, 0, jobs.ATTEMPTS)
+    assert row["reasons"] == ["it broke on attempt 1", "it broke on attempt 2"], "its reasons stay"
+    assert jobs.failed(db) == []
+    assert jobs.worked(db, "default", MENDED, T + 9000) == "ran broken"
+    assert jobs.listed(db) == []
+
+
+def test_a_retried_job_that_fails_again_gets_its_policy_s_attempts_and_keeps_every_reason(db):
+    job = shelved(db)
+    jobs.retried(db, job, now=T + 9000)
+    assert jobs.worked(db, "default", PERFORMERS, T + 9000) == "failed broken on attempt 1: it broke on attempt 1"
+    assert jobs.worked(db, "default", PERFORMERS, T + 14_000) == "failed broken on attempt 2: it broke on attempt 2"
+    (failure,) = jobs.failed(db)
+    assert len(failure["reasons"]) == 4
+
+
+def test_retried_counts_the_jobs_it_put_back_and_leaves_jobs_off_the_shelf_alone(db):
+    first, second, third = shelved(db), shelved(db), shelved(db)
+    waiting = jobs.later(db, "default", "fine", {}, T + 60_000)
+    assert jobs.retried(db, first, now=T) == 1
+    assert jobs.retried(db, first, waiting, 999, now=T) == 0
+    assert jobs.retried(db, every=True, now=T) == 2
+    assert [(j["id"], j["attempts"], j["run_at"]) for j in jobs.listed(db)] == [
+        (first, 0, T), (second, 0, T), (third, 0, T), (waiting, 0, T + 60_000)]
+
+
+UNCLEAR = [
+    ((), {}, ValueError, "every=True"),
+    ((1,), {"every": True}, ValueError, "not both"),
+    ((None,), {}, TypeError, "None"),
+    (("7",), {}, TypeError, "'7'"),
+    ((True,), {}, TypeError, "True"),
+]
+
+
+@pytest.mark.parametrize("operation", [jobs.retried, jobs.discarded])
+@pytest.mark.parametrize("ids, options, error, words", UNCLEAR)
+def test_shelf_operations_refuse_an_unclear_choice_of_jobs_and_change_nothing(db, operation, ids, options, error, words):
+    job = shelved(db)
+    with pytest.raises(error, match=words):
+        operation(db, *ids, **options)
+    assert [j["id"] for j in jobs.failed(db)] == [job]
+
+
+def test_a_failed_job_stays_on_the_shelf_while_another_job_holds_its_unique_key(db):
+    job = shelved(db, unique="sync:1")
+    holder = jobs.later(db, "default", "fine", {}, T + 9000, unique="sync:1")
+    assert holder is not None, "a job failed for good no longer holds its unique key"
+    assert jobs.retried(db, job, now=T + 9000) == 0
+    assert jobs.retried(db, every=True, now=T + 9000) == 0
+    assert [j["id"] for j in jobs.failed(db)] == [job]
+    assert jobs.worked(db, "default", MENDED, T + 9000) == "ran fine"
+    assert jobs.retried(db, job, now=T + 9000) == 1, "the key is free again once its holder has run"
+
+
+def test_of_failed_jobs_sharing_a_unique_key_only_the_oldest_comes_back(db):
+    older = shelved(db, unique="sync:1")
+    newer = shelved(db, unique="sync:1")
+    other = shelved(db, unique="sync:2")
+    assert jobs.retried(db, every=True, now=T + 9000) == 2
+    assert [j["id"] for j in jobs.failed(db)] == [newer]
+    assert {j["id"] for j in jobs.listed(db) if j["attempts"] == 0} == {older, other}
+
+
+def test_a_unique_key_taken_while_a_retry_runs_leaves_the_job_on_the_shelf_without_an_error(db, connect):
+    job = shelved(db, unique="sync:1")
+    answers = []
+    with connect() as rival, connect() as retrying:
+        retrying.autocommit = True
+        jobs.later(rival, "default", "fine", {}, T, unique="sync:1")  # not committed yet
+        thread = threading.Thread(target=lambda: answers.append(jobs.retried(retrying, job, now=T)))
+        thread.start()
+        # the retry passed its own check, and now waits on the unique index for the rival
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'transactionid'"),
+                 "the retry to wait on the rival's transaction")
+        rival.commit()
+        thread.join(10)
+    assert answers == [0]
+    assert [j["id"] for j in jobs.failed(db)] == [job]
+
+
+def test_a_retried_job_of_a_batch_leaves_it_so_the_batch_counts_each_job_once(db):
+    callbacks = {"on_failure": ("fine", {"callback": "on_failure"}), "always": ("fine", {"callback": "always"})}
+    batch = jobs.batch(db, "default", [("doomed", {}), ("fine", {})], **callbacks)
+    doomed = jobs.listed(db)[0]["id"]
+    assert jobs.worked(db, "default", PERFORMERS).startswith("failed doomed")
+    assert jobs.retried(db, doomed, now=0) == 1  # due before the rest of the batch
+    assert jobs.worked(db, "default", MENDED) == "ran doomed"
+    assert jobs.batch_status(db, batch)["pending"] == 1, "the batch counted the failure, not the success after it"
+    ran = []
+    while jobs.worked(db, "default", {"fine": lambda _, args: ran.append(args)}):
+        pass
+    assert ran == [{}, {"callback": "on_failure"}, {"callback": "always"}]
+    assert jobs.batch_status(db, batch) | {"id": None} == {
+        "id": None, "total": 2, "pending": 0, "failed": 1, "cancelled": 0, "finished": True, "cancelling": False}
+
+
+def test_discarded_deletes_jobs_from_the_shelf_and_nothing_else(db):
+    first, second = shelved(db), shelved(db)
+    waiting = jobs.later(db, "default", "fine", {}, T + 60_000)
+    assert jobs.discarded(db, first, waiting, 999) == 1
+    assert jobs.discarded(db, first) == 0
+    assert jobs.discarded(db, every=True) == 1
+    assert [j["id"] for j in jobs.listed(db)] == [waiting]
+    assert second not in [j["id"] for j in jobs.listed(db)]
