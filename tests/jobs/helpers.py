@@ -3,6 +3,7 @@
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -11,10 +12,17 @@ WAIT = 30.0  # seconds a test waits on a condition before it fails
 
 
 def start_worker(database_url, queue, *options):
-    """Starts `python -m jobs work` on `queue` with the test performers, as its own process."""
+    """Starts `python -m jobs work` on `queue` with the test performers, as its own process.
+
+    Its log goes to a file, not a pipe: a worker logging thousands of jobs would fill a
+    pipe nobody reads yet, and block.
+    """
     env = dict(os.environ, DATABASE_URL=database_url, PYTHONPATH=str(PROJECT))
     command = [sys.executable, "-m", "jobs", "work", queue, "--performers", "tests.jobs.performers:performers", *options]
-    return subprocess.Popen(command, cwd=PROJECT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    log = tempfile.TemporaryFile(mode="w+")
+    process = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    process.log = log
+    return process
 
 
 def wait_for(condition, what: str, timeout: float = WAIT, every: float = 0.02):
@@ -32,8 +40,9 @@ def stopped(process, timeout: float = WAIT) -> str:
     """Ends a worker process with SIGTERM and returns what it printed."""
     if process.poll() is None:
         process.terminate()
-    output, _ = process.communicate(timeout=timeout)
-    return output
+    process.wait(timeout=timeout)
+    process.log.seek(0)
+    return process.log.read()
 
 
 def scalar(db, query, params=()):

@@ -77,3 +77,17 @@ def doomed(db, args):
 for _name in ("step", "row", "done", "failed", "finished"):
     performers[_name] = note
 performers["doomed"] = doomed
+
+
+CHAOS_RETRY = 0.2  # seconds a chaotic job waits before its retry
+
+
+@jobs.policy(backoff=jobs.intervals(CHAOS_RETRY, CHAOS_RETRY, CHAOS_RETRY))
+def chaotic(db, args):
+    """Fails its first attempt when `fails` says so, then records its run."""
+    if args["fails"] and jobs.current_job().attempt == 1:
+        raise RuntimeError("chaos")
+    record(db, args)
+
+
+performers["chaotic"] = chaotic
