@@ -147,9 +147,14 @@ class Worker:
                         self._stopping.set()
                         break
                     self._wake.wait(self.poll)
-            except psycopg.Error as error:
+            except Exception as error:
+                # Don't let a lost connection, or a bug in a policy or a hook, end the work
+                # loop: the jobs in hand return when their lease runs out.
                 self._hold(n, [])
-                log.warning("worker lost its database connection (%s); reconnecting in %.1f s", error, pause)
+                if isinstance(error, psycopg.Error):
+                    log.warning("worker lost its database connection (%s); reconnecting in %.1f s", error, pause)
+                else:
+                    log.exception("worker hit an error outside any job; reconnecting in %.1f s", pause)
                 db = self._closed(db)
                 self._stopping.wait(pause)
                 pause = min(pause * 2, RECONNECT_MAX)
@@ -197,7 +202,7 @@ class Worker:
                         self._beat(db)
                         next_beat = time.monotonic() + self.lease / 2
                     pause = RECONNECT_FIRST
-                except psycopg.Error as error:
+                except Exception as error:
                     log.warning("worker's listener lost its connection (%s); reconnecting in %.1f s", error, pause)
                     if fd is not None:
                         selector.unregister(fd)

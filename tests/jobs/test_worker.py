@@ -142,3 +142,20 @@ def test_worker_survives_its_connection_being_cut_mid_job_and_loses_nothing(db, 
     wait_for(lambda: attempts[-1:] == [2] and jobs.listed(db) == [], "the job to come back after its lease and run", timeout=15)
     assert scalar(db, "SELECT array_agg(n) FROM cut_off") == [7]
     assert worker.counts.failed == 0 and worker.counts.retried == 0, "a lost connection is not a failed job"
+
+
+def test_a_broken_failure_policy_does_not_end_the_work_loop(db, started):
+    def broken_backoff(attempt):
+        raise ZeroDivisionError("the policy itself is wrong")
+
+    @jobs.policy(backoff=broken_backoff)
+    def fails(_, args):
+        raise RuntimeError("the job failed")
+
+    done = []
+    started(["default"], {"fails": fails, "note": lambda _, args: done.append(args["n"])}, lease=1.0)
+    jobs.later(db, "default", "fails", {})
+    jobs.later(db, "default", "note", {"n": 1})
+    wait_for(lambda: done == [1], "the next job to run after the broken policy")
+    jobs.later(db, "default", "note", {"n": 2})
+    wait_for(lambda: done == [1, 2], "the worker to go on working")
