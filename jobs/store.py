@@ -32,14 +32,14 @@ class Job:
     id: int
     queue: str
     name: str
-    args: dict
+    args: dict = field(repr=False)  # may hold secrets: left out of the job's repr, and so of logs
     priority: int
     due_at: int  # when it was due, before the claim moved run_at on
     attempt: int  # this attempt, counted from 1
     max_attempts: int
     key: str | None  # its concurrency key: one job of a key runs at a time
     batch: int | None  # the batch it belongs to, or whose callback it is
-    flow: dict | None  # for a chain's step, the steps after it; for a callback, its batch
+    flow: dict | None = field(repr=False)  # for a chain's step, the steps after it; for a callback, its batch
     claim: int  # the token of the claim that holds it
     final: bool = field(default=False)  # set by the worker: a failure now ends the job
 
