@@ -51,6 +51,7 @@ def parser() -> argparse.ArgumentParser:
 def serve_command(args) -> int:
     """Serves until SIGINT or SIGTERM; the letter in hand is sent before the process ends."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("pgserver").setLevel(logging.WARNING)  # its start-up is told line by line otherwise
     missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not os.environ.get(name)]
     if missing and not args.development:
         print(f"guestbook: set {' and '.join(missing)}, or run with --development", file=sys.stderr)
