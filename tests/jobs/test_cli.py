@@ -1,0 +1,137 @@
+"""The command line as a script meets it: `python -m jobs ...` as a process of its own, on DATABASE_URL."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import jobs
+from tests.jobs.helpers import PROJECT, WAIT
+from tests.jobs.performers import doomed
+
+T = 1_000_000  # the moment the tests work their queues at: 1970-01-01 00:16:40 UTC
+SECRET = "s3cr3t-t0ken"
+
+
+def cli(database_url, *args):
+    """Runs `python -m jobs ARGS` on `database_url` (None: unset) and returns the finished process."""
+    env = dict(os.environ, PYTHONPATH=str(PROJECT))
+    env.pop("DATABASE_URL", None)
+    if database_url is not None:
+        env["DATABASE_URL"] = database_url
+    command = [sys.executable, "-m", "jobs", *args]
+    return subprocess.run(command, cwd=PROJECT, env=env, capture_output=True, text=True, timeout=WAIT)
+
+
+def shelved(db, queue="default", args=None, unique=None) -> int:
+    """Queues a job that fails for good on its first attempt, works it at T, and returns its id."""
+    job = jobs.later(db, queue, "doomed", args or {}, T, unique=unique)
+    assert jobs.worked(db, queue, {"doomed": doomed}, T) == "failed doomed on attempt 1: doomed"
+    return job
+
+
+@pytest.mark.parametrize("command", [[], ["status"], ["failed"], ["retry"], ["discard"], ["work"]])
+def test_every_command_explains_itself_with_help(command):
+    answer = cli(None, *command, "--help")
+    assert answer.returncode == 0, answer.stderr
+    assert answer.stdout.startswith(f"usage: {' '.join(['python -m jobs', *command])}")
+
+
+def test_without_database_url_a_command_says_so_and_exits_2():
+    answer = cli(None, "status")
+    assert (answer.returncode, answer.stderr) == (2, "jobs: set DATABASE_URL to the database to work on\n")
+
+
+WRONG = [["retry"], ["retry", "1", "--all"], ["discard"], ["discard", "1", "--all"], ["retry", "seven"],
+         ["status", "extra"], ["unheard_of"]]
+
+
+@pytest.mark.parametrize("command", WRONG)
+def test_a_wrong_command_line_exits_2_and_changes_nothing(db, database_url, command):
+    job = shelved(db)
+    answer = cli(database_url, *command)
+    assert answer.returncode == 2, answer.stdout
+    assert "usage: python -m jobs" in answer.stderr
+    assert [j["id"] for j in jobs.failed(db)] == [job]
+
+
+def test_a_database_out_of_reach_exits_3():
+    answer = cli("postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=5", "failed")
+    assert answer.returncode == 3
+    assert answer.stderr.startswith("jobs: the database failed:")
+
+
+def test_status_prints_each_queue_s_figures_as_a_table(db, database_url):
+    shelved(db)
+    now = jobs.now_ms()
+    jobs.later(db, "default", "note", {}, now - 90_000)
+    jobs.later(db, "default", "note", {}, now + 3_600_000)
+    jobs.later(db, "mail", "note", {}, now + 3_600_000)
+    answer = cli(database_url, "status")
+    assert (answer.returncode, answer.stdout) == (0, (
+        "QUEUE    DUE  SCHEDULED  IN WORK  FAILED  OLDEST DUE\n"
+        "default    1          1        0       1  1 min\n"
+        "mail       0          1        0       0  -\n"))
+
+
+def test_status_of_an_empty_table(db, database_url):
+    assert cli(database_url, "status").stdout == "no jobs\n"
+
+
+def test_failed_exits_0_when_no_job_has_failed(db, database_url):
+    jobs.later(db, "default", "note", {})
+    answer = cli(database_url, "failed")
+    assert (answer.returncode, answer.stdout) == (0, "no job has failed for good\n")
+
+
+def test_failed_prints_the_shelf_without_arguments_and_exits_1(db, database_url):
+    shelved(db, args={"link": f"https://example.test/reset?token={SECRET}"})
+    shelved(db, "mail")
+    answer = cli(database_url, "failed")
+    assert (answer.returncode, answer.stdout) == (1, (
+        "ID  QUEUE    NAME    ATTEMPTS  FAILED AT (UTC)      LAST REASON\n"
+        " 1  default  doomed         1  1970-01-01 00:16:40  doomed\n"
+        " 2  mail     doomed         1  1970-01-01 00:16:40  doomed\n"))
+    assert cli(database_url, "failed", "--queue", "mail").stdout.splitlines()[1:] == [
+        " 2  mail   doomed         1  1970-01-01 00:16:40  doomed"]
+    full = cli(database_url, "failed", "--full")
+    assert full.returncode == 1
+    assert "job 1: doomed on default, failed for good at 1970-01-01 00:16:40 UTC after 1 attempt(s)" in full.stdout
+    assert "  reason 1: doomed\n  traceback of the last failure:\n    Traceback" in full.stdout
+    assert "RuntimeError: doomed" in full.stdout
+    assert SECRET not in answer.stdout + full.stdout
+
+
+def test_retry_puts_a_job_back_and_exits_0_then_1_when_it_is_no_longer_on_the_shelf(db, database_url):
+    job = shelved(db)
+    answer = cli(database_url, "retry", str(job))
+    assert (answer.returncode, answer.stdout) == (0, "1 job back in the queue\n")
+    assert [(j["id"], j["attempts"]) for j in jobs.listed(db)] == [(job, 0)]
+    again = cli(database_url, "retry", str(job))
+    assert (again.returncode, again.stdout) == (1, (
+        "0 jobs back in the queue\n"
+        "1 job stayed: not on the failed shelf, or another job with the same unique key is waiting or in work\n"))
+
+
+def test_retry_all_says_which_jobs_stayed_for_their_unique_key(db, database_url):
+    shelved(db, unique="sync:1")
+    shelved(db)
+    jobs.later(db, "default", "note", {}, unique="sync:1")
+    answer = cli(database_url, "retry", "--all")
+    assert (answer.returncode, answer.stdout) == (0, (
+        "1 job back in the queue\n"
+        "1 job stayed on the shelf: another job with the same unique key is waiting or in work\n"))
+    answer = cli(database_url, "retry", "--all")
+    assert answer.returncode == 1
+
+
+def test_discard_deletes_jobs_from_the_shelf_and_exits_1_when_none_was_there(db, database_url):
+    first, second, third = shelved(db), shelved(db), shelved(db)
+    answer = cli(database_url, "discard", str(first), "999")
+    assert (answer.returncode, answer.stdout) == (0, "1 job discarded\n1 job not on the failed shelf\n")
+    answer = cli(database_url, "discard", "--all")
+    assert (answer.returncode, answer.stdout) == (0, "2 jobs discarded\n")
+    assert jobs.listed(db) == []
+    answer = cli(database_url, "discard", "--all")
+    assert (answer.returncode, answer.stdout) == (1, "0 jobs discarded\n")
