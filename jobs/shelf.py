@@ -33,6 +33,8 @@ def retried(db, *ids: int, every: bool = False, now: int | None = None) -> int:
     id never means "all". Returns how many jobs went back; ids not on the shelf are
     left alone. A job comes back with its attempts counted from 0 and ATTEMPTS as its
     limit until its policy says otherwise; its reasons stay, and new ones follow them.
+    Like `later`, it writes on db's current transaction (in a savepoint of its own) and
+    wakes the workers of the jobs' queues when that commits.
 
     A job with a unique key stays on the shelf while another job with that key waits or
     runs, since queueing it would break the key's promise; of shelved jobs sharing a

@@ -90,6 +90,21 @@ def test_a_retried_job_that_fails_again_gets_its_policy_s_attempts_and_keeps_eve
     assert len(failure["reasons"]) == 4
 
 
+def test_a_retried_job_wakes_an_idle_worker_at_once(db, connect):
+    job = shelved(db)
+    ran = threading.Event()
+    worker = jobs.worker(connect, "default", {"broken": lambda *_: ran.set()}, poll=60)
+    try:
+        idle = """SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs tests' AND state = 'idle'
+            AND (query = 'LISTEN jobs' OR query LIKE '%%FOR UPDATE SKIP LOCKED%%')"""
+        wait_for(lambda: scalar(db, idle) == 2, "the worker to listen, look once and find nothing due")
+        jobs.retried(db, job)
+        assert ran.wait(10), "a worker that looks every 60 s ran the job within 10 s: it was woken"
+    finally:
+        worker.stop()
+        worker.join(10)
+
+
 def test_retried_counts_the_jobs_it_put_back_and_leaves_jobs_off_the_shelf_alone(db):
     first, second, third = shelved(db), shelved(db), shelved(db)
     waiting = jobs.later(db, "default", "fine", {}, T + 60_000)
