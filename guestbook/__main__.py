@@ -39,6 +39,7 @@ def main(argv=None) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    """The command line's one command, serve, and its options."""
     top = argparse.ArgumentParser(prog="guestbook", description="Serve the guestbook.")
     commands = top.add_subparsers(required=True, metavar="COMMAND")
     serve = commands.add_parser("serve", help="serve the guestbook, with its mail worker beside it")

@@ -36,6 +36,8 @@ STOP_WAIT = 2 * SLOW_LETTER + 10  # seconds it may take to stop: the letter in h
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Hands a redirect back as the answer, as a test wants to see it, instead of following it."""
+
     def redirect_request(self, *args, **kwargs):
         return None
 

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import uuid
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -77,6 +78,8 @@ def eventually(check, timeout: float = WAIT, pause: float = 0.05) -> bool:
 
 
 class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Hands a redirect back as the answer, as a test wants to see it, instead of following it."""
+
     def redirect_request(self, *args, **kwargs):
         return None
 
@@ -93,7 +96,8 @@ def test_served_signup_answers_and_the_worker_beside_sends_its_letter(database_u
         served = Served([], environment(DATABASE_URL=database_url, SECRET_KEY="s" * 32, MAIL_URL=smtp.url), tmp_path)
         try:
             assert served.said.startswith(f"The guestbook is at {served.base}")
-            status, _ = served.request("/signup", {"email": "ada@example.com", "password": "correct horse battery"})
+            address = f"served-{uuid.uuid4().hex[:8]}@example.com"  # new even on a database other tests used
+            status, _ = served.request("/signup", {"email": address, "password": "correct horse battery"})
             assert status == 302
             with smtp.inbox.arrived:
                 assert smtp.inbox.arrived.wait_for(lambda: smtp.letters, WAIT)
@@ -106,9 +110,10 @@ def test_served_signup_answers_and_the_worker_beside_sends_its_letter(database_u
 def test_development_keeps_a_secret_and_writes_letters_to_the_outbox(database_url, db, tmp_path):
     served = Served(["--development"], environment(DATABASE_URL=database_url), tmp_path)
     try:
-        served.request("/signup", {"email": "bo@example.com", "password": "correct horse battery"})
+        address = f"served-{uuid.uuid4().hex[:8]}@example.com"
+        served.request("/signup", {"email": address, "password": "correct horse battery"})
         # The worker writes the letter a moment after the answer: look until it is there.
-        assert eventually(lambda: "To bo@example.com" in served.request("/outbox")[1])
+        assert eventually(lambda: f"To {address}" in served.request("/outbox")[1])
     finally:
         assert served.stopped() == 0
     assert len((tmp_path / ".secret_key").read_text()) == 64
