@@ -1,5 +1,7 @@
 """Sign-in, sign-out and the lockout: one answer for every failure, and one unlock letter per lock."""
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
 
 from guestbook import accounts, auth
@@ -181,3 +183,15 @@ def test_address_is_matched_without_case_or_surrounding_spaces(visitor, email):
     visitor.confirmed_account("ada@example.com")
 
     assert visitor.signin(email, PASSWORD).status_code == 302
+
+
+def test_wrong_passwords_at_once_past_the_threshold_queue_exactly_one_unlock_letter(app, visitor, post, db):
+    visitor.confirmed_account("ada@example.com")
+    db.execute("UPDATE accounts SET failed_signins = %s", [accounts.LOCK_AFTER - 3])
+    visitors = [type(visitor)(app.test_client(), post) for _ in range(8)]
+
+    with ThreadPoolExecutor(len(visitors)) as pool:
+        answers = list(pool.map(lambda v: v.signin("ada@example.com", WRONG).status_code, visitors))
+
+    assert answers == [401] * len(visitors)
+    assert [letter["subject"] for letter in post.queued()] == ["Your guestbook account is locked"]
