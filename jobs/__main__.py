@@ -94,7 +94,10 @@ def work_command(args, url: str) -> int:
     performers = imported(args.performers)
     with psycopg.connect(url, autocommit=True) as db:
         store.prepared(db)
-    running = Worker(lambda: psycopg.connect(url, application_name=APPLICATION_NAME), args.queues, performers, threads=args.threads,
+    # Polling is for PgBouncer in transaction mode, where prepared statements would
+    # meet server connections that never prepared them: psycopg is told not to prepare.
+    options = {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
+    running = Worker(lambda: psycopg.connect(url, **options), args.queues, performers, threads=args.threads,
                      lease=args.lease, poll=args.poll, listen=args.listen)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: running.stop())

@@ -36,9 +36,12 @@ CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (run_at) WHERE claim IS NOT NULL
 -- claim's own check, which two claims running side by side could both pass.
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_in_work ON jobs (key)
     WHERE key IS NOT NULL AND claim IS NOT NULL;
--- At most one job waiting or in work per unique key; one failed for good no longer counts.
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique ON jobs (unique_key)
-    WHERE unique_key IS NOT NULL AND attempts < max_attempts;
+-- At most one job waiting or in work per unique key; one failed for good no longer
+-- counts. A job in its last attempt has attempts = max_attempts, so "in work" is
+-- also said with its claim.
+DROP INDEX IF EXISTS jobs_unique;
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique_key ON jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL);
 
 -- Batches: one row each, counting down its pending jobs (flows.py).
 CREATE TABLE IF NOT EXISTS job_batches (
@@ -71,7 +74,8 @@ WITH queued AS (
     INSERT INTO jobs (queue, name, args, run_at, priority, key, unique_key, batch, flow)
     VALUES (%(queue)s, %(name)s, %(args)s, %(run_at)s, %(priority)s, %(key)s, %(unique)s,
         %(batch)s, %(flow)s)
-    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND attempts < max_attempts DO NOTHING
+    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL)
+    DO NOTHING
     RETURNING id
 )
 SELECT id, pg_notify('jobs', %(queue)s) FROM queued
@@ -134,12 +138,13 @@ RETURNING id
 -- name: reap
 -- Jobs whose worker died on their last attempt: the lease ran out, and no attempt is
 -- left to claim them with. They become failures for good, with a reason to read, and
--- give up their claim (and so their concurrency key).
+-- give up their claim (and so their concurrency key); their chains and batches hear
+-- of the failure as they would of any other.
 UPDATE jobs
 SET claim = NULL, failure = 'its worker stopped during the last attempt',
     reasons = reasons || '["its worker stopped during the last attempt"]'
 WHERE claim IS NOT NULL AND run_at <= %(now)s AND attempts >= max_attempts
-RETURNING id, name, queue
+RETURNING id, name, queue, batch, flow
 
 -- name: listed
 SELECT id, queue, name, args, priority, run_at, attempts, max_attempts, failure,
@@ -184,7 +189,8 @@ RETURNING finished_at IS NOT NULL AS last, failed - %(failed)s = 0 AND %(failed)
 -- a claim run on and settle as usual. The callbacks of the batch are not its jobs.
 WITH skipped AS (
     DELETE FROM jobs
-    WHERE batch = %(id)s AND claim IS NULL AND (flow IS NULL OR NOT flow ? 'callback')
+    WHERE batch = %(id)s AND claim IS NULL AND attempts < max_attempts
+        AND (flow IS NULL OR NOT flow ? 'callback')
     RETURNING id
 )
 UPDATE job_batches
@@ -224,7 +230,7 @@ ORDER BY id
 -- name: retry
 -- Jobs from the shelf go back in the queue, due at once, with their attempts counted
 -- from 0 again; their reasons stay. A job with attempts left counts again in the
--- unique index (jobs_unique), so a job whose unique key another job holds now stays
+-- unique index (jobs_unique_key), so a job whose unique key another job holds now stays
 -- on the shelf, and of shelved jobs sharing a key only the oldest comes back: without
 -- these two tests the UPDATE would fail on the index. FOR UPDATE makes a job that
 -- another session retries or discards at the same moment be read again and left alone.
@@ -238,7 +244,8 @@ WITH shelved AS (
         AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
         AND NOT EXISTS (
             SELECT 1 FROM jobs AS holder
-            WHERE holder.unique_key = j.unique_key AND holder.attempts < holder.max_attempts)
+            WHERE holder.unique_key = j.unique_key
+                AND (holder.attempts < holder.max_attempts OR holder.claim IS NOT NULL))
     FOR UPDATE
 ), chosen AS (
     SELECT id FROM shelved

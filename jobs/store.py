@@ -11,6 +11,7 @@ import math
 import secrets
 import time
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import psycopg
 
@@ -209,6 +210,11 @@ def outstanding(db, queues: list[str], now: int) -> int:
     return db.execute(queries["outstanding"], {"queues": queues, "now": now}).fetchone()[0]
 
 
-def reaped(db, now: int) -> list[tuple]:
-    """Marks jobs whose worker died on their last attempt as failed for good; returns them."""
-    return db.execute(queries["reap"], {"now": now}).fetchall()
+def reaped(db, now: int) -> list[SimpleNamespace]:
+    """Marks jobs whose worker died on their last attempt as failed for good; returns them.
+
+    Each has the id, name, queue, batch and flow that chains and batches need to hear of it.
+    """
+    cursor = db.execute(queries["reap"], {"now": now})
+    names = [column.name for column in cursor.description]
+    return [SimpleNamespace(**dict(zip(names, row))) for row in cursor]

@@ -15,7 +15,7 @@ import time
 
 import psycopg
 
-from . import store
+from . import flows, store
 from .runner import Counts, performed
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
@@ -221,8 +221,11 @@ class Worker:
             for job in jobs:
                 if job.id not in kept:
                     log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
-        for id, name, queue in store.reaped(db, store.now_ms()):
-            log.error("job %s (%s on %s) failed for good: its worker stopped during the last attempt", id, name, queue)
+        with db.transaction():
+            lost = store.reaped(db, store.now_ms())
+            flows.settled(db, [], lost)
+        for job in lost:
+            log.error("job %s (%s on %s) failed for good: its worker stopped during the last attempt", job.id, job.name, job.queue)
 
     def _connected(self):
         db = self.connect()

@@ -5,7 +5,8 @@ import threading
 import pytest
 
 import jobs
-from jobs import flows
+from jobs import flows, store
+from jobs.runner import performed
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import NOTES, RUNS, performers
 from tests.jobs.test_processes import worker_connections
@@ -235,3 +236,30 @@ def test_batch_and_its_jobs_are_written_all_or_nothing(notes):
     notes.autocommit = True
     assert jobs.listed(notes) == []
     assert scalar(notes, "SELECT count(*) FROM job_batches") == 0
+
+
+def test_cancelling_leaves_jobs_that_failed_for_good_alone(notes):
+    batch = jobs.batch(notes, "default", [("doomed", {}), ("row", {"n": 1}), ("row", {"n": 2})], **CALLBACKS)
+    assert jobs.worked(notes, "default", performers).startswith("failed doomed")
+    in_work = store.claimed(notes, "default", jobs.now_ms())
+    assert jobs.cancel_batch(notes, batch) == 1
+    assert jobs.batch_status(notes, batch)["finished"] is False
+    assert performed(notes, in_work, performers) == ["ran row"]
+    status = jobs.batch_status(notes, batch)
+    assert (status["failed"], status["cancelled"], status["pending"], status["finished"]) == (1, 1, 0, True)
+    assert [j["name"] for j in jobs.listed(notes) if j["failure"]] == ["doomed"]
+
+
+def test_a_batch_job_whose_worker_died_on_its_last_attempt_counts_as_failed(notes, connect):
+    batch = jobs.batch(notes, "default", [("row", {})], **CALLBACKS)
+    notes.execute("UPDATE jobs SET max_attempts = 1")
+    store.claimed(notes, "default", jobs.now_ms(), lease=0.001)  # claimed by a worker that then died
+    worker = jobs.worker(connect, "other", {}, lease=0.2)  # its heartbeat reaps the lost job
+    try:
+        wait_for(lambda: jobs.batch_status(notes, batch)["finished"], "the lost job to be reaped and counted")
+    finally:
+        worker.stop()
+        worker.join(10)
+    assert jobs.batch_status(notes, batch)["failed"] == 1
+    callbacks = [row[0] for row in notes.execute("SELECT name FROM jobs WHERE flow ? 'callback' ORDER BY id")]
+    assert callbacks == ["failed", "finished"]

@@ -3,6 +3,7 @@
 import threading
 
 import jobs
+from jobs import store
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.test_processes import runs, worker_connections  # noqa: F401 (fixture)
 
@@ -64,3 +65,11 @@ def test_jobs_sharing_a_concurrency_key_never_run_at_once_across_six_workers(run
         SELECT count(*) FROM spans a JOIN spans b
         ON a.key IS NULL AND b.key IS NULL AND a.job < b.job AND a.began < b.ended AND b.began < a.ended""")
     assert unkeyed_overlaps > 0, "jobs without a key still run side by side"
+
+
+def test_a_job_in_its_last_attempt_still_holds_its_unique_key(db):
+    jobs.later(db, "default", "sync", {}, unique="sync")
+    db.execute("UPDATE jobs SET max_attempts = 1")
+    (claimed,) = store.claimed(db, "default", jobs.now_ms())
+    assert claimed.attempt == claimed.max_attempts
+    assert jobs.later(db, "default", "sync", {}, unique="sync") is None
