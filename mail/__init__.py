@@ -12,11 +12,11 @@ How a letter travels, file by file:
 It needs the standard library and `jobs` only, so it can be copied into an app.
 """
 
-from .later import QUEUE, delivered_later, performers, performers_for
+from .later import QUEUE, Undeliverable, delivered_later, performers, performers_for
 from .letters import BODY_MAX, Letter, Refused, is_address, message, refusal, url_for
 from .transports import TIMEOUT, delivered, outbox_folder
 
 __all__ = [
-    "BODY_MAX", "QUEUE", "TIMEOUT", "Letter", "Refused", "delivered", "delivered_later", "is_address",
+    "BODY_MAX", "QUEUE", "TIMEOUT", "Letter", "Refused", "Undeliverable", "delivered", "delivered_later", "is_address",
     "message", "outbox_folder", "performers", "performers_for", "refusal", "url_for",
 ]

@@ -6,6 +6,7 @@ deliver_later does; a worker running `performers` sends it with `delivered`.
 """
 
 import os
+import smtplib
 from dataclasses import asdict
 
 import jobs
@@ -14,6 +15,11 @@ from .letters import Letter, Refused, refusal
 from .transports import delivered
 
 QUEUE = "mail"  # the queue letters wait on
+PERMANENT = 500  # SMTP answers from this code up refuse a letter for good; 4xx ones are worth a retry
+
+
+class Undeliverable(Exception):
+    """The mail server refused the letter for good (a 5xx answer): another attempt would not help."""
 
 
 def delivered_later(db, m: Letter) -> int:
@@ -30,8 +36,25 @@ def delivered_later(db, m: Letter) -> int:
 
 
 def deliver(db, args: dict) -> None:
-    """The `deliver` job: sends the letter its arguments hold."""
-    delivered(Letter(**args))
+    """The `deliver` job: sends the letter its arguments hold.
+
+    A server that is down, slow or answers 4xx raises an OSError (smtplib's errors are
+    OSErrors), which the mail queue's policy retries. A 5xx answer to the letter itself
+    raises Undeliverable, which fails the job for good at once, with the server's words
+    as its reason. A failed sign-in to the server is left retryable: it is the
+    configuration that is wrong, not the letter.
+    """
+    try:
+        delivered(Letter(**args))
+    except smtplib.SMTPRecipientsRefused as error:
+        codes = [code for code, _ in error.recipients.values()]
+        if codes and min(codes) >= PERMANENT:
+            raise Undeliverable(f"the mail server refused every recipient: {error.recipients}") from error
+        raise
+    except (smtplib.SMTPSenderRefused, smtplib.SMTPDataError) as error:
+        if error.smtp_code >= PERMANENT:
+            raise Undeliverable(f"the mail server refused the letter: {error.smtp_code} {error.smtp_error!r}") from error
+        raise
 
 
 def performers_for(intervals: str) -> dict:
@@ -39,16 +62,18 @@ def performers_for(intervals: str) -> dict:
 
     `intervals` is the waits after each failed attempt, in seconds, separated by
     commas ("1,1,2": four attempts in all), as MAIL_RETRY_INTERVALS holds it. When it
-    is empty, `deliver` keeps jobs' default schedule (jobs.ATTEMPTS attempts).
+    is empty, `deliver` keeps jobs' default schedule (jobs.ATTEMPTS attempts). Either
+    way only OSErrors (a server down or saying "try later") are retried.
     """
     if not intervals.strip():
-        return {"deliver": deliver}
-    try:
-        waits = [float(wait) for wait in intervals.split(",")]
-    except ValueError:
-        raise ValueError(f"MAIL_RETRY_INTERVALS takes seconds separated by commas, got {intervals!r}") from None
+        backoff = jobs.polynomial
+    else:
+        try:
+            backoff = jobs.intervals(*[float(wait) for wait in intervals.split(",")])
+        except ValueError:
+            raise ValueError(f"MAIL_RETRY_INTERVALS takes seconds separated by commas, got {intervals!r}") from None
 
-    @jobs.policy(backoff=jobs.intervals(*waits))
+    @jobs.policy(backoff=backoff, retry_on=(OSError,))
     def deliver_on_schedule(db, args: dict) -> None:
         """The `deliver` job, retried on the schedule given."""
         deliver(db, args)

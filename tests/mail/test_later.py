@@ -57,7 +57,40 @@ def test_letter_that_fails_stays_queued_with_its_reason_and_is_sent_on_retry(db,
 
 
 def test_default_schedule_is_the_one_of_jobs():
-    assert not hasattr(mail.performers_for("")["deliver"], "policy")
+    policy = mail.performers_for("")["deliver"].policy
+    assert policy.attempts == jobs.ATTEMPTS
+    assert [policy.backoff(n) for n in (1, 2, 3, 4)] == [3, 18, 83, 258]
+
+
+class RefusingInbox:
+    """An SMTP handler that answers every recipient with `answer`."""
+
+    def __init__(self, answer: str):
+        self.answer = answer
+
+    async def handle_RCPT(self, server, session, envelope, address, options):
+        return self.answer
+
+
+@pytest.mark.parametrize("answer, attempts_left", [
+    ("550 5.1.1 no such mailbox", False),
+    ("451 4.3.0 try again later", True),
+])
+def test_a_permanent_refusal_fails_at_once_and_a_temporary_one_is_retried(db, monkeypatch, answer, attempts_left):
+    from aiosmtpd.controller import Controller
+
+    port = free_port()
+    controller = Controller(RefusingInbox(answer), hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        monkeypatch.setenv("MAIL_URL", f"smtp://127.0.0.1:{port}")
+        mail.delivered_later(db, LETTER)
+        said = jobs.worked(db, "mail", mail.performers)
+    finally:
+        controller.stop()
+    assert said.startswith("failed deliver on attempt 1:") and answer.split()[0] in said
+    (job,) = jobs.listed(db)
+    assert (job["attempts"] < job["max_attempts"]) is attempts_left
 
 
 def test_retry_intervals_set_the_schedule_and_the_number_of_attempts():
