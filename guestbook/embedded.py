@@ -6,6 +6,7 @@ a throw-away one; this module is the only place that knows how.
 
 import json
 import os
+import warnings
 from pathlib import Path
 
 RUN_DATA = Path(".pgdata")  # where `make run` keeps its database, relative to the project
@@ -17,7 +18,10 @@ def server(data: Path, *, throwaway: bool = False):
     The server stops when the last process that asked for it exits; a throw-away
     one is also deleted then. Call `.get_uri()` on the answer for its address.
     """
-    import pgserver  # imported here: only local runs and tests need it
+    with warnings.catch_warnings():
+        # pgserver looks for a runtime folder that containers and CI machines often lack
+        warnings.filterwarnings("ignore", message="XDG_RUNTIME_DIR is not set")
+        import pgserver  # imported here: only local runs and tests need it
 
     data = Path(data).resolve()
     data.mkdir(parents=True, exist_ok=True)
