@@ -1,0 +1,37 @@
+"""A forgotten password: the reset letter, a new password, a link that works once, and the letter that says so."""
+
+from playwright.sync_api import expect
+
+from .guest import PASSWORD, SIGNIN_FAILED
+
+ADA = "ada@example.com"
+NEW_PASSWORD = "a new and better passphrase"
+RESET = "Choose a new guestbook password"  # the subject of the reset letter
+PASSWORD_CHANGED = "Your guestbook password was changed"  # the subject of the letter that follows a reset
+
+
+def test_reset_link_sets_a_new_password_once(page, guestbook, guest, inbox):
+    guest.confirmed_account(ADA)
+
+    page.goto(f"{guestbook.url}/signin")
+    page.get_by_role("link", name="Forgot your password?").click()
+    page.get_by_label("Email").fill(ADA)
+    page.get_by_role("button", name="Send reset link").click()
+    expect(page.get_by_role("status")).to_contain_text(f"If {ADA} has an account, a letter")
+
+    letter = inbox.wait_for(to=ADA, subject=RESET)
+    page.goto(letter.link)
+    page.get_by_label("New password").fill(NEW_PASSWORD)
+    page.get_by_role("button", name="Set new password").click()
+    expect(page.get_by_role("status")).to_contain_text("Your password is changed")
+
+    guest.sign_in(ADA, PASSWORD)
+    expect(page.get_by_role("alert")).to_contain_text(SIGNIN_FAILED)
+    guest.sign_in(ADA, NEW_PASSWORD)
+    expect(page.get_by_role("button", name="Sign out")).to_be_visible()
+
+    used_again = page.goto(letter.link)
+    assert used_again.status == 400
+    expect(page.get_by_role("alert")).to_contain_text("This reset link is not valid")
+
+    inbox.wait_for(to=ADA, subject=PASSWORD_CHANGED)
