@@ -1,0 +1,177 @@
+"""`python -m tests.benchmarks`: jobs beside the plain-SQL limits, measured in one run on one database.
+
+Runs the columns of issue 7's table (and the scale and memory checks), then prints
+the table, the ratios and a verdict per goal. Progress goes to stderr, the report to
+stdout. It empties and drops a schema of its own (database.SCHEMA) and nothing else.
+"""
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from functools import partial
+
+from . import checks, database, plain, queue, report, timing
+
+DEFAULT_JOBS = 20_000  # jobs each drain settles; every other size follows from it (see `sized`)
+DEFAULT_ROUNDS = 3  # times each rate and latency is measured; the best round is kept
+BATCH = 100  # rows a claim takes in the plain "claim 100 + delete the batch" limit
+MOST_CONNECTIONS = 4  # processes of the plain limits' best setting; the machine has 2 cores
+DRAIN_PROCESSES = (1, 2, 4)  # worker processes tried for jobs' best drain
+
+
+@dataclass(frozen=True)
+class Sizes:
+    """How much each measurement does."""
+
+    drain: int  # jobs per drain, jobs' and the plain claim-100 ones
+    one_by_one: int  # jobs per run that moves one job per statement: plain claim-1 drains, enqueues
+    bulk: int  # jobs per bulk enqueue
+    latency: int  # enqueue→start samples, and claims timed in the scale check
+    waiting: int  # rows waiting in the future or failed for good in the scale check
+    memory: int  # jobs the worker of the memory check drains
+    rounds: int  # times each rate, latency and claim time is measured, the best kept
+
+
+def sized(jobs: int, rounds: int) -> Sizes:
+    """The sizes of a run whose drains settle `jobs` jobs (DEFAULT_JOBS: 200 samples, 1,000,000 waiting rows)."""
+    return Sizes(drain=jobs, one_by_one=max(1, jobs // 10), bulk=jobs * 5, latency=min(200, max(20, jobs // 100)),
+                 waiting=jobs * 50, memory=jobs * 10, rounds=rounds)
+
+
+def drain_at_best(url: str, sizes: Sizes, figures: dict) -> None:
+    """jobs with 1, 2 and 4 worker processes; the plain limits on 4 connections."""
+    measured(figures, sizes.rounds, [
+        *((f"jobs drain {n}", partial(queue.drain_rate, url, sizes.drain, n))
+          for n in DRAIN_PROCESSES if f"jobs drain {n}" not in figures),
+        ("plain batch 4", partial(plain.drain_rate, url, sizes.drain, BATCH, MOST_CONNECTIONS)),
+        ("plain one 4", partial(plain.drain_rate, url, sizes.one_by_one, 1, MOST_CONNECTIONS)),
+    ])
+
+
+def drain_at_one(url: str, sizes: Sizes, figures: dict) -> None:
+    """jobs with one worker process of one thread; the plain limits on one connection."""
+    measured(figures, sizes.rounds, [
+        ("jobs drain 1", partial(queue.drain_rate, url, sizes.drain, 1)),
+        ("plain batch 1", partial(plain.drain_rate, url, sizes.drain, BATCH, 1)),
+        ("plain one 1", partial(plain.drain_rate, url, sizes.one_by_one, 1, 1)),
+    ])
+
+
+def enqueue(url: str, sizes: Sizes, figures: dict) -> None:
+    """`jobs.later` one per transaction; plain INSERT, with and without pg_notify."""
+    measured(figures, sizes.rounds, [
+        ("enqueue", partial(queue.enqueue_rate, url, sizes.one_by_one)),
+        ("plain insert", partial(plain.enqueue_rate, url, sizes.one_by_one, notify=False)),
+        ("plain notify", partial(plain.enqueue_rate, url, sizes.one_by_one, notify=True)),
+    ])
+
+
+def bulk(url: str, sizes: Sizes, figures: dict) -> None:
+    """`jobs.later_many` when jobs has it; plain COPY."""
+    measured(figures, sizes.rounds, [
+        ("bulk", partial(queue.bulk_rate, url, sizes.bulk)),
+        ("plain copy", partial(plain.copy_rate, url, sizes.bulk)),
+    ])
+
+
+def latency(url: str, sizes: Sizes, figures: dict) -> None:
+    """enqueue→start with an idle Worker; with a plain LISTEN-then-claim loop."""
+    measured(figures, sizes.rounds, [
+        ("latency", partial(queue.latencies, url, sizes.latency)),
+        ("plain latency", partial(plain.latencies, url, sizes.latency)),
+    ])
+
+
+def scale(url: str, sizes: Sizes, figures: dict) -> None:
+    """The claim on an empty table and beside the waiting rows (its rounds are inside: one filling serves them all)."""
+    measured(figures, 1, [("scale", partial(checks.scale, url, sizes.waiting, sizes.latency, sizes.rounds))])
+
+
+def memory(url: str, sizes: Sizes, figures: dict) -> None:
+    """A worker process's resident memory at both ends of a long drain."""
+    measured(figures, 1, [("memory", partial(checks.memory, url, sizes.memory))])
+
+
+def measured(figures: dict, rounds: int, measures: list) -> None:
+    """Runs each (key, measure) `rounds` times and keeps the best round's figure under its key.
+
+    The measures take turns within a round, so jobs and its plain-SQL limits meet the
+    same passing disturbances; each line on stderr says how long one took.
+    """
+    results: dict[str, list] = {key: [] for key, _ in measures}
+    for round in range(1, rounds + 1):
+        for key, measure in measures:
+            print(f"  {key}, round {round} ...", end="", file=sys.stderr, flush=True)
+            started = time.monotonic()
+            results[key].append(measure())
+            print(f" {time.monotonic() - started:.1f} s", file=sys.stderr, flush=True)
+    figures.update((key, best(values)) for key, values in results.items())
+
+
+def best(results: list):
+    """The round least disturbed by anything else on the machine: the highest rate, the lowest median latency."""
+    if isinstance(results[0], list):
+        return min(results, key=timing.median)
+    if isinstance(results[0], float):
+        return max(results)
+    return results[0]  # a check, measured once; or None, a figure jobs cannot give yet
+
+
+# In the order they run: the drains first (drain-1 before drain-best, whose 1-process
+# figure it provides), the long memory drain and the million rows of the scale check last.
+COLUMNS = {
+    "latency": latency, "enqueue": enqueue, "bulk": bulk, "drain-1": drain_at_one, "drain-best": drain_at_best,
+    "memory": memory, "scale": scale,
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line's options."""
+    options = argparse.ArgumentParser(prog="python -m tests.benchmarks", description=__doc__.splitlines()[0])
+    options.add_argument("--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
+                         help=f"jobs per drain; every other size follows (default {DEFAULT_JOBS:,})")
+    options.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="R",
+                         help=f"times each rate and latency is measured, the best kept (default {DEFAULT_ROUNDS})")
+    options.add_argument("--database-url", default=os.environ.get("DATABASE_URL"), metavar="URL",
+                         help="the database to measure on (default: DATABASE_URL, else a throw-away embedded PostgreSQL)")
+    options.add_argument("--only", nargs="+", choices=list(COLUMNS), metavar="COLUMN",
+                         help=f"measure these columns only: {', '.join(COLUMNS)}")
+    return options
+
+
+@contextmanager
+def database_at(url: str | None):
+    """Yields `url`, or the address of a throw-away embedded PostgreSQL when it is None."""
+    if url:
+        yield url
+        return
+    from guestbook import embedded  # only a run without a database needs it
+
+    with tempfile.TemporaryDirectory(prefix="jobs-benchmark-") as folder:
+        yield embedded.server(os.path.join(folder, "pgdata"), throwaway=True).get_uri()
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    if args.jobs < 100 or args.rounds < 1:
+        parser().error("--jobs takes 100 or more, and --rounds 1 or more")
+    sizes, figures = sized(args.jobs, args.rounds), {}
+    chosen = [name for name in COLUMNS if not args.only or name in args.only]
+    with database_at(args.database_url) as url:
+        database.made(url)
+        try:
+            for name in chosen:
+                print(f"{name}:", file=sys.stderr)
+                COLUMNS[name](url, sizes, figures)
+        finally:
+            database.dropped(url)
+    print(report.printed(figures, sizes))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
