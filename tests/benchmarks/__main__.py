@@ -156,6 +156,7 @@ def database_at(url: str | None):
 
 
 def main(argv=None) -> int:
+    """Measures the chosen columns and prints the report; answers the exit status."""
     args = parser().parse_args(argv)
     if args.jobs < 100 or args.rounds < 1:
         parser().error("--jobs takes 100 or more, and --rounds 1 or more")
@@ -163,13 +164,14 @@ def main(argv=None) -> int:
     chosen = [name for name in COLUMNS if not args.only or name in args.only]
     with database_at(args.database_url) as url:
         database.made(url)
+        machine = f"{database.described(url)}, {os.cpu_count()} cores"
         try:
             for name in chosen:
                 print(f"{name}:", file=sys.stderr)
                 COLUMNS[name](url, sizes, figures)
         finally:
             database.dropped(url)
-    print(report.printed(figures, sizes))
+    print(report.printed(figures, sizes, machine))
     return 0
 
 

@@ -37,6 +37,14 @@ def made(url: str) -> None:
         db.execute("CREATE TABLE plain_jobs (LIKE jobs INCLUDING ALL)")
 
 
+def described(url: str) -> str:
+    """The server and the settings a figure depends on, in a few words."""
+    with connected(url) as db:
+        version = db.execute("SHOW server_version").fetchone()[0]
+        commit = db.execute("SHOW synchronous_commit").fetchone()[0]
+    return f"PostgreSQL {version.split()[0]}, synchronous_commit {commit}"
+
+
 def dropped(url: str) -> None:
     """Drops the schema and everything the run left in it."""
     with connected(url) as db:

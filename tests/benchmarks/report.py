@@ -19,9 +19,10 @@ SCALE_FACTOR = 1.5  # claim time beside the waiting rows, over the claim time on
 MEMORY_GROWTH = 1.1  # resident memory at the end of a drain over that at its start, at most ("flat")
 
 
-def printed(figures: dict, sizes) -> str:
-    """The whole report: the table, the checks and the goals, as text."""
-    parts = [aligned(comparisons(figures, sizes))]
+def printed(figures: dict, sizes, machine: str) -> str:
+    """The whole report: what it ran on, the table, the checks and the goals, as text."""
+    run = f"{machine}; {sizes.drain:,} jobs per drain, no-op jobs, best of {sizes.rounds} round(s)"
+    parts = [run, aligned(comparisons(figures, sizes))]
     if any(key in figures for key in ("scale", "memory")):
         parts.append(aligned(checks(figures, sizes)))
     parts.append(aligned(goals(figures)))
