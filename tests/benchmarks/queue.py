@@ -13,6 +13,7 @@ from . import database, timing
 
 TABLE = "jobs"
 WORK_THREAD = "jobs-worker-"  # how a Worker names its work threads, followed by their number
+WORKER_CONNECTIONS = 2  # a Worker of one work thread holds two: the work thread's and its listener's
 
 
 def noop(db, args) -> None:
@@ -34,10 +35,19 @@ def drain_rate(url: str, count: int, processes: int) -> float:
 
 def drained(url: str, gate) -> int:
     """One process's part of a drain: a Worker that stops once nothing is due; returns the jobs it ran."""
-    worker = jobs.Worker(database.connector(url), [database.QUEUE], PERFORMERS, threads=1)
+    worker = jobs.Worker(connected_ahead(url, WORKER_CONNECTIONS), [database.QUEUE], PERFORMERS, threads=1)
     gate.wait()
     worked_out(worker.start())
     return worker.counts.processed
+
+
+def connected_ahead(url: str, count: int):
+    """A connect function for a Worker that hands out `count` connections opened now, then new ones.
+
+    The plain drains connect before the clock starts; so do the workers, this way.
+    """
+    ready = [database.connected(url, autocommit=False) for _ in range(count)]
+    return lambda: ready.pop() if ready else database.connected(url, autocommit=False)
 
 
 def worked_out(worker: jobs.Worker) -> None:
