@@ -68,6 +68,7 @@ class Worker:
         self._wake = threading.Event()
         self._held: dict[int, list[store.Job]] = {}  # the jobs each work thread holds now
         self._held_lock = threading.Lock()
+        self._working = threads  # work threads not yet ended
         self._wakeup_r, self._wakeup_w = os.pipe()
         self._threads: list[threading.Thread] = []
 
@@ -85,9 +86,15 @@ class Worker:
 
         With drain=True it first works on until nothing is due on its queues.
         """
-        self._draining = drain
-        if not drain:
-            self._stopping.set()
+        if drain:
+            self._draining = True  # each work thread ends when it finds nothing due
+            self._wake.set()
+        else:
+            self._stopped()
+
+    def _stopped(self) -> None:
+        """Tells every thread to end after what it holds."""
+        self._stopping.set()
         self._wake.set()
         if self._wakeup_w is not None:
             os.write(self._wakeup_w, b"x")  # ends the listener's wait at once
@@ -128,7 +135,18 @@ class Worker:
             self._held[n] = jobs
 
     def _worked(self, n: int) -> None:
-        """A work thread: claim, run, settle; wait when nothing is due; reconnect when cut off."""
+        """A work thread; when the last one ends, so does the listener."""
+        try:
+            self._work_loop(n)
+        finally:
+            with self._held_lock:
+                self._working -= 1
+                last = self._working == 0
+            if last:
+                self._stopped()
+
+    def _work_loop(self, n: int) -> None:
+        """Claim, run, settle; wait when nothing is due; reconnect when cut off."""
         db, pause, limit = None, RECONNECT_FIRST, 1
         while not self._stopping.is_set():
             try:
@@ -144,7 +162,6 @@ class Worker:
                 pause = RECONNECT_FIRST
                 if not busy:
                     if self._draining:
-                        self._stopping.set()
                         break
                     self._wake.wait(self.poll)
             except Exception as error:

@@ -159,3 +159,13 @@ def test_a_broken_failure_policy_does_not_end_the_work_loop(db, started):
     wait_for(lambda: done == [1], "the next job to run after the broken policy")
     jobs.later(db, "default", "note", {"n": 2})
     wait_for(lambda: done == [1, 2], "the worker to go on working")
+
+
+def test_draining_with_many_threads_runs_every_due_job_and_joins_promptly(db, started):
+    done = []
+    jobs.later_many(db, "default", "note", [{"n": n} for n in range(2000)])
+    worker = started(["default"], {"note": lambda _, args: done.append(args["n"])}, threads=4, poll=30.0)
+    worker.stop(drain=True)
+    assert worker.join(10), "the worker ended within 10 s, well before its 30 s poll"
+    assert sorted(done) == list(range(2000))
+    assert jobs.listed(db) == []
