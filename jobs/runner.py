@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from . import flows, store
 from .policy import DEFAULT, policy_of
-from .savepoint import Savepoints
+from .settlement import Settlement
 
 COMMIT_AFTER = 0.005  # seconds of work after which a settlement transaction commits
 
@@ -69,11 +69,17 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
     counts = counts if counts is not None else Counts()
     lines: list[str] = []
     waiting = list(jobs)
-    while waiting:
-        if stopping():
-            store.released(db, waiting, store.now_ms() if now is None else now)
-            break
-        lines += settled_group(db, waiting, performers, now, counts, stopping)
+    autocommit = db.autocommit
+    db.autocommit = True  # the settlement begins and commits its transactions itself
+    try:
+        while waiting:
+            if stopping():
+                store.released(db, waiting, store.now_ms() if now is None else now)
+                break
+            lines += settled_group(db, waiting, performers, now, counts, stopping)
+    finally:
+        if not db.closed:
+            db.autocommit = autocommit
     return lines
 
 
@@ -85,24 +91,29 @@ def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
     worker did for that group is kept beside what the other worker does.
     """
     group: list[tuple[store.Job, Outcome]] = []
+    settlement = Settlement(db)
     started = time.monotonic()
     try:
-        with db.transaction():
-            savepoints = Savepoints(db)
-            while waiting and not stopping() and (not group or time.monotonic() - started < COMMIT_AFTER):
-                job = waiting.pop(0)
-                group.append((job, ran(db, savepoints, job, performers, now)))
-            succeeded = [job for job, outcome in group if outcome.kind == "processed"]
-            kept = store.finished(db, succeeded)
-            lost = [job.id for job in succeeded if job.id not in kept]
-            if lost or any(outcome.kind == "lease_lost" for _, outcome in group):
-                raise LeaseLost(lost)
-            moved_flows_on(db, group)
+        while waiting and not stopping() and (not group or time.monotonic() - started < COMMIT_AFTER):
+            job = waiting.pop(0)
+            group.append((job, ran(settlement, job, performers, now)))
+        settlement.begin()
+        succeeded = [job for job, outcome in group if outcome.kind == "processed"]
+        kept = store.finished(db, succeeded)
+        lost = [job.id for job in succeeded if job.id not in kept]
+        if lost or any(outcome.kind == "lease_lost" for _, outcome in group):
+            raise LeaseLost(lost)
+        moved_flows_on(db, group)
+        settlement.committed()
     except LeaseLost:
+        settlement.rolled_back()
         counts.lease_lost += len(group)
         ids = [job.id for job, _ in group]
         log.warning("lease lost: another worker holds jobs among %s; their settlement rolled back", ids)
         return [f"lease lost {job.name}" for job, _ in group]
+    except BaseException:
+        settlement.rolled_back()
+        raise
     for job, outcome in group:
         counts.add(outcome.kind)
         log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
@@ -117,16 +128,17 @@ def moved_flows_on(db, group) -> None:
         flows.settled(db, done, ended)
 
 
-def ran(db, savepoints, job, performers, now) -> Outcome:
+def ran(settlement, job, performers, now) -> Outcome:
     """Performs one job inside its savepoint and records a failure; says how it went."""
+    db = settlement.db
     perform = performers.get(job.name)
     if perform is None:
         reason = f"no performer is named {job.name}"
-        return recorded_failure(db, job, DEFAULT, LookupError(reason), reason, "", now, "dropped")
+        return recorded_failure(settlement, job, DEFAULT, LookupError(reason), reason, "", now, "dropped")
     policy = policy_of(perform)
     job.final = policy.is_last(job.attempt)
     token = current.set(job)
-    touched = savepoints.for_job()
+    touched = settlement.for_job()
     try:
         perform(touched, job.args)
         if touched.left_failed():
@@ -137,13 +149,15 @@ def ran(db, savepoints, job, performers, now) -> Outcome:
             raise  # the database is gone, not the job: its row returns when the lease runs out
         touched.undone()
         reason = str(error) or type(error).__name__
-        return recorded_failure(db, job, policy, error, reason, traceback.format_exc(), now)
+        return recorded_failure(settlement, job, policy, error, reason, traceback.format_exc(), now)
     finally:
         current.reset(token)
 
 
-def recorded_failure(db, job, policy, error, reason, trace, now, kind=None) -> Outcome:
+def recorded_failure(settlement, job, policy, error, reason, trace, now, kind=None) -> Outcome:
     """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job."""
+    settlement.begin()
+    db = settlement.db
     wait = policy.wait_after(job.attempt, error)
     moment = store.now_ms() if now is None else now
     if wait is None:

@@ -154,10 +154,10 @@ def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -
         with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
             rows = db.execute(queries["claim"], params).fetchall()
     except psycopg.errors.UniqueViolation:
-        # Two jobs of one concurrency key: taken side by side by two claims, or twice in
-        # this batch. The index refused it; nothing was claimed, and the next claim
-        # sees the key in work.
-        return []
+        # Two jobs of one concurrency key: twice in this batch, or taken side by side
+        # by two claims. The index refused it and nothing was claimed; one job at a
+        # time cannot clash with itself, and the next claim sees the key in work.
+        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease)
     jobs = [Job(*row, claim=claim) for row in rows]
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
@@ -208,6 +208,11 @@ def listed(db, queue: str | None = None) -> list[dict]:
 def outstanding(db, queues: list[str], now: int) -> int:
     """How many jobs of `queues` are due at `now` or held under a lease that has not run out."""
     return db.execute(queries["outstanding"], {"queues": queues, "now": now}).fetchone()[0]
+
+
+def expired(db, now: int) -> int:
+    """Frees the keys of keyed jobs whose lease ran out; returns how many."""
+    return db.execute(queries["expire"], {"now": now}).rowcount
 
 
 def reaped(db, now: int) -> list[SimpleNamespace]:

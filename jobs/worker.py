@@ -238,6 +238,7 @@ class Worker:
             for job in jobs:
                 if job.id not in kept:
                     log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
+        store.expired(db, store.now_ms())
         with db.transaction():
             lost = store.reaped(db, store.now_ms())
             flows.settled(db, [], lost)

@@ -82,3 +82,18 @@ def test_only_jobs_that_touch_the_database_get_a_savepoint(db):
     sent = savepoints_sent(db, lambda: performed(db, claimed, {"untouched": untouched, "writes": writes}))
     assert sent == 3 + 2, "three savepoints, and the release of the first two sent with the next"
     assert effects(db) == [0, 1, 2] and jobs.listed(db) == []
+
+
+def commits(db, args):
+    db.execute("INSERT INTO effects VALUES (%s)", (args["n"],))
+    db.commit()
+
+
+def test_a_performer_may_not_commit_the_workers_connection(db):
+    prepare_effects(db)
+    jobs.later(db, "default", "commits", {"n": 1})
+    jobs.later(db, "default", "writes", {"n": 2})
+    lines = performed(db, claimed_all(db), {"commits": commits, "writes": writes})
+    assert lines[0].startswith("failed commits on attempt 1: a performer may not commit the worker's connection")
+    assert lines[1] == "ran writes"
+    assert effects(db) == [2]
