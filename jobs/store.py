@@ -91,13 +91,14 @@ def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, p
     connection), with one notification for all of them.
     """
     run_at = now_ms() if at is None else at
-    rows = [(queue, name, encoded(queue, name, args), run_at, priority) for args in many_args]
+    named(queue, name)
+    texts = [encoded_args(name, args) for args in many_args]
     with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
         with cursor.copy(queries["later_many"]) as copy:
-            for row in rows:
-                copy.write_row(row)
+            for text in texts:
+                copy.write_row((queue, name, text, run_at, priority))
         cursor.execute(queries["notify"], {"queue": queue})
-    return len(rows)
+    return len(texts)
 
 
 def encoded(queue, name, args) -> str:
@@ -108,15 +109,48 @@ def encoded(queue, name, args) -> str:
     lists and dicts of the same). Anything else is refused rather than silently
     converted (json.dumps would turn 1 into "1" as a key, and a tuple into a list).
     """
+    named(queue, name)
+    return encoded_args(name, args)
+
+
+def named(queue, name) -> None:
+    """Refuses an empty queue or name, or one holding a NUL character."""
     for what, value in (("queue", queue), ("name", name)):
         if not isinstance(value, str) or not value.strip():
             raise ValueError(f"a job needs a {what}: got {value!r}")
         if "\x00" in value:
             raise ValueError(f"a job's {what} cannot hold a NUL character: {value!r}")
+
+
+def encoded_args(name, args) -> str:
+    """The JSON text of job `name`'s arguments (see `encoded`)."""
     if not isinstance(args, dict):
         raise TypeError(f"job {name!r}: args must be a dict, not {type(args).__name__}")
-    check_json(name, args, "args")
+    if not plain(args):
+        check_json(name, args, "args")  # finds what is wrong and says where, or lets it pass
     return json.dumps(args, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def plain(value) -> bool:
+    """Whether `value` is plain JSON of the exact built-in types: the quick test every job passes."""
+    kind = type(value)
+    if kind is str:
+        return "\x00" not in value
+    if kind is int or kind is bool or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) is not str or "\x00" in key or not plain(item):
+                return False
+        return True
+    if kind is list:
+        for item in value:
+            if not plain(item):
+                return False
+        return True
+    return False
 
 
 def check_json(name: str, value, where: str) -> None:
