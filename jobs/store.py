@@ -6,6 +6,7 @@ loops, sleeps or runs a job.
 """
 
 import contextlib
+import functools
 import json
 import math
 import secrets
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import psycopg
+from psycopg import sql
 
 from .sql import queries
 
@@ -76,7 +78,8 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     text = encoded(queue, name, args)
     run_at = now_ms() if at is None else at
     params = {
-        "queue": queue, "name": name, "args": text, "run_at": run_at, "priority": priority,
+        "queue": queue, "name": name, "args": text, "run_at": run_at, "scheduled": scheduled(run_at),
+        "priority": priority,
         "key": key, "unique": unique, "batch": batch, "flow": None if flow is None else json.dumps(flow),
     }
     row = db.execute(queries["later"], params).fetchone()
@@ -91,14 +94,25 @@ def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, p
     connection), with one notification for all of them.
     """
     run_at = now_ms() if at is None else at
+    later_on = scheduled(run_at)
     named(queue, name)
     texts = [encoded_args(name, args) for args in many_args]
     with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
         with cursor.copy(queries["later_many"]) as copy:
             for text in texts:
-                copy.write_row((queue, name, text, run_at, priority))
+                copy.write_row((queue, name, text, run_at, later_on, priority))
         cursor.execute(queries["notify"], {"queue": queue})
     return len(texts)
+
+
+def scheduled(run_at: int) -> bool:
+    """Whether a job due at `run_at` waits for a later moment, out of the claim's index until promoted."""
+    return run_at > now_ms()
+
+
+def promoted(db, now: int) -> list[str]:
+    """Lets jobs scheduled for `now` or before be claimed; returns the queues that got some."""
+    return [row[0] for row in db.execute(queries["promote"], {"now": now})]
 
 
 def encoded(queue, name, args) -> str:
@@ -183,10 +197,10 @@ def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -
     new claim token; see the claim in queries.sql.
     """
     claim = secrets.randbits(63)
-    params = {"queue": queue, "now": now, "limit": limit, "lease": int(lease * 1000), "claim": claim}
+    params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim}
     try:
         with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
-            rows = db.execute(queries["claim"], params).fetchall()
+            rows = db.execute(claim_statement(limit), params).fetchall()
     except psycopg.errors.UniqueViolation:
         # Two jobs of one concurrency key: twice in this batch, or taken side by side
         # by two claims. The index refused it and nothing was claimed; one job at a
@@ -195,6 +209,14 @@ def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -
     jobs = [Job(*row, claim=claim) for row in rows]
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
+
+
+@functools.cache
+def claim_statement(limit: int) -> sql.Composed:
+    """The claim with its LIMIT written in (see the claim in queries.sql for why)."""
+    if not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"a claim takes one job or more, not {limit!r}")
+    return sql.SQL(queries["claim"]).format(limit=sql.Literal(limit))
 
 
 def finished(db, jobs: list[Job]) -> set[int]:
@@ -209,7 +231,7 @@ def failed(db, job: Job, reason: str, traceback: str, run_at: int, max_attempts:
     """Records a failed attempt on db's transaction; False when the claim was no longer ours."""
     params = {
         "id": job.id, "claim": job.claim, "reason": reason, "traceback": traceback,
-        "run_at": run_at, "max_attempts": max_attempts,
+        "run_at": run_at, "scheduled": scheduled(run_at), "max_attempts": max_attempts,
     }
     return db.execute(queries["fail"], params).rowcount == 1
 
@@ -231,7 +253,7 @@ def extended(db, jobs: list[Job], now: int, lease: float = LEASE) -> set[int]:
 def listed(db, queue: str | None = None) -> list[dict]:
     """Every job still in the table (waiting, leased or failed for good), in the order queued.
 
-    Each is a dict with id, queue, name, args, priority, run_at, attempts,
+    Each is a dict with id, queue, name, args, priority, run_at, scheduled, attempts,
     max_attempts, failure ("" when none), traceback and reasons (one per failure).
     """
     cursor = db.execute(queries["listed"], {"queue": queue})

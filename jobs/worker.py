@@ -39,6 +39,8 @@ def worked(db, queue: str, performers: dict, now: int | None = None, *, lease: f
     if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
     moment = store.now_ms() if now is None else now
+    with db.transaction():
+        store.promoted(db, moment)
     claimed = store.claimed(db, queue, moment, limit=1, lease=lease)
     if not claimed:
         return None
@@ -195,8 +197,9 @@ class Worker:
         return min(BATCH_MAX, len(jobs) * 2)
 
     def _listened(self) -> None:
-        """The listener thread: wakes the work threads on a notification and beats the heartbeat."""
-        db, fd, pause, next_beat = None, None, RECONNECT_FIRST, time.monotonic() + self.lease / 2
+        """The listener thread: wakes the work threads, promotes scheduled jobs, beats the heartbeat."""
+        db, fd, pause = None, None, RECONNECT_FIRST
+        next_promotion, next_beat = time.monotonic(), time.monotonic() + self.lease / 2
         with selectors.DefaultSelector() as selector:
             selector.register(self._wakeup_r, selectors.EVENT_READ)
             while not self._stopping.is_set():
@@ -208,13 +211,18 @@ class Worker:
                             fd = db.fileno()
                             selector.register(fd, selectors.EVENT_READ)
                             self._wake.set()  # a job may have come while nobody listened
-                    for key, _ in selector.select(max(0.0, min(next_beat - time.monotonic(), self.poll))):
+                    timeout = max(0.0, min(next_beat, next_promotion) - time.monotonic())
+                    for key, _ in selector.select(timeout):
                         if key.fd == self._wakeup_r:
                             os.read(self._wakeup_r, 64)  # stop() asked: the loop's test decides
                     if self.listen:
                         for notice in db.notifies(timeout=0):
                             if notice.payload in self.queues:
                                 self._wake.set()
+                    if time.monotonic() >= next_promotion:
+                        if set(store.promoted(db, store.now_ms())) & set(self.queues):
+                            self._wake.set()  # not only by the notification, which a polling worker misses
+                        next_promotion = time.monotonic() + self.poll
                     if time.monotonic() >= next_beat:
                         self._beat(db)
                         next_beat = time.monotonic() + self.lease / 2

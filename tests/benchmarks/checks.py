@@ -8,9 +8,10 @@ Memory: a worker process drains many jobs, and its resident memory is read at bo
 import time
 from dataclasses import dataclass
 
+from psycopg import sql
+
 import jobs
 from jobs import store
-from jobs.sql import queries
 
 from . import database, timing
 from .queue import PERFORMERS, TABLE, worked_out
@@ -78,8 +79,8 @@ def timed_claim(db) -> tuple[float, list]:
 
 def scans(db) -> str:
     """How the claim reads its table, from its plan: e.g. "Index Scan using jobs_due"."""
-    params = {"queue": database.QUEUE, "now": jobs.now_ms(), "limit": 1, "lease": 1000, "claim": 0}
-    (plan,) = db.execute("EXPLAIN (FORMAT JSON) " + queries["claim"], params).fetchone()[0]
+    params = {"queue": database.QUEUE, "now": jobs.now_ms(), "lease": 1000, "claim": 0}
+    (plan,) = db.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + store.claim_statement(1), params).fetchone()[0]
     return ", ".join(scan_nodes(plan["Plan"]))
 
 

@@ -60,13 +60,15 @@ def emptied(db, table: str) -> None:
 def filled(db, table: str, rows) -> None:
     """Empties `table`, copies `rows` into it and vacuums it (the filling is never what is timed).
 
-    Each row is (run_at, attempts, max_attempts) of a job named NAME on QUEUE.
+    Each row is (run_at, attempts, max_attempts) of a job named NAME on QUEUE; one
+    due in the future is scheduled, as `jobs.later` would write it.
     """
     emptied(db, table)
-    statement = sql.SQL("COPY {} (queue, name, args, run_at, attempts, max_attempts) FROM STDIN")
+    statement = sql.SQL("COPY {} (queue, name, args, run_at, scheduled, attempts, max_attempts) FROM STDIN")
+    now = jobs.now_ms()
     with db.transaction(), db.cursor().copy(statement.format(sql.Identifier(table))) as copy:
         for n, (run_at, attempts, max_attempts) in enumerate(rows):
-            copy.write_row((QUEUE, NAME, json.dumps({"n": n}), run_at, attempts, max_attempts))
+            copy.write_row((QUEUE, NAME, json.dumps({"n": n}), run_at, run_at > now, attempts, max_attempts))
     db.execute(sql.SQL("VACUUM ANALYZE {}").format(sql.Identifier(table)))
 
 

@@ -11,6 +11,8 @@ import threading
 import time
 from pathlib import Path
 
+from psycopg import sql
+
 import jobs
 from jobs.sql import load
 
@@ -48,8 +50,9 @@ def drained(url: str, batch: int, gate) -> int:
 def claimed(db, limit: int) -> tuple[int, list[tuple]]:
     """Claims up to `limit` due rows in one autocommitted statement; returns the claim's token and the rows."""
     claim = secrets.randbits(63)
-    params = {"queue": database.QUEUE, "now": jobs.now_ms(), "limit": limit, "lease": LEASE, "claim": claim}
-    return claim, db.execute(statements["claim"], params).fetchall()
+    params = {"queue": database.QUEUE, "now": jobs.now_ms(), "lease": LEASE, "claim": claim}
+    statement = sql.SQL(statements["claim"]).format(limit=sql.Literal(limit))
+    return claim, db.execute(statement, params).fetchall()
 
 
 def deleted(db, claim: int, rows: list[tuple]) -> None:

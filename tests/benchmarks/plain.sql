@@ -5,18 +5,18 @@
 -- name: claim
 -- jobs' own claim (jobs/queries.sql) without its concurrency-key test: the first due
 -- rows under SKIP LOCKED, their attempt counted and their lease written, in one
--- statement that commits at once.
-WITH due AS (
-    SELECT id, run_at AS due_at
-    FROM plain_jobs
-    WHERE queue = %(queue)s AND run_at <= %(now)s AND attempts < max_attempts
-    ORDER BY priority, run_at, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-)
+-- statement that commits at once. Like jobs', it names the partial index's condition
+-- (NOT scheduled) and has its LIMIT written in, so a prepared plan stays an index lookup.
 UPDATE plain_jobs
 SET run_at = %(now)s + %(lease)s, attempts = attempts + 1, claim = %(claim)s
-FROM due
+FROM (
+    SELECT id, run_at AS due_at
+    FROM plain_jobs
+    WHERE queue = %(queue)s AND run_at <= %(now)s AND attempts < max_attempts AND NOT scheduled
+    ORDER BY priority, run_at, id
+    LIMIT {limit}
+    FOR UPDATE SKIP LOCKED
+) AS due
 WHERE plain_jobs.id = due.id
 RETURNING plain_jobs.id, plain_jobs.queue, plain_jobs.name, plain_jobs.args,
     plain_jobs.priority, due.due_at, plain_jobs.attempts, plain_jobs.max_attempts
