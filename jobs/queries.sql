@@ -8,23 +8,23 @@
 -- duplicate key on the catalogue when two run side by side).
 SELECT pg_advisory_xact_lock(7468021459);
 CREATE TABLE IF NOT EXISTS jobs (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    queue text NOT NULL,
-    name text NOT NULL,
-    args jsonb NOT NULL,
-    priority smallint NOT NULL DEFAULT 0,
-    run_at bigint NOT NULL,
-    attempts integer NOT NULL DEFAULT 0,
-    max_attempts integer NOT NULL DEFAULT 5,
-    claim bigint,
-    failure text NOT NULL DEFAULT '',
-    traceback text NOT NULL DEFAULT '',
-    reasons jsonb NOT NULL DEFAULT '[]',
-    key text,
-    unique_key text,
-    batch bigint,
-    flow jsonb,
-    scheduled boolean NOT NULL DEFAULT false
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- in the order jobs were queued
+    queue text NOT NULL,             -- the queue it waits on
+    name text NOT NULL,              -- which performer runs it
+    args jsonb NOT NULL,             -- its arguments
+    priority smallint NOT NULL DEFAULT 0,  -- among due jobs, lower runs first
+    run_at bigint NOT NULL,          -- ms: when it may run next, or when its lease runs out
+    attempts integer NOT NULL DEFAULT 0,   -- attempts begun, counted at the claim
+    max_attempts integer NOT NULL DEFAULT 5,  -- at attempts >= max_attempts it failed for good
+    claim bigint,                    -- the latest claim's token; settling needs it unchanged
+    failure text NOT NULL DEFAULT '',      -- why the last attempt failed
+    traceback text NOT NULL DEFAULT '',    -- where it failed
+    reasons jsonb NOT NULL DEFAULT '[]',   -- every failed attempt's reason
+    key text,                        -- concurrency key: one job of a key runs at a time
+    unique_key text,                 -- at most one job per unique key waits or runs
+    batch bigint,                    -- the batch it belongs to (flows.py)
+    flow jsonb,                      -- a chain's steps after this one, or a callback's mark
+    scheduled boolean NOT NULL DEFAULT false  -- waits for a later moment, out of the claim's index
 );
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS scheduled boolean NOT NULL DEFAULT false;
 -- The claim's index. Only rows with attempts left are in it, so jobs that failed for

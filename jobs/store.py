@@ -48,7 +48,10 @@ class Job:
 
 
 def prepared(db):
-    """Creates the jobs table and its index when they are missing, and returns `db`.
+    """Creates the jobs table and its indexes when they are missing, and returns `db`.
+
+    The columns, each with what it holds, are in the `prepare` statement of
+    queries.sql (and in the README's table).
 
     Safe to call from many processes at once and on every start; it commits on a
     connection that is not in a transaction, and joins the caller's otherwise.
