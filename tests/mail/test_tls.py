@@ -1,10 +1,10 @@
 """The two TLS transports, smtp+starttls:// and smtps://, each with a login, against a real server.
 
-The server's certificate is made for the test with the openssl command and trusted
-through SSL_CERT_FILE, so the client verifies it exactly as it would a real one.
+The server's certificate is made for the test with the openssl command (which the
+tests need, as they need PostgreSQL) and trusted through SSL_CERT_FILE, so the client
+verifies it exactly as it would a real one.
 """
 
-import shutil
 import ssl
 import subprocess
 
@@ -14,8 +14,6 @@ from aiosmtpd.smtp import AuthResult
 import mail
 
 from .smtpd import HOST, SMTPServer
-
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
 
 USER, PASSWORD = "ada@example.com", "p@ss:word/1"
 QUOTED = "ada%40example.com:p%40ss%3Aword%2F1"  # the two, percent-encoded for a URL
