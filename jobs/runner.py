@@ -4,7 +4,7 @@
 a settlement transaction; a success is deleted and a failure recorded on that same
 transaction, which commits once the batch is done or COMMIT_AFTER has passed. So a
 performer's own writes on `db` commit together with its job's settlement, exactly
-once, and one commit serves many fast jobs (the README's "Why batches").
+once, and one commit serves many fast jobs (the README's "Why jobs share a transaction").
 """
 
 import contextvars
@@ -34,7 +34,7 @@ class Counts:
     processed: int = 0  # jobs that ran and succeeded
     retried: int = 0  # failures that will be tried again
     failed: int = 0  # failures for good
-    dropped: int = 0  # jobs whose name has no performer
+    dropped: int = 0  # attempts that found no performer for the job's name
     lease_lost: int = 0  # settlements refused because another worker held the job
 
     def add(self, kind: str) -> None:
