@@ -13,14 +13,14 @@ from psycopg.rows import namedtuple_row
 from psycopg_pool import ConnectionPool
 
 import jobs
-from jobs.sql import load
+from jobs import load_queries
 
 POOL_MIN = 1  # connections the pool keeps open when idle
 POOL_MAX = 8  # connections at most: one per request served at once (see THREADS in __main__)
 POOL_WAIT = 10.0  # seconds a request waits for a free connection before it fails
 SCHEMA = Path(__file__).with_name("schema.sql")
 
-queries = load(Path(__file__).with_name("queries.sql"))
+queries = load_queries(Path(__file__).with_name("queries.sql"))
 
 
 def init_app(app) -> None:

@@ -1,30 +1,40 @@
 """A Postgres job queue: a job is a row, and it outlives the process that queued it.
 
-How a job travels, file by file:
-  store.py   `later` writes the row on the caller's transaction and notifies on commit;
-             `claimed` takes due rows under a lease (queries.sql holds every statement).
-  worker.py  a Worker's listener hears the notification and wakes a work thread,
-             which claims a batch of due jobs.
-  runner.py  each job runs in a savepoint of a settlement transaction: success deletes
-             the row, failure keeps its reason and schedules a retry (policy.py).
-  flows.py   on that same transaction, a chain queues its next step and a batch counts
-             down, the last job queueing its callbacks.
-  shelf.py   a job that failed for good waits on the shelf to be read, retried or
-             discarded; `status` counts each queue's jobs (`python -m jobs status`).
+How a job travels, file by file (the modules marked SQL send statements, each one
+named in queries.sql and read by sql.py; the others never touch SQL themselves):
+  arguments.py    `later` first checks the queue, name and arguments, writing nothing
+                  if they could not survive the trip through the table.
+  store.py        SQL: `later` writes the row on the caller's transaction and notifies
+                  on commit; `claimed` takes due rows under a lease; settling statements.
+  listener.py     a Worker's listener hears the notification and wakes a work thread;
+                  it also promotes scheduled jobs, beats the heartbeat and reaps.
+  workers.py      a work thread claims a batch of due jobs and hands it to the runner;
+                  `worked` does the same once, for a caller's own loop.
+  connections.py  the loop that keeps each of those threads' connections open.
+  runner.py       each job runs in a savepoint of a settlement transaction
+                  (settlement.py): success deletes the row, failure keeps its reason
+                  and schedules a retry (policies.py).
+  flows.py        SQL: on that same transaction, a chain queues its next step and a
+                  batch counts down, the last job queueing its callbacks.
+  shelf.py        SQL: a job that failed for good waits on the shelf to be read,
+                  retried or discarded; `status` counts each queue's jobs.
+  __main__.py     the command line: `python -m jobs work | status | failed | ...`.
 
 It needs psycopg 3 and the standard library only, so it can be copied into an app.
 """
 
 from .flows import batch, batch_status, cancel_batch, chain, pruned
-from .policy import NO_RETRY, Policy, exponential, intervals, policy, polynomial
-from .runner import Counts, LeaseLost, current_job
+from .listener import POLL_INTERVAL
+from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
+from .runner import Counts, current_job
 from .shelf import discarded, failed, retried, status
+from .sql import load as load_queries
 from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms, prepared
-from .worker import POLL_INTERVAL, Worker, beside, worked, worker
+from .workers import Worker, beside, worked, worker
 
 __all__ = [
-    "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "LeaseLost", "Policy", "Worker",
+    "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "Policy", "Worker",
     "batch", "batch_status", "beside", "cancel_batch", "chain", "current_job", "discarded", "exponential",
-    "failed", "intervals", "later", "later_many", "listed", "now_ms", "policy", "polynomial", "prepared",
-    "pruned", "retried", "status", "worked", "worker",
+    "failed", "intervals", "later", "later_many", "listed", "load_queries", "now_ms", "policy", "polynomial",
+    "prepared", "pruned", "retried", "status", "worked", "worker",
 ]

@@ -25,7 +25,8 @@ from datetime import datetime, timezone
 import psycopg
 
 from . import shelf, store
-from .worker import POLL_INTERVAL, Worker
+from .listener import POLL_INTERVAL
+from .workers import Worker
 
 APPLICATION_NAME = "jobs worker"  # how a worker's connections show in pg_stat_activity
 COMMAND_NAME = "jobs command"  # how the connection of status, failed, retry and discard shows there

@@ -2,7 +2,8 @@
 
 A chain is one job at a time: its first step carries the rest in its row's `flow`,
 and when a step succeeds, the settlement transaction that deletes it queues the next
-(runner.py calls `settled`). So a chain survives a restart between two steps.
+(runner.py calls `settled`, and only it). So a chain survives a restart between two
+steps. Chains and batches send statements of their own, named in queries.sql.
 
 A batch is a row of job_batches counting its pending jobs. Each settlement of a job
 of the batch counts down in the same transaction that deletes or fails the job, and
@@ -14,7 +15,9 @@ queries.sql). Callbacks are ordinary jobs on the batch's queue that know their b
 import contextlib
 import json
 
-from . import store
+from psycopg.rows import dict_row
+
+from . import arguments, store
 from .sql import queries
 
 
@@ -29,7 +32,7 @@ def chain(db, queue: str, steps, on_failure=None) -> int:
     if not steps:
         raise ValueError("a chain needs at least one step")
     for name, args in steps + ([tuple(on_failure)] if on_failure else []):
-        store.encoded(queue, name, args)  # refuse a bad step now, before anything is written
+        arguments.encoded(queue, name, args)  # refuse a bad step now, before anything is written
     return queued_step(db, queue, steps, on_failure)
 
 
@@ -51,7 +54,7 @@ def batch(db, queue: str, members, on_success=None, on_failure=None, always=None
     members = [tuple(member) for member in members]
     callbacks = {"on_success": on_success, "on_failure": on_failure, "always": always}
     for name, args in members + [tuple(c) for c in callbacks.values() if c]:
-        store.encoded(queue, name, args)
+        arguments.encoded(queue, name, args)
     params = {"queue": queue, "total": len(members), "now": store.now_ms()}
     params.update({k: None if v is None else json.dumps(list(v)) for k, v in callbacks.items()})
     with one_transaction(db):  # the batch and its jobs, all or nothing
@@ -84,9 +87,8 @@ def cancel_batch(db, batch_id: int) -> int:
 
 def batch_status(db, batch_id: int) -> dict | None:
     """total, pending, failed, cancelled (jobs skipped), finished and cancelling; None if unknown."""
-    cursor = db.execute(queries["batch_status"], {"id": batch_id})
-    row = cursor.fetchone()
-    return None if row is None else dict(zip([c.name for c in cursor.description], row))
+    with db.cursor(row_factory=dict_row) as cursor:
+        return cursor.execute(queries["batch_status"], {"id": batch_id}).fetchone()
 
 
 def pruned(db, older_than: float) -> int:

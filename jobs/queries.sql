@@ -94,7 +94,8 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- twice). The same statement counts the attempt, writes the claim's token and moves
 -- run_at one lease on: that is the lease. Nothing stays locked while the jobs run, so
 -- a worker that dies leaves its rows to be claimed again when the lease runs out.
--- The old run_at comes back as due_at, for the worker to keep the claim's order.
+-- The old run_at comes back as due_at, for the worker to keep the claim's order; the
+-- columns come back under the names of store.Job's fields, which are built from them.
 -- A job with a concurrency key waits while any job of its key is under a claim. The
 -- test reads the claimed keys once per statement (a correlated test per row cost a
 -- third of the claim's time); a job whose own lease ran out still holds its key
@@ -115,7 +116,7 @@ FROM (
 ) AS due
 WHERE jobs.id = due.id
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
-    jobs.attempts, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow
+    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim
 
 -- name: finish
 -- A job that succeeded is deleted, on the transaction that holds its performer's
@@ -148,12 +149,14 @@ RETURNING id
 -- Jobs whose worker died on their last attempt: the lease ran out, and no attempt is
 -- left to claim them with. They become failures for good, with a reason to read, and
 -- give up their claim (and so their concurrency key); their chains and batches hear
--- of the failure as they would of any other.
+-- of the failure as they would of any other. They come back as store.Job rows, as
+-- claimed jobs do, for the runner to settle their flows.
 UPDATE jobs
 SET claim = NULL, failure = 'its worker stopped during the last attempt',
     reasons = reasons || '["its worker stopped during the last attempt"]'
 WHERE claim IS NOT NULL AND run_at <= %(now)s AND attempts >= max_attempts
-RETURNING id, name, queue, batch, flow
+RETURNING id, queue, name, args, priority, run_at AS due_at, attempts AS attempt, max_attempts, key, batch,
+    flow, claim, true AS final
 
 -- name: expire
 -- Keyed jobs whose lease ran out give their key back, so that they (or another job
@@ -299,7 +302,7 @@ WHERE attempts >= max_attempts AND claim IS NULL
 -- Each queue's jobs counted by state at %(now)s, in one pass over the table: every row
 -- counts in exactly one column. Counting every row is the work itself, so one scan with
 -- FILTERed counts is the cheapest plan; each FILTER reads as the partial index whose
--- rows it counts (jobs_due: attempts < max_attempts; jobs_claimed: claim IS NOT NULL).
+-- rows it counts (jobs_ready: attempts < max_attempts; jobs_claimed: claim IS NOT NULL).
 --   due        may run now: due, or its lease ran out with attempts left to claim it by
 --   scheduled  waits for a later moment (a retry, or a job queued with `at`)
 --   in_work    held by a claim whose lease runs, or that lost its worker on the last

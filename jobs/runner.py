@@ -14,7 +14,7 @@ import traceback
 from dataclasses import dataclass
 
 from . import flows, store
-from .policy import DEFAULT, policy_of
+from .policies import DEFAULT, policy_of
 from .settlement import Settlement
 
 COMMIT_AFTER = 0.005  # seconds of work after which a settlement transaction commits
@@ -32,7 +32,7 @@ class Counts:
     """What one worker process has done since it started."""
 
     processed: int = 0  # jobs that ran and succeeded
-    retried: int = 0  # failures that will be tried again
+    rescheduled: int = 0  # failures that will be tried again
     failed: int = 0  # failures for good
     dropped: int = 0  # attempts that found no performer for the job's name
     lease_lost: int = 0  # settlements refused because another worker held the job
@@ -96,7 +96,7 @@ def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
     try:
         while waiting and not stopping() and (not group or time.monotonic() - started < COMMIT_AFTER):
             job = waiting.pop(0)
-            group.append((job, ran(settlement, job, performers, now)))
+            group.append((job, outcome_of(settlement, job, performers, now)))
         settlement.begin()
         succeeded = [job for job, outcome in group if outcome.kind == "processed"]
         kept = store.finished(db, succeeded)
@@ -120,6 +120,20 @@ def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
     return [outcome.line for _, outcome in group]
 
 
+def reaped(db, now: int) -> list[store.Job]:
+    """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
+
+    One transaction: the jobs leave the queue and their chains and batches hear of it
+    together, as they do of any failure the runner records.
+    """
+    with db.transaction():
+        lost = store.reaped(db, now)
+        flows.settled(db, [], lost)
+    for job in lost:
+        log.error("job %s (%s on %s) failed for good: its worker stopped during the last attempt", job.id, job.name, job.queue)
+    return lost
+
+
 def moved_flows_on(db, group) -> None:
     """Lets chains and batches react to the group's settlements, on the same transaction."""
     done = [job for job, outcome in group if outcome.kind == "processed" and (job.batch or job.flow)]
@@ -128,7 +142,7 @@ def moved_flows_on(db, group) -> None:
         flows.settled(db, done, ended)
 
 
-def ran(settlement, job, performers, now) -> Outcome:
+def outcome_of(settlement, job, performers, now) -> Outcome:
     """Performs one job inside its savepoint and records a failure; says how it went."""
     db = settlement.db
     perform = performers.get(job.name)
@@ -164,7 +178,7 @@ def recorded_failure(settlement, job, policy, error, reason, trace, now, kind=No
         run_at, max_attempts = moment, job.attempt  # attempts == max_attempts: out of the claim's index
     else:
         run_at, max_attempts = moment + round(wait * 1000), max(policy.attempts, job.attempt + 1)
-    if not store.failed(db, job, reason, trace, run_at, max_attempts):
+    if not store.attempt_failed(db, job, reason, trace, run_at, max_attempts):
         return Outcome("lease_lost", f"lease lost {job.name}")
     if policy.on_error is not None:
         try:
@@ -174,4 +188,4 @@ def recorded_failure(settlement, job, policy, error, reason, trace, now, kind=No
     line = f"failed {job.name} on attempt {job.attempt}: {reason}"
     if wait is None:
         return Outcome(kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}", True)
-    return Outcome(kind or "retried", line, logging.WARNING, f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}")
+    return Outcome(kind or "rescheduled", line, logging.WARNING, f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}")

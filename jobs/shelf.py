@@ -4,6 +4,7 @@ A job that failed for good stays in the table, out of the claim's index, with it
 reason, its traceback and every attempt's reason. `failed` reads that shelf, `retried`
 puts jobs from it back in the queue and `discarded` deletes them; `status` counts each
 queue's jobs by state. `python -m jobs status | failed | retry | discard` prints them.
+The shelf's statements are its own, named in queries.sql.
 """
 
 import psycopg

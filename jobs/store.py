@@ -1,22 +1,23 @@
-"""The queue's side that only speaks SQL: making the table, queueing, claiming and settling.
+"""The statements of a job's own life: making the table, queueing, claiming and settling.
 
-`later` writes a job as a row; a worker (worker.py) calls `claimed` to take due rows
-under a lease, runs them, and settles each with `finished` or `failed`. Nothing here
-loops, sleeps or runs a job.
+`later` writes a job as a row; a work thread (workers.py) calls `claimed` to take due
+rows under a lease, and the runner settles each with `finished` or `attempt_failed`.
+It speaks SQL only (queries.sql); nothing here loops, sleeps or runs a job. Chains and
+batches (flows.py) and the failed shelf (shelf.py) keep their own statements beside it.
 """
 
 import contextlib
 import functools
 import json
-import math
 import secrets
 import time
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import class_row, dict_row
 
+from .arguments import encoded, encoded_args, named
 from .sql import queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
@@ -42,8 +43,8 @@ class Job:
     max_attempts: int
     key: str | None  # its concurrency key: one job of a key runs at a time
     batch: int | None  # the batch it belongs to, or whose callback it is
-    flow: dict | None = field(repr=False)  # for a chain's step, the steps after it; for a callback, its batch
-    claim: int  # the token of the claim that holds it
+    flow: dict | None = field(repr=False)  # a chain's step: the steps after it and on_failure; a callback: {"callback": true}
+    claim: int | None  # the token of the claim that holds it (None for a reaped job)
     final: bool = field(default=False)  # set by the worker: a failure now ends the job
 
 
@@ -118,81 +119,6 @@ def promoted(db, now: int) -> list[str]:
     return [row[0] for row in db.execute(queries["promote"], {"now": now})]
 
 
-def encoded(queue, name, args) -> str:
-    """The JSON text of a job's arguments, or a clear error naming the job.
-
-    Arguments must survive the trip through the table unchanged: a dict with string
-    keys whose values are JSON (None, bools, finite numbers, strings without NUL,
-    lists and dicts of the same). Anything else is refused rather than silently
-    converted (json.dumps would turn 1 into "1" as a key, and a tuple into a list).
-    """
-    named(queue, name)
-    return encoded_args(name, args)
-
-
-def named(queue, name) -> None:
-    """Refuses an empty queue or name, or one holding a NUL character."""
-    for what, value in (("queue", queue), ("name", name)):
-        if not isinstance(value, str) or not value.strip():
-            raise ValueError(f"a job needs a {what}: got {value!r}")
-        if "\x00" in value:
-            raise ValueError(f"a job's {what} cannot hold a NUL character: {value!r}")
-
-
-def encoded_args(name, args) -> str:
-    """The JSON text of job `name`'s arguments (see `encoded`)."""
-    if not isinstance(args, dict):
-        raise TypeError(f"job {name!r}: args must be a dict, not {type(args).__name__}")
-    if not plain(args):
-        check_json(name, args, "args")  # finds what is wrong and says where, or lets it pass
-    return json.dumps(args, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-
-
-def plain(value) -> bool:
-    """Whether `value` is plain JSON of the exact built-in types: the quick test every job passes."""
-    kind = type(value)
-    if kind is str:
-        return "\x00" not in value
-    if kind is int or kind is bool or value is None:
-        return True
-    if kind is float:
-        return math.isfinite(value)
-    if kind is dict:
-        for key, item in value.items():
-            if type(key) is not str or "\x00" in key or not plain(item):
-                return False
-        return True
-    if kind is list:
-        for item in value:
-            if not plain(item):
-                return False
-        return True
-    return False
-
-
-def check_json(name: str, value, where: str) -> None:
-    """Raises TypeError or ValueError when `value` is not plain JSON, naming where."""
-    if value is None or isinstance(value, bool | int):
-        return
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            raise ValueError(f"job {name!r}: {where} is {value}, which JSON cannot hold")
-    elif isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError(f"job {name!r}: {where} holds a NUL character")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            check_json(name, item, f"{where}[{i}]")
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            if not isinstance(key, str):
-                raise TypeError(f"job {name!r}: {where} has a key {key!r} that is not a string")
-            check_json(name, key, f"{where} key {key!r}")
-            check_json(name, item, f"{where}[{key!r}]")
-    else:
-        raise TypeError(f"job {name!r}: {where} is a {type(value).__name__}, which is not JSON")
-
-
 def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -> list[Job]:
     """Claims up to `limit` jobs of `queue` due at `now`, in claim order, and commits.
 
@@ -203,13 +129,13 @@ def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -
     params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim}
     try:
         with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
-            rows = db.execute(claim_statement(limit), params).fetchall()
+            with db.cursor(row_factory=class_row(Job)) as cursor:
+                jobs = cursor.execute(claim_statement(limit), params).fetchall()
     except psycopg.errors.UniqueViolation:
         # Two jobs of one concurrency key: twice in this batch, or taken side by side
         # by two claims. The index refused it and nothing was claimed; one job at a
         # time cannot clash with itself, and the next claim sees the key in work.
         return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease)
-    jobs = [Job(*row, claim=claim) for row in rows]
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
 
@@ -230,7 +156,7 @@ def finished(db, jobs: list[Job]) -> set[int]:
     return {row[0] for row in rows}
 
 
-def failed(db, job: Job, reason: str, traceback: str, run_at: int, max_attempts: int) -> bool:
+def attempt_failed(db, job: Job, reason: str, traceback: str, run_at: int, max_attempts: int) -> bool:
     """Records a failed attempt on db's transaction; False when the claim was no longer ours."""
     params = {
         "id": job.id, "claim": job.claim, "reason": reason, "traceback": traceback,
@@ -259,9 +185,8 @@ def listed(db, queue: str | None = None) -> list[dict]:
     Each is a dict with id, queue, name, args, priority, run_at, scheduled, attempts,
     max_attempts, failure ("" when none), traceback and reasons (one per failure).
     """
-    cursor = db.execute(queries["listed"], {"queue": queue})
-    names = [column.name for column in cursor.description]
-    return [dict(zip(names, row)) for row in cursor]
+    with db.cursor(row_factory=dict_row) as cursor:
+        return cursor.execute(queries["listed"], {"queue": queue}).fetchall()
 
 
 def outstanding(db, queues: list[str], now: int) -> int:
@@ -269,16 +194,16 @@ def outstanding(db, queues: list[str], now: int) -> int:
     return db.execute(queries["outstanding"], {"queues": queues, "now": now}).fetchone()[0]
 
 
-def expired(db, now: int) -> int:
-    """Frees the keys of keyed jobs whose lease ran out; returns how many."""
+def keys_freed(db, now: int) -> int:
+    """Frees the concurrency keys of keyed jobs whose lease ran out; returns how many."""
     return db.execute(queries["expire"], {"now": now}).rowcount
 
 
-def reaped(db, now: int) -> list[SimpleNamespace]:
+def reaped(db, now: int) -> list[Job]:
     """Marks jobs whose worker died on their last attempt as failed for good; returns them.
 
-    Each has the id, name, queue, batch and flow that chains and batches need to hear of it.
+    Call it through `runner.reaped`, which lets their chains and batches hear of it
+    on the same transaction.
     """
-    cursor = db.execute(queries["reap"], {"now": now})
-    names = [column.name for column in cursor.description]
-    return [SimpleNamespace(**dict(zip(names, row))) for row in cursor]
+    with db.cursor(row_factory=class_row(Job)) as cursor:
+        return cursor.execute(queries["reap"], {"now": now}).fetchall()

@@ -25,7 +25,7 @@ def test_counts_tell_what_a_worker_did(db, connect):
     finally:
         worker.stop()
         assert worker.join(10)
-    assert worker.counts == jobs.Counts(processed=3, retried=1, failed=1, dropped=1, lease_lost=0)
+    assert worker.counts == jobs.Counts(processed=3, rescheduled=1, failed=1, dropped=1, lease_lost=0)
 
 
 def test_a_worker_with_eight_threads_holds_at_most_nine_connections(runs, database_url):  # noqa: F811

@@ -89,7 +89,7 @@ def test_a_keyed_job_whose_worker_died_is_claimed_again_once_its_key_is_freed(db
     jobs.later(db, "default", "sync", {"n": 2}, key="account-1")
     store.claimed(db, "default", jobs.now_ms(), lease=0.001)  # its worker dies
     assert store.claimed(db, "default", jobs.now_ms() + 10) == [], "the lost claim still holds the key"
-    assert store.expired(db, jobs.now_ms() + 10) == 1
+    assert store.keys_freed(db, jobs.now_ms() + 10) == 1
     (next_one,) = store.claimed(db, "default", jobs.now_ms() + 10, limit=10)  # one of the key at a time
     assert store.claimed(db, "default", jobs.now_ms() + 10, limit=10) == []
     assert store.finished(db, [next_one]) == {next_one.id}

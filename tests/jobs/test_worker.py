@@ -141,7 +141,7 @@ def test_worker_survives_its_connection_being_cut_mid_job_and_loses_nothing(db, 
     release.set()
     wait_for(lambda: attempts[-1:] == [2] and jobs.listed(db) == [], "the job to come back after its lease and run", timeout=15)
     assert scalar(db, "SELECT array_agg(n) FROM cut_off") == [7]
-    assert worker.counts.failed == 0 and worker.counts.retried == 0, "a lost connection is not a failed job"
+    assert worker.counts.failed == 0 and worker.counts.rescheduled == 0, "a lost connection is not a failed job"
 
 
 def test_a_broken_failure_policy_does_not_end_the_work_loop(db, started):

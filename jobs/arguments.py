@@ -1,0 +1,88 @@
+"""Checking a job's queue, name and arguments before anything is written.
+
+`later`, `later_many`, chains and batches call `encoded` first, so a job that could
+not survive the trip through the table is refused in the caller's hands, naming the
+job and the place in its arguments, and no row is written.
+"""
+
+import json
+import math
+
+
+class Refusal(Exception):
+    """What is wrong with a value, and the path to it, gathered as the walk unwinds."""
+
+    def __init__(self, error: type[Exception], what: str):
+        super().__init__(what)
+        self.error, self.what, self.path = error, what, []
+
+
+def encoded(queue, name, args) -> str:
+    """The JSON text of a job's arguments, or a clear error naming the job.
+
+    Arguments must survive the trip through the table unchanged: a dict with string
+    keys whose values are JSON (None, bools, finite numbers, strings without NUL,
+    lists and dicts of the same), of exactly those built-in types. Anything else is
+    refused rather than silently converted (json.dumps would turn 1 into "1" as a
+    key, a tuple into a list, and an enum into its value).
+    """
+    named(queue, name)
+    return encoded_args(name, args)
+
+
+def named(queue, name) -> None:
+    """Refuses an empty queue or name, or one holding a NUL character."""
+    for what, value in (("queue", queue), ("name", name)):
+        if not isinstance(value, str) or not value.strip():
+            raise ValueError(f"a job needs a {what}: got {value!r}")
+        if "\x00" in value:
+            raise ValueError(f"a job's {what} cannot hold a NUL character: {value!r}")
+
+
+def encoded_args(name, args) -> str:
+    """The JSON text of job `name`'s arguments (see `encoded`)."""
+    if type(args) is not dict:
+        raise TypeError(f"job {name!r}: args must be a dict, not {type(args).__name__}")
+    try:
+        walked(args)
+    except Refusal as refusal:
+        raise refusal.error(f"job {name!r}: args{''.join(reversed(refusal.path))} {refusal.what}") from None
+    return json.dumps(args, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+def walked(value) -> None:
+    """Raises a Refusal when `value` is not plain JSON; the one walk over the rules.
+
+    It tests exact types, the quick test every job passes; the path to what is wrong
+    is built only when something is (a try costs nothing until it catches).
+    """
+    kind = type(value)
+    if kind is str:
+        if "\x00" in value:
+            raise Refusal(ValueError, "holds a NUL character")
+    elif kind is int or kind is bool or value is None:
+        return
+    elif kind is float:
+        if not math.isfinite(value):
+            raise Refusal(ValueError, f"is {value}, which JSON cannot hold")
+    elif kind is dict:
+        for key, item in value.items():
+            if type(key) is not str:
+                raise Refusal(TypeError, f"has a key {key!r} that is not a string")
+            if "\x00" in key:
+                raise Refusal(ValueError, f"has a key {key!r} holding a NUL character")
+            stepped(item, f"[{key!r}]")
+    elif kind is list:
+        for i, item in enumerate(value):
+            stepped(item, f"[{i}]")
+    else:
+        raise Refusal(TypeError, f"is a {kind.__name__}, which is not JSON")
+
+
+def stepped(item, step: str) -> None:
+    """Walks `item`, adding `step` to the path of whatever is wrong inside it."""
+    try:
+        walked(item)
+    except Refusal as refusal:
+        refusal.path.append(step)
+        raise

@@ -1,0 +1,99 @@
+"""The listener: the one thread beside a worker's work threads that keeps the queue's time.
+
+On a connection of its own it LISTENs for the notification `later` sends on commit and
+wakes the work threads at once. Every POLL_INTERVAL it promotes the scheduled jobs whose
+moment has come (waking the threads of their queues); every half lease it beats the
+heartbeat (extending the leases of the jobs in hand), frees the concurrency keys of
+leases that ran out and reaps the jobs whose worker died on their last attempt.
+"""
+
+import logging
+import os
+import selectors
+import threading
+import time
+
+from . import runner, store
+from .connections import kept_running
+
+POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
+
+log = logging.getLogger("jobs")
+
+
+class Listener:
+    """Wakes the work threads of `queues` and runs the timers; `run` is the thread's body.
+
+    held(): the batches of jobs the work threads hold now, for the heartbeat.
+    stopping: set when the worker stops; `interrupted` ends a wait at once after that.
+    wake: the event the work threads wait on.
+    """
+
+    def __init__(self, connect, queues, *, poll, lease, listen, held, stopping: threading.Event, wake: threading.Event):
+        self.connect, self.queues, self.poll, self.lease, self.listen = connect, queues, poll, lease, listen
+        self.held, self.stopping, self.wake = held, stopping, wake
+        self._wakeup_r, self._wakeup_w = os.pipe()  # a byte written here ends the wait in select
+        self._selector: selectors.BaseSelector | None = None
+        self._fd: int | None = None
+        self._next_promotion = self._next_beat = 0.0
+
+    def run(self) -> None:
+        """Listens and keeps the timers until the worker stops, reconnecting when cut off."""
+        self._next_promotion, self._next_beat = time.monotonic(), time.monotonic() + self.lease / 2
+        with selectors.DefaultSelector() as self._selector:
+            self._selector.register(self._wakeup_r, selectors.EVENT_READ)
+            kept_running(self.connect, self.stopping, self._step, who="worker's listener",
+                         on_open=self._listening, on_lost=self._unlistened)
+
+    def interrupted(self) -> None:
+        """Ends the listener's wait at once (it then sees `stopping`)."""
+        if self._wakeup_w is not None:
+            os.write(self._wakeup_w, b"x")
+
+    def closed(self) -> None:
+        """Closes the wake-up pipe, once the thread has ended."""
+        if self._wakeup_w is not None:
+            os.close(self._wakeup_r)
+            os.close(self._wakeup_w)
+            self._wakeup_r = self._wakeup_w = None
+
+    def _listening(self, db) -> None:
+        """On a new connection: LISTEN, and wake the threads, as a job may have come meanwhile."""
+        if self.listen:
+            db.execute("LISTEN jobs")
+            self._fd = db.fileno()
+            self._selector.register(self._fd, selectors.EVENT_READ)
+            self.wake.set()
+
+    def _unlistened(self) -> None:
+        if self._fd is not None:
+            self._selector.unregister(self._fd)
+            self._fd = None
+
+    def _step(self, db) -> None:
+        """Waits for a notification or the next timer, then does what is due."""
+        timeout = max(0.0, min(self._next_beat, self._next_promotion) - time.monotonic())
+        for key, _ in self._selector.select(timeout):
+            if key.fd == self._wakeup_r:
+                os.read(self._wakeup_r, 64)  # stop() asked: kept_running's test decides
+        if self.listen:
+            for notice in db.notifies(timeout=0):
+                if notice.payload in self.queues:
+                    self.wake.set()
+        if time.monotonic() >= self._next_promotion:
+            if set(store.promoted(db, store.now_ms())) & set(self.queues):
+                self.wake.set()  # not only by the notification, which a polling worker misses
+            self._next_promotion = time.monotonic() + self.poll
+        if time.monotonic() >= self._next_beat:
+            self._beat(db)
+            self._next_beat = time.monotonic() + self.lease / 2
+
+    def _beat(self, db) -> None:
+        """Extends the leases of the jobs in hand, frees keys of leases run out, reaps lost jobs."""
+        for jobs in self.held():
+            kept = store.extended(db, jobs, store.now_ms(), self.lease)
+            for job in jobs:
+                if job.id not in kept:
+                    log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
+        store.keys_freed(db, store.now_ms())
+        runner.reaped(db, store.now_ms())
