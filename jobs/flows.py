@@ -55,7 +55,7 @@ def batch(db, queue: str, members, on_success=None, on_failure=None, always=None
     callbacks = {"on_success": on_success, "on_failure": on_failure, "always": always}
     for name, args in members + [tuple(c) for c in callbacks.values() if c]:
         arguments.encoded(queue, name, args)
-    params = {"queue": queue, "total": len(members), "now": store.now_ms()}
+    params = {"queue": queue, "total": len(members), "now": None}
     params.update({k: None if v is None else json.dumps(list(v)) for k, v in callbacks.items()})
     with one_transaction(db):  # the batch and its jobs, all or nothing
         batch_id = db.execute(queries["new_batch"], params).fetchone()[0]
@@ -78,7 +78,7 @@ def cancel_batch(db, batch_id: int) -> int:
     (at once, if none is running). Returns how many jobs were skipped.
     """
     with one_transaction(db):
-        row = db.execute(queries["cancel_batch"], {"id": batch_id, "now": store.now_ms()}).fetchone()
+        row = db.execute(queries["cancel_batch"], {"id": batch_id, "now": None}).fetchone()
         skipped = 0 if row is None else row[0]
         if row is not None:
             counted(db, batch_id, settled=skipped, failed=0)
@@ -93,8 +93,8 @@ def batch_status(db, batch_id: int) -> dict | None:
 
 def pruned(db, older_than: float) -> int:
     """Deletes batches that finished more than `older_than` seconds ago; returns how many."""
-    before = store.now_ms() - round(older_than * 1000)
-    return db.execute(queries["prune_batches"], {"before": before}).rowcount
+    params = {"older_than": round(older_than * 1000), "now": None}
+    return db.execute(queries["prune_batches"], params).rowcount
 
 
 def settled(db, done: list, failed_for_good: list) -> None:
@@ -128,7 +128,7 @@ def chain_moved_on(db, job, flow, ok: bool) -> None:
 
 def counted(db, batch_id: int, settled: int, failed: int) -> None:
     """Counts settled jobs of a batch, and queues the callbacks this count has earned."""
-    params = {"id": batch_id, "settled": settled, "failed": failed, "now": store.now_ms()}
+    params = {"id": batch_id, "settled": settled, "failed": failed, "now": None}
     row = db.execute(queries["batch_settled"], params).fetchone()
     if row is None:
         return  # the batch had already finished: nothing is counted twice

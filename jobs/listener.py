@@ -81,7 +81,7 @@ class Listener:
                 if notice.payload in self.queues:
                     self.wake.set()
         if time.monotonic() >= self._next_promotion:
-            if set(store.promoted(db, store.now_ms())) & set(self.queues):
+            if set(store.promoted(db)) & set(self.queues):
                 self.wake.set()  # not only by the notification, which a polling worker misses
             self._next_promotion = time.monotonic() + self.poll
         if time.monotonic() >= self._next_beat:
@@ -91,9 +91,9 @@ class Listener:
     def _beat(self, db) -> None:
         """Extends the leases of the jobs in hand, frees keys of leases run out, reaps lost jobs."""
         for jobs in self.held():
-            kept = store.extended(db, jobs, store.now_ms(), self.lease)
+            kept = store.extended(db, jobs, lease=self.lease)
             for job in jobs:
                 if job.id not in kept:
                     log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
-        store.keys_freed(db, store.now_ms())
-        runner.reaped(db, store.now_ms())
+        store.keys_freed(db)
+        runner.reaped(db)

@@ -1,5 +1,7 @@
 -- The SQL of the job queue: every statement the package sends, each under its name.
--- Moments (run_at) are integer milliseconds since the epoch, chosen by the caller,
+-- Moments (run_at) are integer milliseconds since the epoch on the database's clock:
+-- {now} and {clock} stand for it (sql.py writes them out), so workers on machines
+-- whose clocks disagree still agree on every lease. A caller may fix %(now)s instead,
 -- so a test can work a queue at any moment it likes.
 
 -- name: prepare
@@ -79,8 +81,8 @@ CREATE INDEX IF NOT EXISTS jobs_batch ON jobs (batch) WHERE batch IS NOT NULL;
 -- nothing comes back and nobody is notified.
 WITH queued AS (
     INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, key, unique_key, batch, flow)
-    VALUES (%(queue)s, %(name)s, %(args)s, %(run_at)s, %(scheduled)s, %(priority)s, %(key)s, %(unique)s,
-        %(batch)s, %(flow)s)
+    VALUES (%(queue)s, %(name)s, %(args)s, COALESCE(%(run_at)s, {now}), COALESCE(%(run_at)s > {now}, false),
+        %(priority)s, %(key)s, %(unique)s, %(batch)s, %(flow)s)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL)
     DO NOTHING
     RETURNING id
@@ -104,11 +106,11 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- statement's generic plan that does not know it expects thousands of rows and joins
 -- them by reading the whole table (90 ms beside a million jobs, against 0.5 ms).
 UPDATE jobs
-SET run_at = %(now)s + %(lease)s, attempts = attempts + 1, claim = %(claim)s
+SET run_at = {clock} + %(lease)s, attempts = attempts + 1, claim = %(claim)s
 FROM (
     SELECT id, run_at AS due_at
     FROM jobs
-    WHERE queue = %(queue)s AND run_at <= %(now)s AND attempts < max_attempts AND NOT scheduled
+    WHERE queue = %(queue)s AND run_at <= {now} AND attempts < max_attempts AND NOT scheduled
         AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT {limit}
@@ -128,7 +130,7 @@ DELETE FROM jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s RETURNING id
 -- A failed attempt keeps its reason and waits for its next run; max_attempts is
 -- where the performer's policy ends the retries (set to attempts, it fails for good).
 UPDATE jobs
-SET failure = %(reason)s, traceback = %(traceback)s, run_at = %(run_at)s, scheduled = %(scheduled)s,
+SET failure = %(reason)s, traceback = %(traceback)s, run_at = {now} + %(wait)s, scheduled = %(wait)s > 0,
     max_attempts = %(max_attempts)s, claim = NULL,
     reasons = reasons || jsonb_build_array(%(reason)s::text)
 WHERE id = %(id)s AND claim = %(claim)s
@@ -136,12 +138,12 @@ WHERE id = %(id)s AND claim = %(claim)s
 -- name: release
 -- Claimed jobs a stopping worker never started go back as they were.
 UPDATE jobs
-SET run_at = %(now)s, attempts = attempts - 1, claim = NULL
+SET run_at = {now}, attempts = attempts - 1, claim = NULL
 WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 
 -- name: extend
 -- The heartbeat: the leases of the jobs a worker holds run one lease from now again.
-UPDATE jobs SET run_at = %(now)s + %(lease)s
+UPDATE jobs SET run_at = {clock} + %(lease)s
 WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 RETURNING id
 
@@ -154,7 +156,7 @@ RETURNING id
 UPDATE jobs
 SET claim = NULL, failure = 'its worker stopped during the last attempt',
     reasons = reasons || '["its worker stopped during the last attempt"]'
-WHERE claim IS NOT NULL AND run_at <= %(now)s AND attempts >= max_attempts
+WHERE claim IS NOT NULL AND run_at <= {now} AND attempts >= max_attempts
 RETURNING id, queue, name, args, priority, run_at AS due_at, attempts AS attempt, max_attempts, key, batch,
     flow, claim, true AS final
 
@@ -163,7 +165,7 @@ RETURNING id, queue, name, args, priority, run_at AS due_at, attempts AS attempt
 -- of their key) can be claimed again; a worker that still settles one finds its
 -- claim gone and is refused, as it would be after any other claim.
 UPDATE jobs SET claim = NULL
-WHERE claim IS NOT NULL AND key IS NOT NULL AND run_at <= %(now)s AND attempts < max_attempts
+WHERE claim IS NOT NULL AND key IS NOT NULL AND run_at <= {now} AND attempts < max_attempts
 
 -- name: promote
 -- Jobs scheduled for a moment that has come join the claim's index, and the workers of
@@ -171,7 +173,7 @@ WHERE claim IS NOT NULL AND key IS NOT NULL AND run_at <= %(now)s AND attempts <
 -- scheduled job starts within about that much of its moment.
 WITH promoted AS (
     UPDATE jobs SET scheduled = false
-    WHERE scheduled AND run_at <= %(now)s
+    WHERE scheduled AND run_at <= {now}
     RETURNING queue
 )
 SELECT queue, pg_notify('jobs', queue) FROM (SELECT DISTINCT queue FROM promoted) AS woken
@@ -187,14 +189,14 @@ ORDER BY id
 -- Jobs due now or held under a live lease, for a worker waiting until its queues are empty.
 SELECT count(*) FROM jobs
 WHERE queue = ANY(%(queues)s)
-    AND ((attempts < max_attempts AND run_at <= %(now)s) OR (claim IS NOT NULL AND run_at > %(now)s))
+    AND ((attempts < max_attempts AND run_at <= {now}) OR (claim IS NOT NULL AND run_at > {now}))
 
 -- Chains and batches (flows.py) ---------------------------------------------------
 
 -- name: new_batch
 -- The batch is written before its jobs, in the same transaction as they are.
 INSERT INTO job_batches (queue, total, pending, on_success, on_failure, always, created_at)
-VALUES (%(queue)s, %(total)s, %(total)s, %(on_success)s, %(on_failure)s, %(always)s, %(now)s)
+VALUES (%(queue)s, %(total)s, %(total)s, %(on_success)s, %(on_failure)s, %(always)s, {now})
 RETURNING id
 
 -- name: batch_settled
@@ -208,7 +210,7 @@ RETURNING id
 UPDATE job_batches
 SET pending = greatest(pending - %(settled)s, 0),
     failed = failed + %(failed)s,
-    finished_at = CASE WHEN pending - %(settled)s <= 0 THEN %(now)s END
+    finished_at = CASE WHEN pending - %(settled)s <= 0 THEN {now} END
 WHERE id = %(id)s AND finished_at IS NULL
 RETURNING finished_at IS NOT NULL AS last, failed - %(failed)s = 0 AND %(failed)s > 0 AS first_failure,
     queue, on_success, on_failure, always, failed, cancelled_at IS NOT NULL AS cancelled
@@ -224,7 +226,7 @@ WITH skipped AS (
     RETURNING id
 )
 UPDATE job_batches
-SET cancelled_at = coalesce(cancelled_at, %(now)s),
+SET cancelled_at = coalesce(cancelled_at, {now}),
     cancelled = cancelled + (SELECT count(*) FROM skipped)
 WHERE id = %(id)s AND finished_at IS NULL
 RETURNING (SELECT count(*) FROM skipped)
@@ -235,7 +237,7 @@ SELECT id, total, pending, failed, cancelled, finished_at IS NOT NULL AS finishe
 FROM job_batches WHERE id = %(id)s
 
 -- name: prune_batches
-DELETE FROM job_batches WHERE finished_at IS NOT NULL AND finished_at < %(before)s
+DELETE FROM job_batches WHERE finished_at IS NOT NULL AND finished_at < {now} - %(older_than)s
 
 -- name: later_many
 -- Many jobs at once: COPY is the fastest way into a table, several times faster
@@ -244,6 +246,10 @@ COPY jobs (queue, name, args, run_at, scheduled, priority) FROM STDIN
 
 -- name: notify
 SELECT pg_notify('jobs', %(queue)s)
+
+-- name: now
+-- The database's moment, for what is computed before a statement can: the rows of a COPY.
+SELECT {now}
 
 -- The failed shelf and status (shelf.py) ------------------------------------------
 -- A job is on the shelf when it has no attempts left and no claim holds it: it
@@ -283,7 +289,7 @@ WITH shelved AS (
         OR id = (SELECT min(id) FROM shelved AS twin WHERE twin.unique_key = shelved.unique_key)
 ), back AS (
     UPDATE jobs
-    SET attempts = 0, max_attempts = %(attempts)s, run_at = %(now)s, scheduled = false,
+    SET attempts = 0, max_attempts = %(attempts)s, run_at = {now}, scheduled = false,
         batch = CASE WHEN flow ? 'callback' THEN batch END
     FROM chosen
     WHERE jobs.id = chosen.id
@@ -299,7 +305,7 @@ WHERE attempts >= max_attempts AND claim IS NULL
     AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
 
 -- name: status
--- Each queue's jobs counted by state at %(now)s, in one pass over the table: every row
+-- Each queue's jobs counted by state at {now}, in one pass over the table: every row
 -- counts in exactly one column. Counting every row is the work itself, so one scan with
 -- FILTERed counts is the cheapest plan; each FILTER reads as the partial index whose
 -- rows it counts (jobs_ready: attempts < max_attempts; jobs_claimed: claim IS NOT NULL).
@@ -309,12 +315,12 @@ WHERE attempts >= max_attempts AND claim IS NULL
 --              attempt (until a heartbeat reaps it onto the shelf)
 --   failed     on the shelf
 SELECT queue,
-    count(*) FILTER (WHERE attempts < max_attempts AND run_at <= %(now)s) AS due,
-    count(*) FILTER (WHERE attempts < max_attempts AND run_at > %(now)s AND claim IS NULL) AS scheduled,
+    count(*) FILTER (WHERE attempts < max_attempts AND run_at <= {now}) AS due,
+    count(*) FILTER (WHERE attempts < max_attempts AND run_at > {now} AND claim IS NULL) AS scheduled,
     count(*) FILTER (WHERE claim IS NOT NULL
-        AND (run_at > %(now)s OR attempts >= max_attempts)) AS in_work,
+        AND (run_at > {now} OR attempts >= max_attempts)) AS in_work,
     count(*) FILTER (WHERE attempts >= max_attempts AND claim IS NULL) AS failed,
-    (%(now)s - min(run_at) FILTER (WHERE attempts < max_attempts AND run_at <= %(now)s))::float8 / 1000
+    ({now} - min(run_at) FILTER (WHERE attempts < max_attempts AND run_at <= {now}))::float8 / 1000
         AS oldest_due_age
 FROM jobs
 GROUP BY queue

@@ -64,7 +64,7 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
-    `now` fixes the moment failures are scheduled from (for tests); else the clock.
+    `now` fixes the moment failures are scheduled from (for tests); else the database's clock.
     """
     counts = counts if counts is not None else Counts()
     lines: list[str] = []
@@ -74,7 +74,7 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
     try:
         while waiting:
             if stopping():
-                store.released(db, waiting, store.now_ms() if now is None else now)
+                store.released(db, waiting, now)
                 break
             lines += settled_group(db, waiting, performers, now, counts, stopping)
     finally:
@@ -120,7 +120,7 @@ def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
     return [outcome.line for _, outcome in group]
 
 
-def reaped(db, now: int) -> list[store.Job]:
+def reaped(db, now: int | None = None) -> list[store.Job]:
     """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
 
     One transaction: the jobs leave the queue and their chains and batches hear of it
@@ -173,12 +173,11 @@ def recorded_failure(settlement, job, policy, error, reason, trace, now, kind=No
     settlement.begin()
     db = settlement.db
     wait = policy.wait_after(job.attempt, error)
-    moment = store.now_ms() if now is None else now
     if wait is None:
-        run_at, max_attempts = moment, job.attempt  # attempts == max_attempts: out of the claim's index
+        after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index
     else:
-        run_at, max_attempts = moment + round(wait * 1000), max(policy.attempts, job.attempt + 1)
-    if not store.attempt_failed(db, job, reason, trace, run_at, max_attempts):
+        after, max_attempts = round(wait * 1000), max(policy.attempts, job.attempt + 1)
+    if not store.attempt_failed(db, job, reason, trace, after, max_attempts, now):
         return Outcome("lease_lost", f"lease lost {job.name}")
     if policy.on_error is not None:
         try:

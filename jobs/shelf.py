@@ -27,7 +27,7 @@ def failed(db, queue: str | None = None) -> list[dict]:
 
 
 def retried(db, *ids: int, every: bool = False, now: int | None = None) -> int:
-    """Puts jobs from the shelf back in the queue, due at `now` (ms; the clock when None).
+    """Puts jobs from the shelf back in the queue, due at `now` (ms; the database's clock when None).
 
     Name the jobs by id, `retried(db, 7)` or `retried(db, 7, 9)`, or take the whole shelf
     with `retried(db, every=True)`; naming neither or both is a ValueError, so a missing
@@ -42,7 +42,7 @@ def retried(db, *ids: int, every: bool = False, now: int | None = None) -> int:
     key, only the oldest comes back. A job of a batch comes back on its own (its batch
     counted its failure already); a step of a chain carries the chain on if it succeeds.
     """
-    params = {"ids": chosen(ids, every), "now": store.now_ms() if now is None else now, "attempts": store.ATTEMPTS}
+    params = {"ids": chosen(ids, every), "now": now, "attempts": store.ATTEMPTS}
     try:
         return put_back(db, params)
     except psycopg.errors.UniqueViolation:
@@ -73,7 +73,7 @@ def chosen(ids: tuple, every: bool) -> list[int] | None:
 
 
 def status(db, now: int | None = None) -> list[dict]:
-    """Each queue's jobs counted by state at `now` (ms; the clock when None), by queue name.
+    """Each queue's jobs counted by state at `now` (ms; the database's clock when None), by queue name.
 
     One dict per queue that has any job: queue; due (may run now, including jobs whose
     lease ran out); scheduled (waiting for a later moment: retries, jobs queued with
@@ -81,6 +81,6 @@ def status(db, now: int | None = None) -> list[dict]:
     job's last attempt until it is reaped); failed (on the shelf); oldest_due_age
     (seconds since the longest-due job became due, None when nothing is due).
     """
-    cursor = db.execute(queries["status"], {"now": store.now_ms() if now is None else now})
+    cursor = db.execute(queries["status"], {"now": now})
     names = [column.name for column in cursor.description]
     return [dict(zip(names, row)) for row in cursor]

@@ -2,11 +2,19 @@
 
 Each statement there starts with a line `-- name: NAME`; the comment lines under it
 say why the statement is shaped as it is and stay in the file, not in the string.
+Two words stand for the moment a statement works at, so that every worker on every
+machine reads one clock, the database's: `{now}` is the caller's %(now)s when it fixes
+one (tests, a caller's own loop) and else the statement's start, and `{clock}` the
+same but read when the row is written (for a lease that must run from then).
 """
 
 from pathlib import Path
 
 QUERIES = Path(__file__).with_name("queries.sql")
+MOMENTS = {  # the words, and the SQL each stands for: integer ms since the epoch
+    "{now}": "COALESCE(%(now)s::bigint, (extract(epoch FROM statement_timestamp()) * 1000)::bigint)",
+    "{clock}": "COALESCE(%(now)s::bigint, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+}
 
 
 def load(path: Path = QUERIES) -> dict[str, str]:
@@ -18,7 +26,14 @@ def load(path: Path = QUERIES) -> dict[str, str]:
             lines = statements.setdefault(line.removeprefix("-- name:").strip(), [])
         elif not line.lstrip().startswith("--") and line.strip():
             lines.append(line)
-    return {name: "\n".join(text) for name, text in statements.items()}
+    return {name: moments_written("\n".join(text)) for name, text in statements.items()}
+
+
+def moments_written(text: str) -> str:
+    """The statement with {now} and {clock} written out (see MOMENTS)."""
+    for word, moment in MOMENTS.items():
+        text = text.replace(word, moment)
+    return text
 
 
 queries = load()

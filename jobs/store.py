@@ -25,7 +25,12 @@ ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise
 
 
 def now_ms() -> int:
-    """The moment, in integer milliseconds since the epoch."""
+    """This machine's moment, in integer milliseconds since the epoch.
+
+    The queue's own statements read the database's clock instead (sql.py), so that
+    workers on machines whose clocks disagree agree on leases; this is for callers
+    that fix a moment of their own (`at=`, `now=`).
+    """
     return time.time_ns() // 1_000_000
 
 
@@ -67,6 +72,9 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
           flow: dict | None = None) -> int | None:
     """Queues job `name` with `args` on `queue` to run at `at` (ms since the epoch) or after.
 
+    With `at` None it is due at once, by the database's clock; a later `at` waits
+    out of the claim's index until a worker promotes it.
+
     The row is written on `db`'s current transaction: if it rolls back, the job never
     existed, and the transaction that saves a record can be the one that queues its
     job. A worker listening for jobs is woken when that transaction commits. Returns
@@ -80,10 +88,8 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     batch and flow are written by `flows` for the jobs of batches and chains.
     """
     text = encoded(queue, name, args)
-    run_at = now_ms() if at is None else at
     params = {
-        "queue": queue, "name": name, "args": text, "run_at": run_at, "scheduled": scheduled(run_at),
-        "priority": priority,
+        "queue": queue, "name": name, "args": text, "run_at": at, "now": None, "priority": priority,
         "key": key, "unique": unique, "batch": batch, "flow": None if flow is None else json.dumps(flow),
     }
     row = db.execute(queries["later"], params).fetchone()
@@ -97,11 +103,11 @@ def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, p
     them all. Written on `db`'s current transaction (one of its own on an autocommit
     connection), with one notification for all of them.
     """
-    run_at = now_ms() if at is None else at
-    later_on = scheduled(run_at)
     named(queue, name)
     texts = [encoded_args(name, args) for args in many_args]
     with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
+        now = cursor.execute(queries["now"], {"now": None}).fetchone()[0]
+        run_at, later_on = (now, False) if at is None else (at, at > now)
         with cursor.copy(queries["later_many"]) as copy:
             for text in texts:
                 copy.write_row((queue, name, text, run_at, later_on, priority))
@@ -109,18 +115,13 @@ def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, p
     return len(texts)
 
 
-def scheduled(run_at: int) -> bool:
-    """Whether a job due at `run_at` waits for a later moment, out of the claim's index until promoted."""
-    return run_at > now_ms()
-
-
-def promoted(db, now: int) -> list[str]:
+def promoted(db, now: int | None = None) -> list[str]:
     """Lets jobs scheduled for `now` or before be claimed; returns the queues that got some."""
     return [row[0] for row in db.execute(queries["promote"], {"now": now})]
 
 
-def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -> list[Job]:
-    """Claims up to `limit` jobs of `queue` due at `now`, in claim order, and commits.
+def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: float = LEASE) -> list[Job]:
+    """Claims up to `limit` jobs of `queue` due at `now` (the database's clock when None), in claim order, and commits.
 
     Each claimed row has its attempt counted and is held for `lease` seconds under a
     new claim token; see the claim in queries.sql.
@@ -156,22 +157,23 @@ def finished(db, jobs: list[Job]) -> set[int]:
     return {row[0] for row in rows}
 
 
-def attempt_failed(db, job: Job, reason: str, traceback: str, run_at: int, max_attempts: int) -> bool:
-    """Records a failed attempt on db's transaction; False when the claim was no longer ours."""
+def attempt_failed(db, job: Job, reason: str, traceback: str, wait: int, max_attempts: int,
+                   now: int | None = None) -> bool:
+    """Records a failed attempt, due again `wait` ms after `now`, on db's transaction; False when the claim was no longer ours."""
     params = {
         "id": job.id, "claim": job.claim, "reason": reason, "traceback": traceback,
-        "run_at": run_at, "scheduled": scheduled(run_at), "max_attempts": max_attempts,
+        "wait": wait, "now": now, "max_attempts": max_attempts,
     }
     return db.execute(queries["fail"], params).rowcount == 1
 
 
-def released(db, jobs: list[Job], now: int) -> None:
+def released(db, jobs: list[Job], now: int | None = None) -> None:
     """Gives claimed jobs that never started back to the queue, due at once."""
     if jobs:
         db.execute(queries["release"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now})
 
 
-def extended(db, jobs: list[Job], now: int, lease: float = LEASE) -> set[int]:
+def extended(db, jobs: list[Job], now: int | None = None, lease: float = LEASE) -> set[int]:
     """Moves the leases of held jobs one lease on from `now`; returns the ids still ours."""
     if not jobs:
         return set()
@@ -189,17 +191,17 @@ def listed(db, queue: str | None = None) -> list[dict]:
         return cursor.execute(queries["listed"], {"queue": queue}).fetchall()
 
 
-def outstanding(db, queues: list[str], now: int) -> int:
+def outstanding(db, queues: list[str], now: int | None = None) -> int:
     """How many jobs of `queues` are due at `now` or held under a lease that has not run out."""
     return db.execute(queries["outstanding"], {"queues": queues, "now": now}).fetchone()[0]
 
 
-def keys_freed(db, now: int) -> int:
+def keys_freed(db, now: int | None = None) -> int:
     """Frees the concurrency keys of keyed jobs whose lease ran out; returns how many."""
     return db.execute(queries["expire"], {"now": now}).rowcount
 
 
-def reaped(db, now: int) -> list[Job]:
+def reaped(db, now: int | None = None) -> list[Job]:
     """Marks jobs whose worker died on their last attempt as failed for good; returns them.
 
     Call it through `runner.reaped`, which lets their chains and batches hear of it

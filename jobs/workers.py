@@ -23,7 +23,7 @@ UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renew
 
 
 def worked(db, queue: str, performers: dict, now: int | None = None, *, lease: float = UNWATCHED_LEASE) -> str | None:
-    """Claims one job of `queue` due at `now` (ms; the clock when None), runs it and settles it.
+    """Claims one job of `queue` due at `now` (ms; the database's clock when None), runs it and settles it.
 
     Answers what happened, as one line: "ran NAME", or "failed NAME on attempt N:
     REASON"; None when nothing was due. `db` must not be inside a transaction: the
@@ -32,10 +32,9 @@ def worked(db, queue: str, performers: dict, now: int | None = None, *, lease: f
     """
     if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
         raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
-    moment = store.now_ms() if now is None else now
     with db.transaction():
-        store.promoted(db, moment)
-    claimed = store.claimed(db, queue, moment, limit=1, lease=lease)
+        store.promoted(db, now)
+    claimed = store.claimed(db, queue, now, limit=1, lease=lease)
     if not claimed:
         return None
     return performed(db, claimed, performers, now=now)[0]
@@ -115,7 +114,7 @@ class Worker:
         with self.connect() as db:
             db.autocommit = True
             while time.monotonic() < deadline:
-                if not self._batches_held() and store.outstanding(db, self.queues, store.now_ms()) == 0:
+                if not self._batches_held() and store.outstanding(db, self.queues) == 0:
                     return True
                 self._stopping.wait(0.01)
         return False
@@ -145,7 +144,7 @@ class Worker:
         self._wake.clear()
         busy = False
         for queue in self.queues:
-            jobs = store.claimed(db, queue, store.now_ms(), limit=self._limits.get(n, 1), lease=self.lease)
+            jobs = store.claimed(db, queue, limit=self._limits.get(n, 1), lease=self.lease)
             if jobs:
                 busy = True
                 self._limits[n] = self._ran_batch(db, n, jobs)

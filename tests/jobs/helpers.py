@@ -11,13 +11,13 @@ PROJECT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds a test waits on a condition before it fails
 
 
-def start_worker(database_url, queue, *options):
+def start_worker(database_url, queue, *options, env=None):
     """Starts `python -m jobs work` on `queue` with the test performers, as its own process.
 
     Its log goes to a file, not a pipe: a worker logging thousands of jobs would fill a
-    pipe nobody reads yet, and block.
+    pipe nobody reads yet, and block. `env` adds to its environment.
     """
-    env = dict(os.environ, DATABASE_URL=database_url, PYTHONPATH=str(PROJECT))
+    env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(PROJECT), **(env or {})}
     command = [sys.executable, "-m", "jobs", "work", queue, "--performers", "tests.jobs.performers:performers", *options]
     log = tempfile.TemporaryFile(mode="w+")
     process = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)

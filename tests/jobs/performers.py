@@ -56,6 +56,20 @@ def span(db, args):
 
 performers["span"] = span
 
+STARTS = "CREATE TABLE IF NOT EXISTS starts (job bigint NOT NULL, pid int NOT NULL)"
+
+
+def started_then_held(db, args):
+    """Records that it started, on a connection of its own (so even an attempt that never settles counts), then runs for `seconds`."""
+    import psycopg
+
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as own:
+        own.execute("INSERT INTO starts VALUES (%s, %s)", (jobs.current_job().id, os.getpid()))
+    time.sleep(args["seconds"])
+
+
+performers["started_then_held"] = started_then_held
+
 
 NOTES = "CREATE TABLE IF NOT EXISTS notes (job bigint, name text, batch bigint, args jsonb)"
 
