@@ -14,6 +14,7 @@ import traceback
 from dataclasses import dataclass
 
 from . import flows, store
+from .pace import Pace
 from .policies import DEFAULT, policy_of
 from .settlement import Settlement
 
@@ -60,13 +61,16 @@ def current_job() -> store.Job:
     return current.get()
 
 
-def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False) -> list[str]:
+def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, pace=None) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
     `now` fixes the moment failures are scheduled from (for tests); else the database's clock.
+    `pace` tells which jobs are quick enough to share a transaction (pace.py); a worker
+    keeps one across its batches.
     """
     counts = counts if counts is not None else Counts()
+    pace = pace if pace is not None else Pace()
     lines: list[str] = []
     waiting = list(jobs)
     autocommit = db.autocommit
@@ -76,15 +80,18 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
             if stopping():
                 store.released(db, waiting, now)
                 break
-            lines += settled_group(db, waiting, performers, now, counts, stopping)
+            lines += settled_group(db, waiting, performers, now, counts, stopping, pace)
     finally:
         if not db.closed:
             db.autocommit = autocommit
     return lines
 
 
-def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
+def settled_group(db, waiting, performers, now, counts, stopping, pace) -> list[str]:
     """Runs jobs off the front of `waiting` on one transaction, commits it, then counts and logs.
+
+    A job joins the group only while the group is younger than COMMIT_AFTER and the job
+    is one `pace` trusts to be quick, so no job's writes wait on a slow neighbour's.
 
     If a success's row is no longer ours when it is deleted (its lease ran out and
     another worker claimed it), the whole transaction rolls back, so nothing this
@@ -94,9 +101,11 @@ def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
     settlement = Settlement(db)
     started = time.monotonic()
     try:
-        while waiting and not stopping() and (not group or time.monotonic() - started < COMMIT_AFTER):
+        while waiting and not stopping() and (not group or joins(waiting[0], started, pace)):
             job = waiting.pop(0)
+            began = time.monotonic()
             group.append((job, outcome_of(settlement, job, performers, now)))
+            pace.ran(job.name, time.monotonic() - began)
         settlement.begin()
         succeeded = [job for job, outcome in group if outcome.kind == "processed"]
         kept = store.finished(db, succeeded)
@@ -118,6 +127,11 @@ def settled_group(db, waiting, performers, now, counts, stopping) -> list[str]:
         counts.add(outcome.kind)
         log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
     return [outcome.line for _, outcome in group]
+
+
+def joins(job, started: float, pace) -> bool:
+    """Whether `job` may run on the transaction of a group begun at `started`."""
+    return time.monotonic() - started < COMMIT_AFTER and pace.trusted(job.name)
 
 
 def reaped(db, now: int | None = None) -> list[store.Job]:

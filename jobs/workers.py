@@ -15,6 +15,7 @@ import psycopg
 from . import store
 from .connections import kept_running
 from .listener import POLL_INTERVAL, Listener
+from .pace import Pace
 from .runner import Counts, performed
 
 BATCH_MAX = 100  # jobs one claim may take at the most
@@ -58,6 +59,7 @@ class Worker:
         self.connect, self.queues, self.performers = connect, list(queues), performers
         self.threads, self.lease, self.poll = threads, lease, poll
         self.counts = Counts()
+        self._pace = Pace()  # which job names are quick enough to share a settlement transaction
         self._stopping = threading.Event()
         self._draining = False
         self._wake = threading.Event()
@@ -164,7 +166,7 @@ class Worker:
         self._hold(n, jobs)
         started = time.monotonic()
         try:
-            performed(db, jobs, self.performers, counts=self.counts, stopping=self._stopping.is_set)
+            performed(db, jobs, self.performers, counts=self.counts, stopping=self._stopping.is_set, pace=self._pace)
         finally:
             self._hold(n, [])
         if time.monotonic() - started > BATCH_TIME:

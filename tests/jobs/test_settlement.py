@@ -1,11 +1,15 @@
 """Many jobs settled on one transaction: each job's writes stand or fall with that job alone."""
 
 import tempfile
+import threading
+import time
 
 import jobs
 from jobs import store
+from jobs import pace, runner
+from jobs.pace import Pace
 from jobs.runner import performed
-from tests.jobs.helpers import scalar
+from tests.jobs.helpers import scalar, wait_for
 
 
 def writes(db, args):
@@ -73,13 +77,16 @@ def savepoints_sent(db, run) -> int:
         return trace.read().count(b"SAVEPOINT job")
 
 
-def test_only_jobs_that_touch_the_database_get_a_savepoint(db):
+def test_only_jobs_that_touch_the_database_get_a_savepoint(db, monkeypatch):
+    monkeypatch.setattr(runner, "COMMIT_AFTER", 60.0)  # the six share one transaction, however busy the machine
+    monkeypatch.setattr(pace, "QUICK", 60.0)
     prepare_effects(db)
     for n in range(3):
         jobs.later(db, "default", "untouched", {})
         jobs.later(db, "default", "writes", {"n": n})
     claimed = claimed_all(db)
-    sent = savepoints_sent(db, lambda: performed(db, claimed, {"untouched": untouched, "writes": writes}))
+    quick = Pace(trusted=("untouched", "writes"))
+    sent = savepoints_sent(db, lambda: performed(db, claimed, {"untouched": untouched, "writes": writes}, pace=quick))
     assert sent == 3 + 2, "three savepoints, and the release of the first two sent with the next"
     assert effects(db) == [0, 1, 2] and jobs.listed(db) == []
 
@@ -97,3 +104,41 @@ def test_a_performer_may_not_commit_the_workers_connection(db):
     assert lines[0].startswith("failed commits on attempt 1: a performer may not commit the worker's connection")
     assert lines[1] == "ran writes"
     assert effects(db) == [2]
+
+
+def test_a_quick_jobs_writes_commit_before_a_slow_neighbour_runs(db, connect):
+    """300 no-op jobs grow the batch; a 10 ms job, a job that counts, then one of 3 s."""
+    db.execute("CREATE TABLE IF NOT EXISTS counters (id int PRIMARY KEY, n int NOT NULL)")
+    db.execute("TRUNCATE counters")
+    db.execute("INSERT INTO counters VALUES (1, 0)")
+    slow_began, slow_may_end = threading.Event(), threading.Event()
+
+    def slow(conn, args):
+        slow_began.set()
+        slow_may_end.wait(3)
+
+    performers = {
+        "noop": lambda conn, args: None,
+        "ten_ms": lambda conn, args: time.sleep(0.01),
+        "count": lambda conn, args: conn.execute("UPDATE counters SET n = n + 1 WHERE id = 1"),
+        "slow": slow,
+    }
+    with db.transaction():
+        jobs.later_many(db, "default", "noop", [{}] * 300)
+        for name in ("ten_ms", "count", "slow"):
+            jobs.later(db, "default", name, {})
+    worker = jobs.worker(connect, "default", performers)
+    try:
+        assert slow_began.wait(30), "the slow job never started"
+        wait_for(lambda: scalar(db, "SELECT n FROM counters WHERE id = 1") == 1,
+                 "the count to be visible while the slow job runs", timeout=0.5, every=0.01)
+        with connect() as other:
+            other.execute("SET lock_timeout = '1s'")
+            other.execute("UPDATE counters SET n = n + 10 WHERE id = 1")  # not blocked by the slow job's group
+            other.commit()
+        assert scalar(db, "SELECT count(*) FROM jobs WHERE name = 'slow'") == 1, "all this happened while the slow job ran"
+    finally:
+        slow_may_end.set()
+        worker.stop()
+        worker.join(10)
+    assert scalar(db, "SELECT n FROM counters WHERE id = 1") == 11
