@@ -7,7 +7,8 @@
   python -m jobs discard ID [ID ...] | --all       delete failed jobs
 
 `work` makes the jobs table first when it is missing; SIGTERM or SIGINT lets the jobs
-in hand finish and settle, then the process exits 0. The other commands exit, for
+in hand finish and settle for up to --grace seconds (GRACE), gives back whatever still
+runs then, and exits 0; a second signal gives everything back at once. The other commands exit, for
 scripts: EXIT_OK (0) done, and for `failed` the shelf is empty; EXIT_NOTICE (1) `failed`
 found jobs on the shelf, or `retry`/`discard` changed no job; EXIT_USAGE (2) the command
 line was wrong or DATABASE_URL is unset; EXIT_DATABASE (3) the database could not be
@@ -34,6 +35,7 @@ EXIT_OK = 0  # done; for `failed`, the shelf is empty
 EXIT_NOTICE = 1  # `failed` found jobs on the shelf; `retry` or `discard` changed no job
 EXIT_USAGE = 2  # the command line was wrong (argparse's own code), or DATABASE_URL is unset
 EXIT_DATABASE = 3  # the database could not be reached, or refused a statement
+GRACE = 30.0  # seconds a SIGTERM lets the jobs in hand run on: Kubernetes' default grace period
 REASON_WIDTH = 60  # characters of a reason the `failed` table shows; --full shows all of it
 
 
@@ -62,6 +64,10 @@ def parser() -> argparse.ArgumentParser:
     work.add_argument("--threads", type=int, default=1, metavar="N", help="jobs run at once (default 1); uses N + 1 connections")
     work.add_argument("--poll", type=float, default=POLL_INTERVAL, metavar="SECONDS", help=f"idle look-up interval (default {POLL_INTERVAL:g})")
     work.add_argument("--no-listen", dest="listen", action="store_false", help="poll only (for PgBouncer in transaction mode)")
+    work.add_argument("--timeout", type=positive, default=None, metavar="SECONDS",
+                      help="how long a job may run when its policy says nothing (default: no limit)")
+    work.add_argument("--grace", type=float, default=GRACE, metavar="SECONDS",
+                      help=f"on SIGTERM, how long jobs in hand may run on before they are given back (default {GRACE:g})")
     work.set_defaults(command=work_command)
     shelf_commands_added(commands)
     return top
@@ -99,9 +105,15 @@ def work_command(args, url: str) -> int:
     # meet server connections that never prepared them: psycopg is told not to prepare.
     options = {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
     running = Worker(lambda: psycopg.connect(url, **options), args.queues, performers, threads=args.threads,
-                     lease=args.lease, poll=args.poll, listen=args.listen)
+                     lease=args.lease, poll=args.poll, listen=args.listen, timeout=args.timeout)
+    signals = []  # the stop signals received so far: the first allows the grace period, the second none
+
+    def stopped(signum, frame):
+        signals.append(signum)
+        running.stop(grace=args.grace if len(signals) == 1 else 0)
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: running.stop())
+        signal.signal(signum, stopped)
     running.start()
     logging.getLogger("jobs").info("working %s with %s thread(s)", ",".join(args.queues), args.threads)
     while not running.join(timeout=0.5):
@@ -212,6 +224,14 @@ def first_line(reason: str) -> str:
 def jobs_counted(n: int) -> str:
     """How many jobs, in words: "1 job", "2 jobs"."""
     return f"{n} job" if n == 1 else f"{n} jobs"
+
+
+def positive(text: str) -> float:
+    """A number of seconds above 0, for argparse."""
+    seconds = float(text)
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"expected seconds above 0, got {text}")
+    return seconds
 
 
 def imported(spec: str):

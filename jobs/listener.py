@@ -4,7 +4,8 @@ On a connection of its own it LISTENs for the notification `later` sends on comm
 wakes the work threads at once. Every POLL_INTERVAL it promotes the scheduled jobs whose
 moment has come (waking the threads of their queues); every half lease it beats the
 heartbeat (extending the leases of the jobs in hand), frees the concurrency keys of
-leases that ran out and reaps the jobs whose worker died on their last attempt.
+leases that ran out and reaps the jobs whose worker died on their last attempt; and
+while jobs are in hand it lets the worker look for one past its timeout or grace.
 """
 
 import logging
@@ -17,6 +18,7 @@ from . import runner, store
 from .connections import kept_running
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
+WATCH_INTERVAL = 0.1  # seconds between looks at the jobs in hand for one past its timeout or grace
 
 log = logging.getLogger("jobs")
 
@@ -25,13 +27,16 @@ class Listener:
     """Wakes the work threads of `queues` and runs the timers; `run` is the thread's body.
 
     held(): the batches of jobs the work threads hold now, for the heartbeat.
-    stopping: set when the worker stops; `interrupted` ends a wait at once after that.
+    watch(db): looks at the jobs in hand for one past its timeout or grace, every
+    WATCH_INTERVAL while there are any.
+    stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
     wake: the event the work threads wait on.
     """
 
-    def __init__(self, connect, queues, *, poll, lease, listen, held, stopping: threading.Event, wake: threading.Event):
+    def __init__(self, connect, queues, *, poll, lease, listen, held, watch, stopping: threading.Event,
+                 wake: threading.Event):
         self.connect, self.queues, self.poll, self.lease, self.listen = connect, queues, poll, lease, listen
-        self.held, self.stopping, self.wake = held, stopping, wake
+        self.held, self.watch, self.stopping, self.wake = held, watch, stopping, wake
         self._wakeup_r, self._wakeup_w = os.pipe()  # a byte written here ends the wait in select
         self._selector: selectors.BaseSelector | None = None
         self._fd: int | None = None
@@ -72,8 +77,9 @@ class Listener:
 
     def _step(self, db) -> None:
         """Waits for a notification or the next timer, then does what is due."""
+        held = self.held()
         timeout = max(0.0, min(self._next_beat, self._next_promotion) - time.monotonic())
-        for key, _ in self._selector.select(timeout):
+        for key, _ in self._selector.select(min(timeout, WATCH_INTERVAL) if held else timeout):
             if key.fd == self._wakeup_r:
                 os.read(self._wakeup_r, 64)  # stop() asked: kept_running's test decides
         if self.listen:
@@ -87,13 +93,16 @@ class Listener:
         if time.monotonic() >= self._next_beat:
             self._beat(db)
             self._next_beat = time.monotonic() + self.lease / 2
+        self.watch(db)
 
     def _beat(self, db) -> None:
         """Extends the leases of the jobs in hand, frees keys of leases run out, reaps lost jobs."""
         for jobs in self.held():
             kept = store.extended(db, jobs, lease=self.lease)
-            for job in jobs:
-                if job.id not in kept:
+            lost = [job for job in jobs if job.id not in kept]
+            still_held = {job.id for batch in self.held() for job in batch}
+            for job in lost:
+                if job.id in still_held:  # not a job whose group settled while the heartbeat ran
                     log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
         store.keys_freed(db)
         runner.reaped(db)

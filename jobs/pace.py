@@ -9,7 +9,7 @@ this process; any other job (new, or slow lately) starts after that commit.
 
 import threading
 
-QUICK = 0.005  # seconds: a run that ends within this counts as quick
+QUICK = 0.02  # seconds: a run that ends within this counts as quick
 TRUSTED_AFTER = 3  # quick runs in a row after which a job's name shares a transaction
 
 

@@ -52,12 +52,15 @@ class Policy:
     backoff: seconds to wait after failed attempt n; None from it ends the retries.
     retry_on: the exception types worth another attempt; any other fails for good.
     on_error: called as on_error(job, exception) after every failure, not only the last.
+    timeout: seconds an attempt may run before it fails with TimeoutError (None: the
+    worker's own timeout, if it has one).
     """
 
     attempts: int = ATTEMPTS
     backoff: Callable[[int], float | None] = polynomial
     retry_on: Sequence[type[BaseException]] = (Exception,)
     on_error: Callable | None = None
+    timeout: float | None = None
 
     def wait_after(self, attempt: int, error: BaseException) -> float | None:
         """Seconds before the next attempt after failed attempt `attempt`, or None when final."""
@@ -74,13 +77,15 @@ DEFAULT = Policy()
 NO_RETRY = Policy(attempts=1)
 
 
-def policy(attempts: int | None = None, backoff=polynomial, retry_on=(Exception,), on_error=None):
+def policy(attempts: int | None = None, backoff=polynomial, retry_on=(Exception,), on_error=None, timeout=None):
     """Decorates a performer with its failure policy (see `Policy`)."""
     if attempts is None:
         attempts = len(backoff.seconds) + 1 if isinstance(backoff, intervals) else ATTEMPTS
     if attempts < 1:
         raise ValueError(f"a policy needs at least one attempt, got {attempts}")
-    chosen = Policy(attempts, backoff, tuple(retry_on), on_error)
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"a policy's timeout is a number of seconds above 0, got {timeout!r}")
+    chosen = Policy(attempts, backoff, tuple(retry_on), on_error, timeout)
 
     def decorate(perform):
         perform.policy = chosen

@@ -37,6 +37,7 @@ class Counts:
     failed: int = 0  # failures for good
     dropped: int = 0  # attempts that found no performer for the job's name
     lease_lost: int = 0  # settlements refused because another worker held the job
+    timed_out: int = 0  # attempts that ran past their timeout (counted as rescheduled or failed too)
 
     def add(self, kind: str) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
@@ -61,13 +62,16 @@ def current_job() -> store.Job:
     return current.get()
 
 
-def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, pace=None) -> list[str]:
+def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, pace=None, timeout=None,
+              settled=None) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
     `now` fixes the moment failures are scheduled from (for tests); else the database's clock.
     `pace` tells which jobs are quick enough to share a transaction (pace.py); a worker
-    keeps one across its batches.
+    keeps one across its batches. `timeout` is the seconds a job may run when its
+    policy names none (None: no limit); the worker enforces it (threads.py).
+    `settled(jobs)` hears of each group once its transaction has ended.
     """
     counts = counts if counts is not None else Counts()
     pace = pace if pace is not None else Pace()
@@ -80,15 +84,20 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
             if stopping():
                 store.released(db, waiting, now)
                 break
-            lines += settled_group(db, waiting, performers, now, counts, stopping, pace)
+            group_lines, group = settled_group(db, waiting, performers, now, counts, stopping, pace, timeout)
+            lines += group_lines
+            if settled is not None:
+                settled(group)
     finally:
         if not db.closed:
             db.autocommit = autocommit
     return lines
 
 
-def settled_group(db, waiting, performers, now, counts, stopping, pace) -> list[str]:
+def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout) -> tuple[list[str], list]:
     """Runs jobs off the front of `waiting` on one transaction, commits it, then counts and logs.
+
+    Returns the outcome lines and the group's jobs.
 
     A job joins the group only while the group is younger than COMMIT_AFTER and the job
     is one `pace` trusts to be quick, so no job's writes wait on a slow neighbour's.
@@ -104,7 +113,7 @@ def settled_group(db, waiting, performers, now, counts, stopping, pace) -> list[
         while waiting and not stopping() and (not group or joins(waiting[0], started, pace)):
             job = waiting.pop(0)
             began = time.monotonic()
-            group.append((job, outcome_of(settlement, job, performers, now)))
+            group.append((job, outcome_of(settlement, job, performers, now, timeout)))
             pace.ran(job.name, time.monotonic() - began)
         settlement.begin()
         succeeded = [job for job, outcome in group if outcome.kind == "processed"]
@@ -119,14 +128,37 @@ def settled_group(db, waiting, performers, now, counts, stopping, pace) -> list[
         counts.lease_lost += len(group)
         ids = [job.id for job, _ in group]
         log.warning("lease lost: another worker holds jobs among %s; their settlement rolled back", ids)
-        return [f"lease lost {job.name}" for job, _ in group]
+        return [f"lease lost {job.name}" for job, _ in group], [job for job, _ in group]
     except BaseException:
         settlement.rolled_back()
         raise
     for job, outcome in group:
         counts.add(outcome.kind)
         log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
-    return [outcome.line for _, outcome in group]
+    return [outcome.line for _, outcome in group], [job for job, _ in group]
+
+
+def timed_out(db, job, performers, limit: float, counts) -> None:
+    """Records that `job` ran past its timeout of `limit` seconds, on `db` (not its own thread's connection).
+
+    The attempt fails with a TimeoutError, retried or ended by the job's policy as any
+    failure is, and its chain or batch hears of an end. The claim token fences it: if
+    the job settled meanwhile, nothing is written.
+    """
+    error = TimeoutError(f"timed out after {limit:g} s")
+    settlement = Settlement(db)
+    try:
+        outcome = recorded_failure(settlement, job, policy_of(performers.get(job.name)), error, str(error), "", None)
+        if outcome.kind != "lease_lost":
+            moved_flows_on(db, [(job, outcome)])
+        settlement.committed()
+    except BaseException:
+        settlement.rolled_back()
+        raise
+    if outcome.kind != "lease_lost":
+        counts.add(outcome.kind)
+        counts.timed_out += 1
+        log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message)
 
 
 def joins(job, started: float, pace) -> bool:
@@ -156,7 +188,7 @@ def moved_flows_on(db, group) -> None:
         flows.settled(db, done, ended)
 
 
-def outcome_of(settlement, job, performers, now) -> Outcome:
+def outcome_of(settlement, job, performers, now, timeout=None) -> Outcome:
     """Performs one job inside its savepoint and records a failure; says how it went."""
     db = settlement.db
     perform = performers.get(job.name)
@@ -165,6 +197,8 @@ def outcome_of(settlement, job, performers, now) -> Outcome:
         return recorded_failure(settlement, job, DEFAULT, LookupError(reason), reason, "", now, "dropped")
     policy = policy_of(perform)
     job.final = policy.is_last(job.attempt)
+    limit = policy.timeout if policy.timeout is not None else timeout
+    job.deadline = None if limit is None else time.monotonic() + limit
     token = current.set(job)
     touched = settlement.for_job()
     try:
@@ -179,6 +213,7 @@ def outcome_of(settlement, job, performers, now) -> Outcome:
         reason = str(error) or type(error).__name__
         return recorded_failure(settlement, job, policy, error, reason, traceback.format_exc(), now)
     finally:
+        job.deadline = None  # it runs no more: no timeout can fall on it now
         current.reset(token)
 
 

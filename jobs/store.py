@@ -10,6 +10,7 @@ import contextlib
 import functools
 import json
 import secrets
+import threading
 import time
 from dataclasses import dataclass, field
 
@@ -36,7 +37,13 @@ def now_ms() -> int:
 
 @dataclass
 class Job:
-    """A claimed job as the worker holds it while it runs."""
+    """A claimed job as the worker holds it while it runs.
+
+    A performer reads it with `current_job()`. `cancelled` is set when the job should
+    stop: it timed out, was cancelled, or its worker is shutting down past its grace;
+    a performer that can stop early may wait on it or check it. `deadline` is the
+    time.monotonic() moment its timeout runs out, while it runs (None: no timeout).
+    """
 
     id: int
     queue: str
@@ -51,6 +58,8 @@ class Job:
     flow: dict | None = field(repr=False)  # a chain's step: the steps after it and on_failure; a callback: {"callback": true}
     claim: int | None  # the token of the claim that holds it (None for a reaped job)
     final: bool = field(default=False)  # set by the worker: a failure now ends the job
+    deadline: float | None = field(default=None, compare=False)  # while it runs with a timeout: when it must end (time.monotonic())
+    cancelled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)  # set when it should stop
 
 
 def prepared(db):

@@ -7,20 +7,22 @@ and waits when nothing is due; it never dies of a job's failure or of a lost
 connection (connections.py). `worked` is the same step, once, for a caller's own loop.
 """
 
+import logging
 import threading
 import time
 
 import psycopg
 
 from . import store
-from .connections import kept_running
 from .listener import POLL_INTERVAL, Listener
 from .pace import Pace
-from .runner import Counts, performed
+from .policies import policy_of
+from .runner import Counts, performed, timed_out
+from .threads import WorkThread
 
-BATCH_MAX = 100  # jobs one claim may take at the most
-BATCH_TIME = 0.02  # seconds a batch may take before the next claim takes one job again
 UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renews that lease
+
+log = logging.getLogger("jobs")
 
 
 def worked(db, queue: str, performers: dict, now: int | None = None, *, lease: float = UNWATCHED_LEASE) -> str | None:
@@ -49,60 +51,68 @@ class Worker:
     lease: seconds a claim holds a job; the heartbeat renews it every half lease.
     listen: False for a polling worker (behind PgBouncer in transaction mode, where
     LISTEN does not work): it looks for due jobs every `poll` seconds.
+    timeout: seconds a job may run when its policy names no timeout (None: no limit).
     """
 
-    def __init__(self, connect, queues, performers, *, threads=1, lease=store.LEASE, poll=POLL_INTERVAL, listen=True):
+    def __init__(self, connect, queues, performers, *, threads=1, lease=store.LEASE, poll=POLL_INTERVAL, listen=True,
+                 timeout=None):
         if isinstance(queues, str):
             queues = [queues]
-        if not queues or threads < 1 or lease <= 0:
-            raise ValueError("a worker needs a queue, one thread or more, and a lease of more than 0 s")
+        if not queues or threads < 1 or lease <= 0 or (timeout is not None and not timeout > 0):
+            raise ValueError("a worker needs a queue, one thread or more, a lease of more than 0 s, "
+                             "and a timeout of more than 0 s if any")
         self.connect, self.queues, self.performers = connect, list(queues), performers
-        self.threads, self.lease, self.poll = threads, lease, poll
+        self.threads, self.lease, self.poll, self.timeout = threads, lease, poll, timeout
         self.counts = Counts()
-        self._pace = Pace()  # which job names are quick enough to share a settlement transaction
-        self._stopping = threading.Event()
-        self._draining = False
-        self._wake = threading.Event()
-        self._held: dict[int, list[store.Job]] = {}  # the jobs each work thread holds now
-        self._held_lock = threading.Lock()
-        self._limits: dict[int, int] = {}  # how many jobs each work thread's next claim may take
-        self._working = threads  # work threads not yet ended
-        self._listener = Listener(connect, self.queues, poll=poll, lease=lease, listen=listen,
-                                  held=self._batches_held, stopping=self._stopping, wake=self._wake)
-        self._threads: list[threading.Thread] = []
+        self.pace = Pace()  # which job names are quick enough to share a settlement transaction
+        self.wake = threading.Event()  # set when work may be due; the work threads wait on it
+        self.draining = False
+        self._stopping = threading.Event()  # nothing new is claimed once it is set
+        self._ended = threading.Event()  # set when the last work thread has ended: the listener ends too
+        self._grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
+        self._lock = threading.Lock()
+        self._work: list[WorkThread] = []  # the work threads not abandoned
+        self._listener = Listener(connect, self.queues, poll=poll, lease=lease, listen=listen, held=self._batches_held,
+                                  watch=self._watched, stopping=self._ended, wake=self.wake)
+        self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
 
     def start(self) -> "Worker":
         """Starts the threads and returns the worker."""
-        self._threads = [threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)]
-        for n in range(self.threads):
-            self._threads.append(threading.Thread(target=self._work_thread, args=(n,), name=f"jobs-worker-{n}", daemon=True))
-        for thread in self._threads:
-            thread.start()
+        self._listener_thread.start()
+        with self._lock:
+            self._work = [WorkThread(self, n).start() for n in range(self.threads)]
         return self
 
-    def stop(self, drain: bool = False) -> None:
-        """Asks the worker to stop: the jobs in hand finish and settle, nothing new is claimed.
+    def stop(self, drain: bool = False, grace: float | None = None) -> None:
+        """Asks the worker to stop: nothing new is claimed, and the jobs in hand finish and settle.
 
-        With drain=True it first works on until nothing is due on its queues.
+        With drain=True it first works on until nothing is due on its queues. With
+        `grace` (seconds), jobs still running when it has passed are given back to
+        the queue at once, their settlement fenced off, and their threads let go (a
+        second stop with grace=0 gives everything back now).
         """
+        if grace is not None:
+            self._grace_ends = time.monotonic() + grace
+            self._listener.interrupted()
         if drain:
-            self._draining = True  # each work thread ends when it finds nothing due
-            self._wake.set()
+            self.draining = True  # each work thread ends when it finds nothing due
+            self.wake.set()
         else:
-            self._stopped()
-
-    def _stopped(self) -> None:
-        """Tells every thread to end after what it holds."""
-        self._stopping.set()
-        self._wake.set()
-        self._listener.interrupted()
+            self._stopping.set()
+            for work in self._work_threads():
+                work.ending.set()
+            self.wake.set()
 
     def join(self, timeout: float | None = None) -> bool:
         """Waits for the threads to end; True when they all have."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-        if any(thread.is_alive() for thread in self._threads):
+        while True:
+            threads = [work.thread for work in self._work_threads()] + [self._listener_thread]
+            for thread in threads:
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            if threads == [work.thread for work in self._work_threads()] + [self._listener_thread]:
+                break  # no thread was replaced meanwhile
+        if any(thread.is_alive() for thread in threads):
             return False
         self._listener.closed()
         return True
@@ -118,60 +128,78 @@ class Worker:
             while time.monotonic() < deadline:
                 if not self._batches_held() and store.outstanding(db, self.queues) == 0:
                     return True
-                self._stopping.wait(0.01)
+                self._ended.wait(0.01)
         return False
 
+    def claimable(self) -> list[str]:
+        """The queues a work thread may claim from now: none once the worker stops."""
+        return [] if self._stopping.is_set() else self.queues
+
+    def thread_ended(self, work: WorkThread) -> None:
+        """Hears that a work thread ended; when the last has, the listener ends too."""
+        with self._lock:
+            if work in self._work:
+                self._work.remove(work)
+            last = not self._work
+        if last:
+            self._ended.set()
+            self._listener.interrupted()
+
+    def _work_threads(self) -> list[WorkThread]:
+        with self._lock:
+            return list(self._work)
+
     def _batches_held(self) -> list[list[store.Job]]:
-        with self._held_lock:
-            return [jobs for jobs in self._held.values() if jobs]
+        return [work.held for work in self._work_threads() if work.held]
 
-    def _hold(self, n: int, jobs: list) -> None:
-        with self._held_lock:
-            self._held[n] = jobs
+    def _watched(self, db) -> None:
+        """On the listener's connection: lets go of threads whose job ran past its timeout or grace."""
+        now = time.monotonic()
+        grace_over = self._grace_ends is not None and now >= self._grace_ends
+        for work in self._work_threads():
+            job = work.overdue(now)
+            if job is not None:
+                self._abandoned(db, work, job)
+            elif grace_over and work.held:
+                self._abandoned(db, work, None)
 
-    def _work_thread(self, n: int) -> None:
-        """Work thread `n`: claims and runs until stopped; when the last one ends, so does the listener."""
-        try:
-            kept_running(self.connect, self._stopping, lambda db: self._claimed_and_ran(db, n),
-                         who="worker", on_lost=lambda: self._hold(n, []))
-        finally:
-            with self._held_lock:
-                self._working -= 1
-                last = self._working == 0
-            if last:
-                self._stopped()
+    def _abandoned(self, db, work: WorkThread, overdue: store.Job | None) -> None:
+        """Ends thread `work`'s transaction, gives its jobs back, and starts a thread in its place.
 
-    def _claimed_and_ran(self, db, n: int) -> bool:
-        """One pass over the queues: claim, run, settle; waits when nothing was due. False ends the thread."""
-        self._wake.clear()
-        busy = False
-        for queue in self.queues:
-            jobs = store.claimed(db, queue, limit=self._limits.get(n, 1), lease=self.lease)
-            if jobs:
-                busy = True
-                self._limits[n] = self._ran_batch(db, n, jobs)
-        if not busy:
-            if self._draining:
-                return False
-            self._wake.wait(self.poll)
-        return True
-
-    def _ran_batch(self, db, n: int, jobs: list) -> int:
-        """Runs a claimed batch and returns how many jobs the next claim may take.
-
-        Batches grow while they are quick, and fall back to one job as soon as one
-        takes longer than BATCH_TIME, so slow jobs are shared among workers, not
-        hoarded by the first to claim them.
+        The thread's connection is ended from the server side, so whatever its stuck
+        performer wrote is rolled back and nothing of it can commit later. The
+        overdue job fails with its timeout; the other jobs it held go back at once.
         """
-        self._hold(n, jobs)
-        started = time.monotonic()
-        try:
-            performed(db, jobs, self.performers, counts=self.counts, stopping=self._stopping.is_set, pace=self._pace)
-        finally:
-            self._hold(n, [])
-        if time.monotonic() - started > BATCH_TIME:
-            return 1
-        return min(BATCH_MAX, len(jobs) * 2)
+        with self._lock:
+            if work not in self._work:
+                return
+            self._work.remove(work)
+            replacement = None if self._stopping.is_set() else WorkThread(self, work.n)
+            if replacement is not None:
+                self._work.append(replacement)
+        held = work.abandon()
+        for job in held:
+            job.cancelled.set()
+        if work.backend_pid is not None:
+            db.execute("SELECT pg_terminate_backend(%s)", [work.backend_pid])
+        if overdue is not None:
+            limit = self._limit_of(overdue)
+            log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go and replaced",
+                        overdue.id, overdue.name, overdue.queue, limit)
+            timed_out(db, overdue, self.performers, limit, self.counts)
+        else:
+            log.warning("jobs %s were still in hand when the grace period ended; they go back to the queue",
+                        [job.id for job in held])
+        store.released(db, [job for job in held if job is not overdue])
+        if replacement is not None:
+            replacement.start()
+        elif not self._work_threads():
+            self.thread_ended(work)
+
+    def _limit_of(self, job: store.Job) -> float:
+        """The timeout that applies to `job`: its policy's, or the worker's."""
+        limit = policy_of(self.performers.get(job.name)).timeout
+        return limit if limit is not None else self.timeout
 
 
 def worker(connect, queues, performers, **options) -> Worker:

@@ -12,10 +12,12 @@ from dataclasses import asdict
 import jobs
 
 from .letters import Letter, Refused, refusal
-from .transports import delivered
+from .transports import TIMEOUT, delivered
 
 QUEUE = "mail"  # the queue letters wait on
 PERMANENT = 500  # SMTP answers from this code up refuse a letter for good; 4xx ones are worth a retry
+EXCHANGES = 6  # SMTP exchanges of one letter at the most: connect, EHLO, STARTTLS, login, send, QUIT
+DELIVER_TIMEOUT = EXCHANGES * TIMEOUT  # seconds a `deliver` job may run: every exchange at its own limit
 
 
 class Undeliverable(Exception):
@@ -63,7 +65,8 @@ def performers_for(intervals: str) -> dict:
     `intervals` is the waits after each failed attempt, in seconds, separated by
     commas ("1,1,2": four attempts in all), as MAIL_RETRY_INTERVALS holds it. When it
     is empty, `deliver` keeps jobs' default schedule (jobs.ATTEMPTS attempts). Either
-    way only OSErrors (a server down or saying "try later") are retried.
+    way only OSErrors (a server down or saying "try later", or an attempt that ran
+    past DELIVER_TIMEOUT) are retried.
     """
     if not intervals.strip():
         backoff = jobs.polynomial
@@ -73,7 +76,7 @@ def performers_for(intervals: str) -> dict:
         except ValueError:
             raise ValueError(f"MAIL_RETRY_INTERVALS takes seconds separated by commas, got {intervals!r}") from None
 
-    @jobs.policy(backoff=backoff, retry_on=(OSError,))
+    @jobs.policy(backoff=backoff, retry_on=(OSError,), timeout=DELIVER_TIMEOUT)
     def deliver_on_schedule(db, args: dict) -> None:
         """The `deliver` job, retried on the schedule given."""
         deliver(db, args)

@@ -105,3 +105,16 @@ def chaotic(db, args):
 
 
 performers["chaotic"] = chaotic
+
+
+@jobs.policy(backoff=jobs.intervals(0), timeout=1)
+def hangs_first_time(db, args):
+    """Writes on its first attempt, then hangs far past its timeout of 1 s; the second attempt records its run."""
+    if jobs.current_job().attempt == 1:
+        started_then_held(db, {"seconds": 0})
+        record(db, args)  # written on the job's transaction, which must never commit
+        time.sleep(60)
+    record(db, args)
+
+
+performers["hangs_first_time"] = hangs_first_time

@@ -1,0 +1,109 @@
+"""Jobs that end without finishing: past their timeout, or at a shutdown past its grace period."""
+
+import signal
+import threading
+import time
+
+import jobs
+from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
+from tests.jobs.performers import RUNS, STARTS
+
+
+def tables(db):
+    for made in (RUNS, STARTS):
+        db.execute(made)
+    db.execute("TRUNCATE runs, starts")
+
+
+def test_a_job_past_its_timeout_fails_is_retried_and_its_thread_is_replaced(db, database_url):
+    tables(db)
+    worker = start_worker(database_url, "default", "--threads", "1")
+    try:
+        hung = jobs.later(db, "default", "hangs_first_time", {})
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM starts") == 1, "the first attempt to start")
+        after = jobs.later(db, "default", "record", {})
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM runs WHERE job = %s", (after,)) == 1,
+                 "the job queued behind it to run on the thread that replaced the stuck one")
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs") == 0, "the timed-out job's second attempt")
+    finally:
+        output = stopped(worker)
+    assert db.execute("SELECT attempt FROM runs WHERE job = %s", (hung,)).fetchall() == [(2,)], \
+        "the first attempt's write was rolled back, the second's committed"
+    assert f"job {hung} (hangs_first_time on default) ran past its timeout of 1 s" in output
+    assert "failed on attempt 1, again in 0 s: timed out after 1 s" in output
+    assert worker.returncode == 0, output
+
+
+def test_a_performer_sees_its_deadline_and_is_told_when_it_has_passed(db, connect):
+    seen, done = {}, threading.Event()
+
+    @jobs.policy(attempts=1, timeout=0.3)
+    def patient(conn, args):
+        job = jobs.current_job()
+        seen["left"] = job.deadline - time.monotonic()
+        seen["told"] = job.cancelled.wait(10)
+        done.set()
+
+    worker = jobs.worker(connect, "default", {"patient": patient})
+    try:
+        job = jobs.later(db, "default", "patient", {})
+        assert done.wait(10)
+        shelf = wait_for(lambda: jobs.failed(db), "the job to fail for good")
+    finally:
+        worker.stop()
+        worker.join(10)
+    assert 0 < seen["left"] <= 0.3 and seen["told"] is True
+    assert [(j["id"], j["failure"]) for j in shelf] == [(job, "timed out after 0.3 s")]
+    assert worker.counts.timed_out == 1 and worker.counts.failed == 1
+
+
+def started_job(db, database_url, *options):
+    """A worker process, and the id of a 60 s job it has started."""
+    tables(db)
+    worker = start_worker(database_url, "default", *options)
+    job = jobs.later(db, "default", "started_then_held", {"seconds": 60})
+    wait_for(lambda: scalar(db, "SELECT count(*) FROM starts") == 1, "the job to start")
+    return worker, job
+
+
+def given_back(db, job) -> bool:
+    """Whether `job` waits in the queue again, due now, its claim gone."""
+    return scalar(db, "SELECT claim IS NULL AND NOT scheduled AND run_at <= %s FROM jobs WHERE id = %s",
+                  (jobs.now_ms() + 1000, job))
+
+
+def test_sigterm_gives_back_a_job_still_running_when_the_grace_period_ends(db, database_url):
+    worker, job = started_job(db, database_url, "--grace", "1")
+    began = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    output = stopped(worker, timeout=15)
+    assert worker.returncode == 0, output
+    assert 1 <= time.monotonic() - began < 10
+    assert given_back(db, job), "another worker may take it at once, without waiting out the lease"
+    assert scalar(db, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 0, "a shutdown spends no attempt"
+
+
+def test_a_second_signal_gives_everything_back_at_once(db, database_url):
+    worker, job = started_job(db, database_url, "--grace", "60")
+    began = time.monotonic()
+    worker.send_signal(signal.SIGTERM)
+    worker.send_signal(signal.SIGINT)  # as a person pressing Ctrl-C after the deploy's SIGTERM
+    output = stopped(worker, timeout=15)
+    assert worker.returncode == 0, output
+    assert time.monotonic() - began < 10
+    assert given_back(db, job)
+
+
+def test_sigterm_lets_a_job_that_ends_within_the_grace_period_finish(db, database_url):
+    tables(db)
+    worker = start_worker(database_url, "default", "--grace", "30")
+    try:
+        job = jobs.later(db, "default", "hold", {"seconds": 2})
+        wait_for(lambda: scalar(db, "SELECT claim IS NOT NULL FROM jobs WHERE id = %s", (job,)), "the job to start")
+        worker.send_signal(signal.SIGTERM)
+        worker.wait(timeout=30)
+    finally:
+        output = stopped(worker)
+    assert worker.returncode == 0, output
+    assert scalar(db, "SELECT count(*) FROM runs WHERE job = %s", (job,)) == 1
+    assert scalar(db, "SELECT count(*) FROM jobs") == 0
