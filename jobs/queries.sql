@@ -136,9 +136,21 @@ SET failure = %(reason)s, traceback = %(traceback)s, run_at = {now} + %(wait)s, 
 WHERE id = %(id)s AND claim = %(claim)s
 
 -- name: release
--- Claimed jobs a stopping worker never started go back as they were.
+-- Claimed jobs a worker gives back go back as they were, due at once, their attempt not
+-- counted: jobs it never started before it stopped, and jobs whose settlement it gave
+-- up through no fault of theirs (a neighbour timed out, a shutdown's grace ran out).
+-- The claim token keeps it from touching jobs another worker holds.
 UPDATE jobs
 SET run_at = {now}, attempts = attempts - 1, claim = NULL
+WHERE id = ANY(%(ids)s) AND claim = %(claim)s
+
+-- name: lapse
+-- The leases of jobs a worker was cut off from (its connection dropped while it held
+-- them) run out now instead of a lease from now: the attempt stays counted, as after
+-- a crash, and the jobs are due again at once. One on its last attempt is reaped onto
+-- the shelf by the next heartbeat, a keyed one gives its key back then, as any job
+-- whose lease ran out. The claim token keeps it from touching jobs another worker holds.
+UPDATE jobs SET run_at = {now}
 WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 
 -- name: extend

@@ -182,6 +182,12 @@ def released(db, jobs: list[Job], now: int | None = None) -> None:
         db.execute(queries["release"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now})
 
 
+def lapsed(db, jobs: list[Job], now: int | None = None) -> None:
+    """Lets the leases of jobs a worker was cut off from run out now (see lapse in queries.sql)."""
+    if jobs:
+        db.execute(queries["lapse"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now})
+
+
 def extended(db, jobs: list[Job], now: int | None = None, lease: float = LEASE) -> set[int]:
     """Moves the leases of held jobs one lease on from `now`; returns the ids still ours."""
     if not jobs:

@@ -3,9 +3,11 @@
 A Worker (workers.py) runs several, each on a connection of its own. Each remembers
 what it holds (for the heartbeat) and its connection's backend, so that the worker can
 take its jobs back and end its transaction when it must abandon it: a job that ran
-past its timeout, or a shutdown whose grace period ran out.
+past its timeout, or a shutdown whose grace period ran out. A thread whose connection
+is lost gives back what it held as soon as it has a new one.
 """
 
+import logging
 import threading
 import time
 
@@ -16,6 +18,8 @@ from .runner import performed
 BATCH_MAX = 100  # jobs one claim may take at the most
 BATCH_TIME = 0.02  # seconds a batch may take before the next claim takes one job again
 
+log = logging.getLogger("jobs")
+
 
 class WorkThread:
     """Work thread `n` of `worker`; `start` runs it, `abandon` lets it go."""
@@ -25,6 +29,7 @@ class WorkThread:
         self.ending = threading.Event()  # set when the worker stops, or abandons this thread
         self.abandoned = False
         self.held: list[store.Job] = []  # the claimed jobs not yet settled, for the heartbeat
+        self.cut_off: list[store.Job] = []  # what it held when its connection was lost, to give back
         self.backend_pid: int | None = None  # the server process of this thread's connection
         self.limit = 1  # how many jobs the next claim may take
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
@@ -53,7 +58,12 @@ class WorkThread:
                 self.worker.thread_ended(self)
 
     def _opened(self, db) -> None:
+        """On a new connection: lets the leases of what the lost one held run out now (none of it runs)."""
         self.backend_pid = db.info.backend_pid
+        if self.cut_off:
+            store.lapsed(db, self.cut_off)
+            log.info("gave back jobs %s, held when the connection was lost", [job.id for job in self.cut_off])
+            self.cut_off = []
 
     def _lost(self) -> None:
         self.held = []
@@ -86,6 +96,10 @@ class WorkThread:
         try:
             performed(db, jobs, self.worker.performers, counts=self.worker.counts, stopping=self.ending.is_set,
                       pace=self.worker.pace, timeout=self.worker.timeout, settled=self._settled)
+        except Exception:
+            if (db.broken or db.closed) and not self.abandoned:
+                self.cut_off = list(self.held)  # their settlement died with the connection
+            raise
         finally:
             self.held = []
         if time.monotonic() - started > BATCH_TIME:

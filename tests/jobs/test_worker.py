@@ -169,3 +169,29 @@ def test_draining_with_many_threads_runs_every_due_job_and_joins_promptly(db, st
     assert worker.join(10), "the worker ended within 10 s, well before its 30 s poll"
     assert sorted(done) == list(range(2000))
     assert jobs.listed(db) == []
+
+
+def test_a_worker_whose_connection_is_cut_gives_its_jobs_back_at_once(db, connect):
+    began, backends, release = [], [], threading.Event()
+
+    def held(conn, args):
+        began.append(jobs.current_job().attempt)
+        if len(began) == 1:
+            backends.append(conn.execute("SELECT pg_backend_pid()").fetchone()[0])
+            release.wait(10)
+
+    worker = jobs.worker(connect, "default", {"held": held})  # a lease of 30 s
+    try:
+        jobs.later(db, "default", "held", {})
+        wait_for(lambda: backends, "the job to start")
+        db.execute("SELECT pg_terminate_backend(%s)", (backends[0],))  # the work thread's connection
+        cut = time.monotonic()
+        release.set()
+        wait_for(lambda: len(began) == 2, "the job to run again", timeout=10)
+        assert time.monotonic() - cut < 5, "it ran again long before its 30 s lease ran out"
+        assert worker.wait_until_empty(10)
+    finally:
+        release.set()
+        worker.stop()
+        worker.join(10)
+    assert began == [1, 2], "its first attempt counted, as after a crash"
