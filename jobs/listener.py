@@ -1,7 +1,7 @@
 """The listener: the one thread beside a worker's work threads that keeps the queue's time.
 
 On a connection of its own it LISTENs for the notification `later` sends on commit and
-wakes the work threads at once. Every POLL_INTERVAL it promotes the scheduled jobs whose
+wakes a work thread at once. Every POLL_INTERVAL it promotes the scheduled jobs whose
 moment has come (waking the threads of their queues); every half lease it beats the
 heartbeat (extending the leases of the jobs in hand), frees the concurrency keys of
 leases that ran out and reaps the jobs whose worker died on their last attempt; and
@@ -30,13 +30,13 @@ class Listener:
     watch(db): looks at the jobs in hand for one past its timeout or grace, every
     WATCH_INTERVAL while there are any.
     stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
-    wake: the event the work threads wait on.
+    doorbell: how the work threads are woken (doorbell.py): one ring per notification.
     """
 
     def __init__(self, connect, queues, *, poll, lease, listen, held, watch, stopping: threading.Event,
-                 wake: threading.Event):
+                 doorbell):
         self.connect, self.queues, self.poll, self.lease, self.listen = connect, queues, poll, lease, listen
-        self.held, self.watch, self.stopping, self.wake = held, watch, stopping, wake
+        self.held, self.watch, self.stopping, self.doorbell = held, watch, stopping, doorbell
         self._wakeup_r, self._wakeup_w = os.pipe()  # a byte written here ends the wait in select
         self._selector: selectors.BaseSelector | None = None
         self._fd: int | None = None
@@ -63,12 +63,12 @@ class Listener:
             self._wakeup_r = self._wakeup_w = None
 
     def _listening(self, db) -> None:
-        """On a new connection: LISTEN, and wake the threads, as a job may have come meanwhile."""
+        """On a new connection: LISTEN, and wake a thread, as a job may have come meanwhile."""
         if self.listen:
             db.execute("LISTEN jobs")
             self._fd = db.fileno()
             self._selector.register(self._fd, selectors.EVENT_READ)
-            self.wake.set()
+            self.doorbell.ring()
 
     def _unlistened(self) -> None:
         if self._fd is not None:
@@ -85,10 +85,10 @@ class Listener:
         if self.listen:
             for notice in db.notifies(timeout=0):
                 if notice.payload in self.queues:
-                    self.wake.set()
+                    self.doorbell.ring()
         if time.monotonic() >= self._next_promotion:
             if set(store.promoted(db)) & set(self.queues):
-                self.wake.set()  # not only by the notification, which a polling worker misses
+                self.doorbell.ring()  # not only by the notification, which a polling worker misses
             self._next_promotion = time.monotonic() + self.poll
         if time.monotonic() >= self._next_beat:
             self._beat(db)
@@ -98,11 +98,9 @@ class Listener:
     def _beat(self, db) -> None:
         """Extends the leases of the jobs in hand, frees keys of leases run out, reaps lost jobs."""
         for jobs in self.held():
-            kept = store.extended(db, jobs, lease=self.lease)
-            lost = [job for job in jobs if job.id not in kept]
-            still_held = {job.id for batch in self.held() for job in batch}
-            for job in lost:
-                if job.id in still_held:  # not a job whose group settled while the heartbeat ran
+            taken = store.extended(db, jobs, lease=self.lease)
+            for job in jobs:
+                if job.id in taken:
                     log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
         store.keys_freed(db)
         runner.reaped(db)

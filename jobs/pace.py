@@ -3,28 +3,34 @@
 A group of jobs settles on one transaction (runner.py), so a job's writes, and the row
 locks they take, wait for the commit at the group's end. Letting a slow job join the
 group would hold its neighbours' writes for as long as it runs. So a job joins the
-job before it only when its name has been quick for the last TRUSTED_AFTER runs in
-this process; any other job (new, or slow lately) starts after that commit.
+job before it only when its name is known to be quick: it has run TRUSTED_AFTER times
+in this process, and its running estimate of a run's time (each run weighing WEIGHT)
+is under QUICK. One slow run makes the estimate jump; a load spike of a few
+milliseconds does not end the trust of a name whose runs are usually quick.
 """
 
 import threading
 
-QUICK = 0.02  # seconds: a run that ends within this counts as quick
-TRUSTED_AFTER = 3  # quick runs in a row after which a job's name shares a transaction
+QUICK = 0.01  # seconds: a name whose runs take less than this, by its estimate, is quick
+TRUSTED_AFTER = 3  # runs of a name seen before it may share a transaction
+WEIGHT = 0.25  # the share of the newest run in a name's estimate
 
 
 class Pace:
-    """The run of quick runs of each job name, shared by a worker's threads."""
+    """The estimated run time of each job name, shared by a worker's threads."""
 
     def __init__(self, trusted: tuple[str, ...] = ()):
-        self._quick_runs = {name: TRUSTED_AFTER for name in trusted}
+        self._runs = {name: TRUSTED_AFTER for name in trusted}
+        self._estimate = {name: 0.0 for name in trusted}
         self._lock = threading.Lock()
 
     def trusted(self, name: str) -> bool:
         """Whether a job of `name` is expected to end quickly enough to share a transaction."""
-        return self._quick_runs.get(name, 0) >= TRUSTED_AFTER
+        return self._runs.get(name, 0) >= TRUSTED_AFTER and self._estimate[name] < QUICK
 
     def ran(self, name: str, seconds: float) -> None:
-        """Learns from one run: a quick one adds to its name's trust, a slow one ends it."""
+        """Learns from one run of `name` that took `seconds`."""
         with self._lock:
-            self._quick_runs[name] = self._quick_runs.get(name, 0) + 1 if seconds < QUICK else 0
+            estimate = self._estimate.get(name)
+            self._estimate[name] = seconds if estimate is None else estimate + WEIGHT * (seconds - estimate)
+            self._runs[name] = self._runs.get(name, 0) + 1

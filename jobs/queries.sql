@@ -155,9 +155,15 @@ WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 
 -- name: extend
 -- The heartbeat: the leases of the jobs a worker holds run one lease from now again.
-UPDATE jobs SET run_at = {clock} + %(lease)s
-WHERE id = ANY(%(ids)s) AND claim = %(claim)s
-RETURNING id
+-- It answers the jobs another worker has claimed since (their rows hold another
+-- token), and only those: a job this worker settled a moment ago is gone or holds no
+-- claim, which is no news, and a warning about it would cry wolf. The SELECT reads
+-- the rows as they were before the UPDATE, which never touches another's claim.
+WITH extended AS (
+    UPDATE jobs SET run_at = {clock} + %(lease)s
+    WHERE id = ANY(%(ids)s) AND claim = %(claim)s
+)
+SELECT id FROM jobs WHERE id = ANY(%(ids)s) AND claim IS NOT NULL AND claim <> %(claim)s
 
 -- name: reap
 -- Jobs whose worker died on their last attempt: the lease ran out, and no attempt is

@@ -189,7 +189,7 @@ def lapsed(db, jobs: list[Job], now: int | None = None) -> None:
 
 
 def extended(db, jobs: list[Job], now: int | None = None, lease: float = LEASE) -> set[int]:
-    """Moves the leases of held jobs one lease on from `now`; returns the ids still ours."""
+    """Moves the leases of held jobs one lease on from `now`; returns the ids another worker holds now."""
     if not jobs:
         return set()
     params = {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now, "lease": int(lease * 1000)}

@@ -71,17 +71,18 @@ class WorkThread:
     def _claimed_and_ran(self, db) -> bool:
         """One pass over the queues: claim, run, settle; waits when nothing was due. False ends the thread."""
         worker = self.worker
-        worker.wake.clear()
         busy = False
         for queue in worker.claimable():
             jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease)
+            if len(jobs) == self.limit:
+                worker.doorbell.ring()  # a full batch: more may be due, for another thread
             if jobs:
                 busy = True
                 self.limit = self._ran_batch(db, jobs)
         if not busy:
             if worker.draining:
                 return False
-            worker.wake.wait(worker.poll)
+            worker.doorbell.wait(worker.poll)
         return not self.abandoned
 
     def _ran_batch(self, db, jobs: list) -> int:

@@ -14,6 +14,7 @@ import time
 import psycopg
 
 from . import store
+from .doorbell import Doorbell
 from .listener import POLL_INTERVAL, Listener
 from .pace import Pace
 from .policies import policy_of
@@ -65,7 +66,7 @@ class Worker:
         self.threads, self.lease, self.poll, self.timeout = threads, lease, poll, timeout
         self.counts = Counts()
         self.pace = Pace()  # which job names are quick enough to share a settlement transaction
-        self.wake = threading.Event()  # set when work may be due; the work threads wait on it
+        self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
         self.draining = False
         self._stopping = threading.Event()  # nothing new is claimed once it is set
         self._ended = threading.Event()  # set when the last work thread has ended: the listener ends too
@@ -73,7 +74,7 @@ class Worker:
         self._lock = threading.Lock()
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self._listener = Listener(connect, self.queues, poll=poll, lease=lease, listen=listen, held=self._batches_held,
-                                  watch=self._watched, stopping=self._ended, wake=self.wake)
+                                  watch=self._watched, stopping=self._ended, doorbell=self.doorbell)
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
 
     def start(self) -> "Worker":
@@ -96,12 +97,12 @@ class Worker:
             self._listener.interrupted()
         if drain:
             self.draining = True  # each work thread ends when it finds nothing due
-            self.wake.set()
+            self.doorbell.ring_everyone()
         else:
             self._stopping.set()
             for work in self._work_threads():
                 work.ending.set()
-            self.wake.set()
+            self.doorbell.ring_everyone()
 
     def join(self, timeout: float | None = None) -> bool:
         """Waits for the threads to end; True when they all have."""

@@ -60,12 +60,17 @@ STARTS = "CREATE TABLE IF NOT EXISTS starts (job bigint NOT NULL, pid int NOT NU
 
 
 def started_then_held(db, args):
-    """Records that it started, on a connection of its own (so even an attempt that never settles counts), then runs for `seconds`."""
+    """Records that it started, on a connection of its own (so even an attempt that never settles counts).
+
+    Then it runs for `seconds`, and with `record` records its run as `record` does.
+    """
     import psycopg
 
     with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True) as own:
         own.execute("INSERT INTO starts VALUES (%s, %s)", (jobs.current_job().id, os.getpid()))
     time.sleep(args["seconds"])
+    if args.get("record"):
+        record(db, args)
 
 
 performers["started_then_held"] = started_then_held

@@ -69,3 +69,18 @@ def test_failure_recorded_after_the_claim_moved_on_is_refused(db, connect):
         assert jobs.worked(conn, "default", {"fails": fails_after_takeover}) == "lease lost fails"
     (row,) = jobs.listed(db)
     assert row["failure"] == "" and row["reasons"] == []
+
+
+def test_a_healthy_run_logs_no_lease_lost(db, connect, caplog):
+    """The heartbeat beats every 0.1 s while thousands of jobs settle under it: none is lost, none said to be."""
+    jobs.later_many(db, "default", "quick", [{"n": n} for n in range(3000)])
+    ran = []
+    with caplog.at_level(logging.WARNING, logger="jobs"):
+        worker = jobs.worker(connect, "default", {"quick": lambda conn, args: ran.append(args["n"])}, threads=4, lease=0.2)
+        try:
+            assert worker.wait_until_empty(60)
+        finally:
+            worker.stop()
+            worker.join(10)
+    assert sorted(ran) == list(range(3000)) and worker.counts.lease_lost == 0
+    assert "lease lost" not in caplog.text

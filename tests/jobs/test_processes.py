@@ -6,7 +6,7 @@ import pytest
 
 import jobs
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
-from tests.jobs.performers import RUNS
+from tests.jobs.performers import RUNS, STARTS
 
 
 @pytest.fixture
@@ -54,9 +54,11 @@ def test_job_of_a_killed_worker_returns_when_its_lease_runs_out(runs, database_u
 
 
 def test_sigterm_lets_the_job_in_hand_finish_and_exits_zero(runs, database_url):
+    runs.execute(STARTS)
+    runs.execute("TRUNCATE starts")
     worker = start_worker(database_url, "default")
-    job = jobs.later(runs, "default", "hold", {"seconds": 1})
-    wait_for(lambda: scalar(runs, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 1, "the claim")
+    job = jobs.later(runs, "default", "started_then_held", {"seconds": 1, "record": True})
+    wait_for(lambda: scalar(runs, "SELECT count(*) FROM starts WHERE job = %s", (job,)) == 1, "the job to start")
     worker.send_signal(signal.SIGTERM)
     output = stopped(worker)
     assert worker.returncode == 0, output

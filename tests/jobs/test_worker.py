@@ -8,6 +8,7 @@ import psycopg
 import pytest
 
 import jobs
+from jobs import store
 from tests.jobs.helpers import scalar, wait_for
 
 
@@ -195,3 +196,27 @@ def test_a_worker_whose_connection_is_cut_gives_its_jobs_back_at_once(db, connec
         worker.stop()
         worker.join(10)
     assert began == [1, 2], "its first attempt counted, as after a crash"
+
+
+def test_a_notification_wakes_one_thread_not_every_thread(db, connect, monkeypatch):
+    claims = []
+    real = store.claimed
+
+    def counted(*args, **kwargs):
+        claims.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(store, "claimed", counted)
+    worker = jobs.worker(connect, "default", {"quick": lambda conn, args: None}, threads=8, poll=60)
+    try:
+        wait_for(lambda: len(claims) >= 8, "each thread's first look")
+        wait_for(lambda: worker.wait_until_empty(1), "the threads to be idle")
+        before = len(claims)
+        for n in range(20):
+            jobs.later(db, "default", "quick", {"n": n})
+            wait_for(lambda: worker.wait_until_empty(1), f"job {n} to run")
+        per_job = (len(claims) - before) / 20
+    finally:
+        worker.stop()
+        worker.join(10)
+    assert per_job <= 3, f"{per_job:.1f} claims per job: idle threads woke for nothing"
