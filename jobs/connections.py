@@ -55,6 +55,8 @@ def kept_running(connect, stopping: threading.Event, step, *, who: str, on_open=
                 # thread: the jobs in hand return when their lease runs out.
                 if on_lost is not None:
                     on_lost()
+                if stopping.is_set():
+                    return  # a thread let go (its connection ended on purpose) or stopping: no news
                 complained(who, error, pause)
                 db = closed(db)
                 stopping.wait(pause)

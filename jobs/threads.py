@@ -62,7 +62,7 @@ class WorkThread:
         self.backend_pid = db.info.backend_pid
         if self.cut_off:
             store.lapsed(db, self.cut_off)
-            log.info("gave back jobs %s, held when the connection was lost", [job.id for job in self.cut_off])
+            log.info("jobs %s, held when the connection was lost, are due again", [job.id for job in self.cut_off])
             self.cut_off = []
 
     def _lost(self) -> None:
