@@ -9,6 +9,8 @@ How a job travels, file by file:
              the row, failure keeps its reason and schedules a retry (policy.py).
   flows.py   on that same transaction, a chain queues its next step and a batch counts
              down, the last job queueing its callbacks.
+  schedules.py  the listener also queues the job of each due tick of a worker's
+             schedules (cron.py reads the expressions), once across all workers.
   shelf.py   a job that failed for good waits on the shelf to be read, retried or
              discarded; `status` counts each queue's jobs (`python -m jobs status`).
 
@@ -18,13 +20,14 @@ It needs psycopg 3 and the standard library only, so it can be copied into an ap
 from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .policy import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .runner import Counts, LeaseLost, current_job
+from .schedules import Schedule, every
 from .shelf import discarded, failed, retried, status
 from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms, prepared
 from .worker import POLL_INTERVAL, Worker, beside, worked, worker
 
 __all__ = [
-    "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "LeaseLost", "Policy", "Worker",
-    "batch", "batch_status", "beside", "cancel_batch", "chain", "current_job", "discarded", "exponential",
+    "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "LeaseLost", "Policy", "Schedule", "Worker",
+    "batch", "batch_status", "beside", "cancel_batch", "chain", "current_job", "discarded", "every", "exponential",
     "failed", "intervals", "later", "later_many", "listed", "now_ms", "policy", "polynomial", "prepared",
     "pruned", "retried", "status", "worked", "worker",
 ]

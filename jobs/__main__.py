@@ -1,6 +1,7 @@
 """The command line: a worker as a process of its own, and a look at the queue, on DATABASE_URL.
 
-  python -m jobs work QUEUE[,QUEUE...] --performers MODULE:ATTRIBUTE   run a worker
+  python -m jobs work QUEUE[,QUEUE...] --performers MODULE:ATTRIBUTE [--schedules MODULE:ATTRIBUTE]
+  python -m jobs schedules [--schedules MODULE:ATTRIBUTE]   each schedule's last and next run
   python -m jobs status                            count each queue's jobs by state
   python -m jobs failed [--queue QUEUE] [--full]   list the jobs that failed for good
   python -m jobs retry ID [ID ...] | --all         put failed jobs back in the queue
@@ -24,7 +25,7 @@ from datetime import datetime, timezone
 
 import psycopg
 
-from . import shelf, store
+from . import schedules, shelf, store
 from .worker import POLL_INTERVAL, Worker
 
 APPLICATION_NAME = "jobs worker"  # how a worker's connections show in pg_stat_activity
@@ -61,7 +62,13 @@ def parser() -> argparse.ArgumentParser:
     work.add_argument("--threads", type=int, default=1, metavar="N", help="jobs run at once (default 1); uses N + 1 connections")
     work.add_argument("--poll", type=float, default=POLL_INTERVAL, metavar="SECONDS", help=f"idle look-up interval (default {POLL_INTERVAL:g})")
     work.add_argument("--no-listen", dest="listen", action="store_false", help="poll only (for PgBouncer in transaction mode)")
+    work.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="a list of jobs.every(...) schedules to fire")
     work.set_defaults(command=work_command)
+    listing = commands.add_parser("schedules", help="list each schedule's last and next run", description=(
+        "List each schedule recorded in the table with its last run and when a worker last held it; "
+        "with --schedules, the code's definition and next run too. Exits 0."))
+    listing.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="the code's schedules, for their next runs")
+    listing.set_defaults(command=schedules_command)
     shelf_commands_added(commands)
     return top
 
@@ -92,13 +99,14 @@ def shelf_commands_added(commands) -> None:
 def work_command(args, url: str) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(process)d %(message)s")
     performers = imported(args.performers)
+    held = imported(args.schedules, "--schedules") if args.schedules else ()
     with psycopg.connect(url, autocommit=True) as db:
         store.prepared(db)
     # Polling is for PgBouncer in transaction mode, where prepared statements would
     # meet server connections that never prepared them: psycopg is told not to prepare.
     options = {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
     running = Worker(lambda: psycopg.connect(url, **options), args.queues, performers, threads=args.threads,
-                     lease=args.lease, poll=args.poll, listen=args.listen)
+                     lease=args.lease, poll=args.poll, listen=args.listen, schedules=held)
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: running.stop())
     running.start()
@@ -126,6 +134,20 @@ def status_command(args, db) -> int:
         return EXIT_OK
     rows = [[q["queue"], q["due"], q["scheduled"], q["in_work"], q["failed"], age(q["oldest_due_age"])] for q in figures]
     print(table(["QUEUE", "DUE", "SCHEDULED", "IN WORK", "FAILED", "OLDEST DUE"], rows))
+    return EXIT_OK
+
+
+def schedules_command(args, db) -> int:
+    """Prints each schedule's last run, last sighting and, given the code's schedules, next run."""
+    given = imported(args.schedules, "--schedules") if args.schedules else None
+    rows = schedules.recorded(db, given)
+    if not rows:
+        print("no schedules recorded")
+        return EXIT_OK
+    headers = ["KEY", "SCHEDULE", "LAST RUN (UTC)", "LAST SEEN (UTC)"] + (["NEXT RUN (UTC)"] if given else [])
+    table_rows = [[row["key"], row["definition"], when(row["last_tick"]), when(row["seen_at"])]
+                  + ([when(row.get("next_tick"), "not in the code")] if given else []) for row in rows]
+    print(table(headers, table_rows))
     return EXIT_OK
 
 
@@ -192,6 +214,11 @@ def moment(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def when(moment: datetime | None, none: str = "never") -> str:
+    """A timestamptz as a UTC date and time, or `none`."""
+    return none if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def age(seconds: float | None) -> str:
     """A duration as people read it (42 s, 7 min, 3 h, 2 d), or "-" for none."""
     if seconds is None:
@@ -213,11 +240,11 @@ def jobs_counted(n: int) -> str:
     return f"{n} job" if n == 1 else f"{n} jobs"
 
 
-def imported(spec: str):
+def imported(spec: str, option: str = "--performers"):
     """The object `module:attribute` names."""
     module, _, attribute = spec.partition(":")
     if not module or not attribute:
-        raise SystemExit(f"jobs: --performers takes module:attribute, got {spec!r}")
+        raise SystemExit(f"jobs: {option} takes module:attribute, got {spec!r}")
     return getattr(importlib.import_module(module), attribute)
 
 

@@ -7,6 +7,7 @@ say why the statement is shaped as it is and stay in the file, not in the string
 from pathlib import Path
 
 QUERIES = Path(__file__).with_name("queries.sql")
+SCHEDULE_QUERIES = Path(__file__).with_name("schedules.sql")  # the statements of schedules.py
 
 
 def load(path: Path = QUERIES) -> dict[str, str]:
@@ -22,3 +23,4 @@ def load(path: Path = QUERIES) -> dict[str, str]:
 
 
 queries = load()
+schedule_queries = load(SCHEDULE_QUERIES)

@@ -17,6 +17,7 @@ import psycopg
 
 from . import flows, store
 from .runner import Counts, performed
+from .schedules import fired, held
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
 BATCH_MAX = 100  # jobs one claim may take at the most
@@ -55,15 +56,18 @@ class Worker:
     lease: seconds a claim holds a job; the heartbeat renews it every half lease.
     listen: False for a polling worker (behind PgBouncer in transaction mode, where
     LISTEN does not work): it looks for due jobs every `poll` seconds.
+    schedules: Schedules (jobs.every) whose due ticks the listener queues every `poll` seconds.
     """
 
-    def __init__(self, connect, queues, performers, *, threads=1, lease=store.LEASE, poll=POLL_INTERVAL, listen=True):
+    def __init__(self, connect, queues, performers, *, threads=1, lease=store.LEASE, poll=POLL_INTERVAL, listen=True,
+                 schedules=()):
         if isinstance(queues, str):
             queues = [queues]
         if not queues or threads < 1 or lease <= 0:
             raise ValueError("a worker needs a queue, one thread or more, and a lease of more than 0 s")
         self.connect, self.queues, self.performers = connect, list(queues), performers
         self.threads, self.lease, self.poll, self.listen = threads, lease, poll, listen
+        self.schedules = held(schedules)
         self.counts = Counts()
         self._stopping = threading.Event()
         self._draining = False
@@ -222,6 +226,7 @@ class Worker:
                     if time.monotonic() >= next_promotion:
                         if set(store.promoted(db, store.now_ms())) & set(self.queues):
                             self._wake.set()  # not only by the notification, which a polling worker misses
+                        fired(db, self.schedules)  # the jobs of due ticks, once across all workers
                         next_promotion = time.monotonic() + self.poll
                     if time.monotonic() >= next_beat:
                         self._beat(db)

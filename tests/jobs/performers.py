@@ -91,3 +91,14 @@ def chaotic(db, args):
 
 
 performers["chaotic"] = chaotic
+
+
+TICKS = "CREATE TABLE IF NOT EXISTS ticks (schedule text NOT NULL, tick bigint NOT NULL, pid int NOT NULL)"
+
+
+def tick(db, args):
+    """Records the tick its schedule queued it for (its due moment, in ms) on the job's own transaction."""
+    db.execute("INSERT INTO ticks VALUES (%s, %s, %s)", (args["schedule"], jobs.current_job().due_at, os.getpid()))
+
+
+performers["tick"] = tick
