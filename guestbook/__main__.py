@@ -67,7 +67,7 @@ def serve_command(args) -> int:
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
-        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, mail.performers | upkeep.performers, server.run,
+        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, upkeep.performers, server.run,
                     schedules=upkeep.schedules)
     except KeyboardInterrupt:
         pass

@@ -1,8 +1,8 @@
-"""The guestbook's upkeep: jobs that run on a schedule, on the worker beside the server.
+"""The guestbook's upkeep: jobs that run on a schedule, on the queue of its letters.
 
-`schedules` is handed to jobs.beside with the mail worker, whose queue these jobs
-share; every process that serves holds them, and each tick still runs once
-(the README's "Work on a schedule").
+The worker beside the server (and the Procfile's worker) works the mail queue with
+`performers`, the letters' and the upkeep's, and holds `schedules`: every process
+holds them, and each tick still runs once (the README's "Work on a schedule").
 """
 
 import logging
@@ -28,7 +28,7 @@ def prune_batches(db, args) -> None:
     log.info("pruned %d finished batch(es)", jobs.pruned(db, older_than=BATCHES_KEPT))
 
 
-performers = {"prune_unconfirmed": prune_unconfirmed, "prune_batches": prune_batches}
+performers = mail.performers | {"prune_unconfirmed": prune_unconfirmed, "prune_batches": prune_batches}
 schedules = [
     jobs.every("prune-unconfirmed", cron="17 3 * * *", queue=QUEUE, name="prune_unconfirmed"),
     jobs.every("prune-batches", cron="47 3 * * *", queue=QUEUE, name="prune_batches"),

@@ -3,9 +3,9 @@
 import pytest
 
 import jobs
-import mail
 from guestbook import tokens, upkeep
 from jobs import schedules
+from tests.jobs.helpers import PROJECT, start_worker, stopped, wait_for
 
 DAY = 24 * 3600  # seconds
 
@@ -30,7 +30,7 @@ def emails(db):
 def worked_upkeep(db) -> list[str]:
     """Works the queue the upkeep shares with the mail, as the worker beside the server would."""
     said = []
-    while (line := jobs.worked(db, upkeep.QUEUE, mail.performers | upkeep.performers)) is not None:
+    while (line := jobs.worked(db, upkeep.QUEUE, upkeep.performers)) is not None:
         said.append(line)
     return said
 
@@ -76,3 +76,14 @@ def test_batches_finished_more_than_a_week_ago_are_pruned(db):
     assert worked_upkeep(db) == ["ran prune_batches"]
     assert jobs.batch_status(db, old) is None
     assert jobs.batch_status(db, recent)["finished"] and jobs.batch_status(db, running)["pending"] == 1
+
+
+def test_the_procfiles_worker_holds_the_upkeep_schedules(app, db, fresh_schedules, database_url):
+    worker_line = (PROJECT / "Procfile").read_text().split("worker: python -m jobs work mail ")[1].split()
+    worker = start_worker(database_url, "mail", *worker_line)  # its --performers comes last, and wins
+    try:
+        keys = lambda: [row[0] for row in db.execute("SELECT key FROM job_schedules ORDER BY key")]  # noqa: E731
+        wait_for(lambda: keys() == ["prune-batches", "prune-unconfirmed"], "the worker to record its schedules")
+    finally:
+        output = stopped(worker)
+    assert worker.returncode == 0, output
