@@ -119,12 +119,15 @@ def walls(cron: Cron, start: datetime, step: int):
     day = start.date()
     for _ in range(SEARCH_DAYS):
         if matches(cron, day):
-            for hour in cron.hours[::step]:
-                for minute in cron.minutes[::step]:
-                    wall = datetime(day.year, day.month, day.day, hour, minute)
-                    if (wall - start) * step >= timedelta(0):
-                        yield wall
+            yield from (wall for wall in day_walls(cron, day, step) if (wall - start) * step >= timedelta(0))
         day += timedelta(days=step)
+
+
+def day_walls(cron: Cron, day: date, step: int):
+    """The wall times the expression names on `day`, in order (step 1) or backwards (step -1)."""
+    for hour in cron.hours[::step]:
+        for minute in cron.minutes[::step]:
+            yield datetime(day.year, day.month, day.day, hour, minute)
 
 
 def moment_of(wall: datetime, zone) -> datetime:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import psycopg
 from psycopg.rows import dict_row
 
 from . import store
@@ -167,11 +168,18 @@ def fired(db, schedules) -> int:
     queued = 0
     for row in cursor.execute(queries["schedules_read"], {"keys": list(by_key)}).fetchall():
         schedule = by_key[row["key"]]
-        if row["created_at"] is None or row["fingerprint"] != schedule.fingerprint or stale(row):
-            row = cursor.execute(queries["schedule_seen"], {
-                "key": schedule.key, "fingerprint": schedule.fingerprint, "definition": schedule.definition,
-            }).fetchone()
-        queued += tick_fired(db, schedule, row)
+        try:
+            if row["created_at"] is None or row["fingerprint"] != schedule.fingerprint or stale(row):
+                row = cursor.execute(queries["schedule_seen"], {
+                    "key": schedule.key, "fingerprint": schedule.fingerprint, "definition": schedule.definition,
+                }).fetchone()
+            queued += tick_fired(db, schedule, row)
+        except psycopg.Error:
+            raise  # the listener reconnects
+        except Exception:
+            # Don't let one broken schedule (a zone that fails, say) stop the others, or the
+            # listener's heartbeat that runs after this call.
+            log.exception("schedule %s could not fire; the other schedules carry on", schedule.key)
     return queued
 
 

@@ -2,7 +2,7 @@
 
 import signal
 import threading
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta, timezone, tzinfo
 
 import pytest
 from psycopg.rows import dict_row
@@ -242,3 +242,19 @@ def test_four_worker_processes_holding_a_one_second_schedule_queue_one_job_per_t
     assert recorded_ticks == list(range(recorded_ticks[0], recorded_ticks[-1] + 1, 1000)), "a tick was lost"
     assert recorded_ticks[-1] == schedules.ms(recorded(ticks, "each-second")[0])
     assert all(worker.returncode == 0 for worker in workers), outputs
+
+
+class BrokenZone(tzinfo):
+    """A time zone whose offsets cannot be read, as a faulty tzinfo a schedule was given."""
+
+    def utcoffset(self, moment):
+        raise RuntimeError("this zone is broken")
+
+
+def test_a_broken_schedule_is_logged_and_the_others_still_fire(ticks, caplog):
+    broken = ticking("broken", cron="* * * * *", missed="one", tz=BrokenZone())
+    sound = ticking("sound", every=3600, missed="one")
+    schedules.fired(ticks, [broken, sound])
+    began_ago(ticks, "sound", 2 * 3600)
+    assert schedules.fired(ticks, [broken, sound]) == 1
+    assert "schedule broken could not fire; the other schedules carry on" in caplog.text
