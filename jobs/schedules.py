@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import psycopg
 from psycopg.rows import dict_row
 
 from . import store
@@ -26,6 +25,7 @@ MISSED_ALL_MAX = 100  # jobs missed="all" queues at most at once: one per tick, 
 ON_TIME = 60.0  # seconds after its moment a tick may fire and not count as missed
 SEEN_EVERY = 60.0  # seconds between two notes in job_schedules that a worker still holds a schedule
 EVERY_MIN = 1.0  # seconds: the shortest `every`, as workers look once per POLL_INTERVAL (1 s)
+PRIORITY = (-32768, 32767)  # the priorities the jobs table's smallint column holds
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # `every` ticks fall on whole intervals since it
 TINY = timedelta(microseconds=1)
 
@@ -111,7 +111,12 @@ def every(key: str, *, cron: str | None = None, every=None, queue: str, name: st
         raise ValueError(f"schedule {key!r}: give either cron= or every=, not {'both' if cron else 'neither'}")
     if missed not in MISSED:
         raise ValueError(f"schedule {key!r}: missed= is one of {', '.join(MISSED)}, not {missed!r}")
-    text = store.encoded(queue, name, {} if args is None else args)
+    if isinstance(priority, bool) or not isinstance(priority, int) or not PRIORITY[0] <= priority <= PRIORITY[1]:
+        raise ValueError(f"schedule {key!r}: priority= is a whole number from {PRIORITY[0]} to {PRIORITY[1]}")
+    try:
+        text = store.encoded(queue, name, {} if args is None else args)
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"schedule {key!r}: {error}") from None
     interval = None if every is None else interval_of(key, every)
     if interval and tz is not None:
         raise ValueError(f"schedule {key!r}: tz= is for cron expressions; every= counts time, not wall clocks")
@@ -174,9 +179,9 @@ def fired(db, schedules) -> int:
                     "key": schedule.key, "fingerprint": schedule.fingerprint, "definition": schedule.definition,
                 }).fetchone()
             queued += tick_fired(db, schedule, row)
-        except psycopg.Error:
-            raise  # the listener reconnects
         except Exception:
+            if db.closed or db.broken:
+                raise  # the connection is gone: the listener reconnects
             # Don't let one broken schedule (a zone that fails, say) stop the others, or the
             # listener's heartbeat that runs after this call.
             log.exception("schedule %s could not fire; the other schedules carry on", schedule.key)

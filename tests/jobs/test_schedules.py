@@ -185,7 +185,8 @@ def test_a_removed_schedule_stops_firing_and_the_kept_one_carries_on(ticks, conn
     ({"cron": "@daily", "tz": "Mars/Olympus"}, ValueError, "unknown time zone 'Mars/Olympus'"),
     ({"cron": "@daily", "missed": "some"}, ValueError, "missed= is one of one, skip, all"),
     ({"cron": "@daily", "args": {"when": datetime(2026, 1, 1)}}, TypeError, "is a datetime, which is not JSON"),
-    ({"cron": "@daily", "queue": ""}, ValueError, "a job needs a queue"),
+    ({"cron": "@daily", "queue": ""}, ValueError, "schedule 'k': a job needs a queue"),
+    ({"cron": "@daily", "priority": 40_000}, ValueError, "priority= is a whole number from -32768 to 32767"),
 ])
 def test_a_bad_schedule_is_refused_naming_it(options, error, says):
     arguments = {"queue": "q", "name": "n", **options}
