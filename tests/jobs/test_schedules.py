@@ -259,3 +259,10 @@ def test_a_broken_schedule_is_logged_and_the_others_still_fire(ticks, caplog):
     began_ago(ticks, "sound", 2 * 3600)
     assert schedules.fired(ticks, [broken, sound]) == 1
     assert "schedule broken could not fire; the other schedules carry on" in caplog.text
+
+
+def test_a_worker_beside_a_server_fires_the_schedules_it_is_handed(ticks, connect):
+    count = lambda: scalar(ticks, "SELECT count(*) FROM ticks WHERE schedule = 'beside'")  # noqa: E731
+    served = jobs.beside(connect, QUEUE, performers, lambda: wait_for(lambda: count() >= 2, "two ticks beside"),
+                         schedules=[ticking("beside", every=1)])
+    assert served is True
