@@ -6,6 +6,7 @@ How a request travels, file by file:
   auth.py, unlocks.py, resets.py, entries.py, outbox.py   the views.
   accounts.py  the SQL of the accounts table (queries.sql), on db.py's connection.
   tokens.py    the signed links; mailer.py queues the letters that carry them.
+  upkeep.py    the jobs that run on a schedule beside the server (__main__.py).
 """
 
 import os

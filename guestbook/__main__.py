@@ -23,7 +23,7 @@ import waitress
 import jobs
 import mail
 
-from . import create_app, db, embedded
+from . import create_app, db, embedded, upkeep
 
 DEFAULT_PORT = 5000  # the port served when neither --port nor PORT names one
 THREADS = db.POOL_MAX  # requests served at once: one pool connection each
@@ -67,7 +67,8 @@ def serve_command(args) -> int:
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
-        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, mail.performers, server.run)
+        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, upkeep.performers, server.run,
+                    schedules=upkeep.schedules)
     except KeyboardInterrupt:
         pass
     finally:

@@ -41,6 +41,16 @@ def confirmed(db, account) -> None:
     db.execute(queries["account_confirmed"], {"id": account.id})
 
 
+def confirmation_sent(db, account) -> None:
+    """Notes that a new confirmation letter was queued: the account lives as long as its link."""
+    db.execute(queries["confirmation_sent"], {"id": account.id})
+
+
+def unconfirmed_pruned(db) -> int:
+    """Deletes the accounts whose last confirmation link expired unused (CONFIRM_MAX_AGE); returns how many."""
+    return db.execute(queries["unconfirmed_pruned"], {"max_age": tokens.CONFIRM_MAX_AGE}).rowcount
+
+
 def failed_signin(db, account):
     """Counts a wrong password; returns the account as it is now when this failure locked it, else None."""
     row = db.execute(queries["signin_failed"], {"id": account.id, "lock_after": LOCK_AFTER}).fetchone()

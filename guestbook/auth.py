@@ -101,6 +101,7 @@ def confirmation_again():
     if account is None or account.confirmed_at is not None:
         abort(400, "There is no unconfirmed account to send a letter for. Sign in again.")
     with db.transaction():
+        accounts.confirmation_sent(db, account)
         mailer.confirmation(db, account)
     flash(f"A new confirmation letter is on its way to {account.email}.")
     return redirect(url_for("auth.signin"))

@@ -25,6 +25,16 @@ WHERE id = %(id)s
 -- A second confirmation keeps the moment of the first.
 UPDATE accounts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = %(id)s
 
+-- name: confirmation_sent
+-- A new confirmation letter: its link lives CONFIRM_MAX_AGE from now, and so does the account.
+UPDATE accounts SET confirmation_sent_at = now() WHERE id = %(id)s
+
+-- name: unconfirmed_pruned
+-- The daily upkeep (upkeep.py): an account whose last confirmation link expired unused
+-- can never be confirmed, so it goes, and its address is free to sign up again.
+DELETE FROM accounts
+WHERE confirmed_at IS NULL AND confirmation_sent_at < now() - make_interval(secs => %(max_age)s)
+
 -- name: signin_failed
 -- One more wrong password; the count reaching LOCK_AFTER locks the account. The row
 -- lock this UPDATE takes serialises concurrent attempts, and each re-reads the row

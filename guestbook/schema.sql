@@ -11,8 +11,12 @@ CREATE TABLE IF NOT EXISTS accounts (
     confirmed_at timestamptz,                 -- NULL until a confirmation link is used
     failed_signins integer NOT NULL DEFAULT 0,  -- wrong passwords since the last right one
     locked_at timestamptz,                    -- when the last lock began; NULL when unlocked
-    reset_sent_at timestamptz                 -- when the last reset letter was queued
+    reset_sent_at timestamptz,                -- when the last reset letter was queued
+    confirmation_sent_at timestamptz NOT NULL DEFAULT now()  -- when the last confirmation letter was queued
 );
+-- Upgrade 1 (periodic jobs): accounts made before confirmation_sent_at existed count
+-- from the upgrade, so none is pruned before its last link could have expired.
+ALTER TABLE accounts ADD COLUMN IF NOT EXISTS confirmation_sent_at timestamptz NOT NULL DEFAULT now();
 
 CREATE TABLE IF NOT EXISTS entries (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

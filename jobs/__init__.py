@@ -16,6 +16,8 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   and schedules a retry (policies.py).
   flows.py        SQL: on that same transaction, a chain queues its next step and a
                   batch counts down, the last job queueing its callbacks.
+  schedules.py    SQL: the listener also queues the job of each due tick of a worker's
+                  schedules (cron.py reads the expressions), once across all workers.
   shelf.py        SQL: a job that failed for good waits on the shelf to be read,
                   retried or discarded; `status` counts each queue's jobs.
   __main__.py     the command line: `python -m jobs work | status | failed | ...`.
@@ -27,14 +29,15 @@ from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .listener import POLL_INTERVAL
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .runner import Counts, current_job
+from .schedules import Schedule, every
 from .shelf import discarded, failed, retried, status
 from .sql import load as load_queries
 from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms, prepared
 from .workers import Worker, beside, worked, worker
 
 __all__ = [
-    "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "Policy", "Worker",
-    "batch", "batch_status", "beside", "cancel_batch", "chain", "current_job", "discarded", "exponential",
+    "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "Policy", "Schedule", "Worker",
+    "batch", "batch_status", "beside", "cancel_batch", "chain", "current_job", "discarded", "every", "exponential",
     "failed", "intervals", "later", "later_many", "listed", "load_queries", "now_ms", "policy", "polynomial",
     "prepared", "pruned", "retried", "status", "worked", "worker",
 ]

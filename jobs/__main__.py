@@ -1,6 +1,7 @@
 """The command line: a worker as a process of its own, and a look at the queue, on DATABASE_URL.
 
-  python -m jobs work QUEUE[,QUEUE...] --performers MODULE:ATTRIBUTE   run a worker
+  python -m jobs work QUEUE[,QUEUE...] --performers MODULE:ATTRIBUTE [--schedules MODULE:ATTRIBUTE]
+  python -m jobs schedules [--schedules MODULE:ATTRIBUTE]   each schedule's last and next run
   python -m jobs status                            count each queue's jobs by state
   python -m jobs failed [--queue QUEUE] [--full]   list the jobs that failed for good
   python -m jobs retry ID [ID ...] | --all         put failed jobs back in the queue
@@ -25,7 +26,7 @@ from datetime import datetime, timezone
 
 import psycopg
 
-from . import shelf, store
+from . import schedules, shelf, store
 from .listener import POLL_INTERVAL
 from .workers import Worker
 
@@ -68,7 +69,13 @@ def parser() -> argparse.ArgumentParser:
                       help="how long a job may run when its policy says nothing (default: no limit)")
     work.add_argument("--grace", type=float, default=GRACE, metavar="SECONDS",
                       help=f"on SIGTERM, how long jobs in hand may run on before they are given back (default {GRACE:g})")
+    work.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="a list of jobs.every(...) schedules to fire")
     work.set_defaults(command=work_command)
+    listing = commands.add_parser("schedules", help="list each schedule's last and next run", description=(
+        "List each schedule recorded in the table with its last run and when a worker last held it; "
+        "with --schedules, the code's definition and next run too. Exits 0."))
+    listing.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="the code's schedules, for their next runs")
+    listing.set_defaults(command=schedules_command)
     shelf_commands_added(commands)
     return top
 
@@ -99,13 +106,15 @@ def shelf_commands_added(commands) -> None:
 def work_command(args, url: str) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(process)d %(message)s")
     performers = imported(args.performers)
+    held = imported(args.schedules, "--schedules") if args.schedules else ()
     with psycopg.connect(url, autocommit=True) as db:
         store.prepared(db)
     # Polling is for PgBouncer in transaction mode, where prepared statements would
     # meet server connections that never prepared them: psycopg is told not to prepare.
     options = {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
     running = Worker(lambda: psycopg.connect(url, **options), args.queues, performers, threads=args.threads,
-                     lease=args.lease, poll=args.poll, listen=args.listen, timeout=args.timeout)
+                     lease=args.lease, poll=args.poll, listen=args.listen, timeout=args.timeout,
+                     schedules=held)
     signals = []  # the stop signals received so far: the first allows the grace period, the second none
 
     def stopped(signum, frame):
@@ -139,6 +148,20 @@ def status_command(args, db) -> int:
         return EXIT_OK
     rows = [[q["queue"], q["due"], q["scheduled"], q["in_work"], q["failed"], age(q["oldest_due_age"])] for q in figures]
     print(table(["QUEUE", "DUE", "SCHEDULED", "IN WORK", "FAILED", "OLDEST DUE"], rows))
+    return EXIT_OK
+
+
+def schedules_command(args, db) -> int:
+    """Prints each schedule's last run, last sighting and, given the code's schedules, next run."""
+    given = imported(args.schedules, "--schedules") if args.schedules else None
+    rows = schedules.recorded(db, given)
+    if not rows:
+        print("no schedules recorded")
+        return EXIT_OK
+    headers = ["KEY", "SCHEDULE", "LAST RUN (UTC)", "LAST SEEN (UTC)"] + (["NEXT RUN (UTC)"] if given else [])
+    table_rows = [[row["key"], row["definition"], when(row["last_tick"]), when(row["seen_at"])]
+                  + ([when(row.get("next_tick"), "not in the code")] if given else []) for row in rows]
+    print(table(headers, table_rows))
     return EXIT_OK
 
 
@@ -205,6 +228,11 @@ def moment(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
 
 
+def when(moment: datetime | None, none: str = "never") -> str:
+    """A timestamptz as a UTC date and time, or `none`."""
+    return none if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
 def age(seconds: float | None) -> str:
     """A duration as people read it (42 s, 7 min, 3 h, 2 d), or "-" for none."""
     if seconds is None:
@@ -234,11 +262,11 @@ def positive(text: str) -> float:
     return seconds
 
 
-def imported(spec: str):
+def imported(spec: str, option: str = "--performers"):
     """The object `module:attribute` names."""
     module, _, attribute = spec.partition(":")
     if not module or not attribute:
-        raise SystemExit(f"jobs: --performers takes module:attribute, got {spec!r}")
+        raise SystemExit(f"jobs: {option} takes module:attribute, got {spec!r}")
     return getattr(importlib.import_module(module), attribute)
 
 

@@ -2,7 +2,8 @@
 
 On a connection of its own it LISTENs for the notification `later` sends on commit and
 wakes a work thread at once. Every POLL_INTERVAL it promotes the scheduled jobs whose
-moment has come (waking the threads of their queues); every half lease it beats the
+moment has come (waking the threads of their queues) and queues the job of each due tick
+of the worker's schedules (schedules.py); every half lease it beats the
 heartbeat (extending the leases of the jobs in hand), frees the concurrency keys of
 leases that ran out and reaps the jobs whose worker died on their last attempt; and
 while jobs are in hand it lets the worker look for one past its timeout or grace.
@@ -15,6 +16,7 @@ import threading
 import time
 
 from . import runner, store
+from .schedules import fired
 from .connections import kept_running
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
@@ -31,12 +33,14 @@ class Listener:
     WATCH_INTERVAL while there are any.
     stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
     doorbell: how the work threads are woken (doorbell.py): one ring per notification.
+    schedules: the worker's schedules (schedules.py), whose due ticks it queues every poll.
     """
 
     def __init__(self, connect, queues, *, poll, lease, listen, held, watch, stopping: threading.Event,
-                 doorbell):
+                 doorbell, schedules=()):
         self.connect, self.queues, self.poll, self.lease, self.listen = connect, queues, poll, lease, listen
         self.held, self.watch, self.stopping, self.doorbell = held, watch, stopping, doorbell
+        self.schedules = schedules
         self._wakeup_r, self._wakeup_w = os.pipe()  # a byte written here ends the wait in select
         self._selector: selectors.BaseSelector | None = None
         self._fd: int | None = None
@@ -89,6 +93,7 @@ class Listener:
         if time.monotonic() >= self._next_promotion:
             if set(store.promoted(db)) & set(self.queues):
                 self.doorbell.ring()  # not only by the notification, which a polling worker misses
+            fired(db, self.schedules)  # the jobs of due ticks, once across all workers
             self._next_promotion = time.monotonic() + self.poll
         if time.monotonic() >= self._next_beat:
             self._beat(db)

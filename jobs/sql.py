@@ -15,6 +15,7 @@ MOMENTS = {  # the words, and the SQL each stands for: integer ms since the epoc
     "{now}": "COALESCE(%(now)s::bigint, (extract(epoch FROM statement_timestamp()) * 1000)::bigint)",
     "{clock}": "COALESCE(%(now)s::bigint, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
 }
+SCHEDULE_QUERIES = Path(__file__).with_name("schedules.sql")  # the statements of schedules.py
 
 
 def load(path: Path = QUERIES) -> dict[str, str]:
@@ -37,3 +38,4 @@ def moments_written(text: str) -> str:
 
 
 queries = load()
+schedule_queries = load(SCHEDULE_QUERIES)

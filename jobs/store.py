@@ -19,7 +19,7 @@ from psycopg import sql
 from psycopg.rows import class_row, dict_row
 
 from .arguments import encoded, encoded_args, named
-from .sql import queries
+from .sql import queries, schedule_queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
 ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise
@@ -73,6 +73,7 @@ def prepared(db):
     """
     with db.transaction():
         db.execute(queries["prepare"])
+        db.execute(schedule_queries["prepare_schedules"])  # the schedules' table (schedules.py)
     return db
 
 

@@ -19,6 +19,7 @@ from .listener import POLL_INTERVAL, Listener
 from .pace import Pace
 from .policies import policy_of
 from .runner import Counts, performed, timed_out
+from .schedules import held
 from .threads import WorkThread
 
 UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renews that lease
@@ -53,10 +54,11 @@ class Worker:
     listen: False for a polling worker (behind PgBouncer in transaction mode, where
     LISTEN does not work): it looks for due jobs every `poll` seconds.
     timeout: seconds a job may run when its policy names no timeout (None: no limit).
+    schedules: Schedules (jobs.every) whose due ticks the listener queues every `poll` seconds.
     """
 
     def __init__(self, connect, queues, performers, *, threads=1, lease=store.LEASE, poll=POLL_INTERVAL, listen=True,
-                 timeout=None):
+                 timeout=None, schedules=()):
         if isinstance(queues, str):
             queues = [queues]
         if not queues or threads < 1 or lease <= 0 or (timeout is not None and not timeout > 0):
@@ -74,7 +76,8 @@ class Worker:
         self._lock = threading.Lock()
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self._listener = Listener(connect, self.queues, poll=poll, lease=lease, listen=listen, held=self._batches_held,
-                                  watch=self._watched, stopping=self._ended, doorbell=self.doorbell)
+                                  watch=self._watched, stopping=self._ended, doorbell=self.doorbell,
+                                  schedules=held(schedules))
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
 
     def start(self) -> "Worker":

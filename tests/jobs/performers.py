@@ -123,3 +123,14 @@ def hangs_first_time(db, args):
 
 
 performers["hangs_first_time"] = hangs_first_time
+
+
+TICKS = "CREATE TABLE IF NOT EXISTS ticks (schedule text NOT NULL, tick bigint NOT NULL, pid int NOT NULL)"
+
+
+def tick(db, args):
+    """Records the tick its schedule queued it for (its due moment, in ms) on the job's own transaction."""
+    db.execute("INSERT INTO ticks VALUES (%s, %s, %s)", (args["schedule"], jobs.current_job().due_at, os.getpid()))
+
+
+performers["tick"] = tick
