@@ -102,6 +102,23 @@ def test_signup_with_unusable_details_is_refused_and_writes_nothing(visitor, db,
     assert jobs.listed(db) == []
 
 
+@pytest.mark.parametrize("email", [
+    "=?utf-8?q?victim?=@=?utf-8?q?evil=2Eexample?=",  # a mail server would be handed victim@evil.example
+    "=?utf-8?q?ada=0D=0Abcc=3Dall?=@example.com",  # an encoded CR LF, which the worker could never send
+    "ada\x01@example.com",
+    "ada\x1b@example.com",
+    "zoé@example.com",
+    "ada@exämple.com",
+])
+def test_signup_with_an_address_that_is_not_sent_as_it_reads_is_refused_and_queues_nothing(visitor, db, email):
+    answer = visitor.signup(email)
+
+    assert answer.status_code == 422
+    assert "Enter an email address" in answer.get_data(as_text=True)
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
+    assert jobs.listed(db) == []
+
+
 def test_password_of_twelve_and_of_128_characters_are_accepted(visitor, db):
     assert visitor.signup("short@example.com", "x" * 12).status_code == 302
     assert visitor.signup("long@example.com", "x" * 128).status_code == 302
