@@ -72,7 +72,7 @@ def signup():
         account = accounts.created(db, email, digest)
         if account is not None:
             mailer.confirmation(db, account)
-        else:
+        elif accounts.signup_again_claimed(db, email):
             mailer.already_registered(db, email)
     flash(f"A letter is on its way to {email}. Open its link to confirm your account.")
     return redirect(url_for("auth.signin"))
@@ -94,15 +94,25 @@ def confirm(token: str):
 
 @bp.route("/confirmations", methods=("POST",))
 def confirmation_again():
-    """Queues a new confirmation letter for the unconfirmed account whose right password was just given."""
+    """Queues a new confirmation letter for the unconfirmed account whose right password was just given.
+
+    The right to ask is in the signed session cookie, which can be replayed for as
+    long as it lives; the database decides how often a letter goes (CONFIRM_EVERY).
+    """
     account_id = session.pop("unconfirmed", None)
     db = get_db()
     account = accounts.by_id(db, account_id) if account_id is not None else None
     if account is None or account.confirmed_at is not None:
         abort(400, "There is no unconfirmed account to send a letter for. Sign in again.")
     with db.transaction():
-        mailer.confirmation(db, account)
-    flash(f"A new confirmation letter is on its way to {account.email}.")
+        claimed = accounts.confirmation_claimed(db, account)
+        if claimed:
+            mailer.confirmation(db, account)
+    if claimed:
+        flash(f"A new confirmation letter is on its way to {account.email}.")
+    else:
+        flash(f"A confirmation letter went to {account.email} less than {mailer.spoken(accounts.CONFIRM_EVERY)} ago: "
+              "look for it, in the spam folder too, before asking for another.")
     return redirect(url_for("auth.signin"))
 
 

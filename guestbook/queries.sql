@@ -58,6 +58,23 @@ WHERE id = %(id)s
     AND (reset_sent_at IS NULL OR reset_sent_at <= now() - make_interval(secs => %(every)s))
 RETURNING id
 
+-- name: confirmation_claimed
+-- At most one confirmation letter asked for again per account every CONFIRM_EVERY
+-- seconds, however often a signed cookie that allows asking is replayed; the row
+-- lock makes two requests at once queue one letter between them.
+UPDATE accounts SET confirmation_sent_at = now()
+WHERE id = %(id)s AND confirmed_at IS NULL
+    AND (confirmation_sent_at IS NULL OR confirmation_sent_at <= now() - make_interval(secs => %(every)s))
+RETURNING id
+
+-- name: signup_again_claimed
+-- At most one "you already have an account" letter per account every SIGNUP_AGAIN_EVERY
+-- seconds, however often its address is signed up again.
+UPDATE accounts SET signup_again_sent_at = now()
+WHERE email = %(email)s
+    AND (signup_again_sent_at IS NULL OR signup_again_sent_at <= now() - make_interval(secs => %(every)s))
+RETURNING id
+
 -- name: password_reset
 -- Only over the digest the link was made for, so of two uses of one link at once,
 -- one sets the password and the other changes nothing. A reset ends a lock, and

@@ -11,7 +11,9 @@ CREATE TABLE IF NOT EXISTS accounts (
     confirmed_at timestamptz,                 -- NULL until a confirmation link is used
     failed_signins integer NOT NULL DEFAULT 0,  -- wrong passwords since the last right one
     locked_at timestamptz,                    -- when the last lock began; NULL when unlocked
-    reset_sent_at timestamptz                 -- when the last reset letter was queued
+    reset_sent_at timestamptz,                -- when the last reset letter was queued
+    confirmation_sent_at timestamptz,         -- when the last confirmation letter asked for again was queued
+    signup_again_sent_at timestamptz          -- when the last "you already have an account" letter was queued
 );
 
 CREATE TABLE IF NOT EXISTS entries (
@@ -20,3 +22,10 @@ CREATE TABLE IF NOT EXISTS entries (
     body text NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- Upgrades of tables an earlier version made, in order; each is idempotent.
+-- 1. Confirmation and "you already have an account" letters are throttled per account
+--    (accounts.CONFIRM_EVERY, accounts.SIGNUP_AGAIN_EVERY): the moment of the last of each.
+ALTER TABLE accounts
+    ADD COLUMN IF NOT EXISTS confirmation_sent_at timestamptz,
+    ADD COLUMN IF NOT EXISTS signup_again_sent_at timestamptz;

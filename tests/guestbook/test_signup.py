@@ -4,6 +4,7 @@ import pytest
 
 import jobs
 import mail
+from guestbook import accounts
 
 from ..mail.smtpd import body_of
 from .conftest import PASSWORD
@@ -52,6 +53,24 @@ def test_taken_address_gets_the_same_answer_and_a_letter_saying_so(client, visit
     assert client.get("/signin").get_data(as_text=True) == first_page
     (letter,) = post.delivered()
     assert letter["Subject"] == "You already have a guestbook account"
+
+
+def test_thirty_signups_of_a_taken_address_send_its_owner_one_letter(client, visitor, post, db):
+    visitor.signup("ada@example.com")
+    post.delivered()
+
+    answers = []
+    for n in range(30):
+        client.environ_base["REMOTE_ADDR"] = f"192.0.2.{n}"  # from many clients, as a flood would come
+        answers.append(visitor.signup("ada@example.com", "another long password").status_code)
+
+    assert answers == [302] * 30
+    (letter,) = post.delivered()
+    assert letter["Subject"] == "You already have a guestbook account"
+    db.execute("UPDATE accounts SET signup_again_sent_at = signup_again_sent_at - make_interval(secs => %s)",
+               [accounts.SIGNUP_AGAIN_EVERY])
+    visitor.signup("ada@example.com", "another long password")
+    assert [letter["Subject"] for letter in post.delivered()] == ["You already have a guestbook account"]
 
 
 def test_confirm_link_shows_a_button_and_only_the_post_confirms(client, visitor, post, db):
