@@ -62,7 +62,7 @@ def signup():
         return render_template("auth/signup.html")
     email, password = email_field(), field("password", passwords.PASSWORD_MAX)
     problem = "" if mail.is_address(email) else "Enter an email address, like name@example.com."
-    problem = problem or passwords.problem(password)
+    problem = problem or passwords.problem(password, email)
     if problem:
         flash(problem, "error")
         return render_template("auth/signup.html", email=email), 422

@@ -111,6 +111,12 @@ def test_confirmed_account_can_sign_in(client, visitor):
     ("", PASSWORD, "Enter an email address"),
     ("ada@example.com", "short", "at least 12 characters"),
     ("ada@example.com", "x" * 11, "at least 12 characters"),
+    ("ada@example.com", "qwerty123456", "one of the most common"),
+    ("ada@example.com", "1q2w3e4r5t6y", "one of the most common"),
+    ("ada@example.com", " Qwerty123456 ", "one of the most common"),
+    ("grace@example.com", "grace hopper 1906", "without “grace” in it"),
+    ("grace@example.com", "my name is GRACE!", "the name your address begins with"),
+    ("ada.lovelace.1815@example.com", "ada.lovelace.1815", "the name your address begins with"),
 ])
 def test_signup_with_unusable_details_is_refused_and_writes_nothing(visitor, db, email, password, problem):
     answer = visitor.signup(email, password)
@@ -136,6 +142,10 @@ def test_signup_with_an_address_that_is_not_sent_as_it_reads_is_refused_and_queu
     assert "Enter an email address" in answer.get_data(as_text=True)
     assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
     assert jobs.listed(db) == []
+
+
+def test_a_short_address_name_in_a_password_is_fine(visitor):
+    assert visitor.signup("bo@example.com", "bottles of rum").status_code == 302
 
 
 def test_password_of_twelve_and_of_128_characters_are_accepted(visitor, db):
