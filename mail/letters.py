@@ -2,11 +2,14 @@
 
 A letter is made once, by `message`, with its Message-ID and Date already chosen, so
 a letter that is queued and sent three attempts later still carries the same ones
-(a mail server that received the first attempt can tell the second is a copy).
+(a mail server that received the first attempt can tell the second is a copy). A
+letter whose link dies carries the same lifetime: past it, the letter is refused.
 """
 
+import math
 import os
 import re
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from email.message import EmailMessage
@@ -40,12 +43,21 @@ class Letter:
     body: str
     message_id: str
     date: str
+    expires: int | None = None  # seconds since the epoch from which it is never sent (its link has died); None: never
 
 
-def message(sender: str, to: str, subject: str, body: str) -> Letter:
-    """A letter from `sender` to `to`, with a new Message-ID and the Date of now."""
+def message(sender: str, to: str, subject: str, body: str, *, lifetime: int | None = None) -> Letter:
+    """A letter from `sender` to `to`, with a new Message-ID and the Date of now.
+
+    A letter whose body carries a link that dies gets that link's `lifetime` (in
+    seconds): once it has passed, `refusal` refuses the letter, so no retry, however
+    late, sends a link that no longer works.
+    """
     domain = sender.rpartition("@")[2] if is_address(sender) else "localhost"
-    return Letter(sender, to, subject, body, make_msgid(domain=domain), format_datetime(datetime.now(timezone.utc)))
+    # Rounded up, so the letter dies no later than a link made this second: its signed
+    # timestamp is whole seconds, rounded down, and it dies past lifetime from there.
+    expires = math.ceil(time.time()) + lifetime if lifetime is not None else None
+    return Letter(sender, to, subject, body, make_msgid(domain=domain), format_datetime(datetime.now(timezone.utc)), expires)
 
 
 def is_address(text: str) -> bool:
@@ -97,6 +109,11 @@ def refusal(m: Letter) -> str:
         return "the letter's body is not text without NUL characters"
     if len(m.body) > BODY_MAX:
         return f"the letter's body holds {len(m.body)} characters, more than BODY_MAX ({BODY_MAX})"
+    if m.expires is not None and (not isinstance(m.expires, int) or isinstance(m.expires, bool)):
+        return f"the letter's expires is not whole seconds since the epoch: {m.expires!r}"
+    if m.expires is not None and time.time() >= m.expires:
+        when = datetime.fromtimestamp(m.expires, timezone.utc).isoformat(timespec="seconds")
+        return f"the letter expired at {when}: the link it carries no longer works"
     return ""
 
 

@@ -20,6 +20,7 @@ from .letters import POLICY, Letter, Refused, refusal
 
 TIMEOUT = 10.0  # seconds any one exchange with the SMTP server may take before the attempt fails
 OUTBOX_DEFAULT = "outbox"  # where letters go without MAIL_URL, unless MAIL_OUTBOX names a folder
+OUTBOX_MODE = 0o600  # an outbox file's permissions: read and written by its owner only
 PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}  # each scheme's port when the URL names none
 
 
@@ -83,10 +84,12 @@ def written(email: EmailMessage, folder: Path) -> Path:
     """Writes `email` to `folder` as a new .eml file named to sort oldest first; returns its path.
 
     The file appears whole or not at all (written aside, then renamed), so a reader
-    of the outbox never finds half a letter.
+    of the outbox never finds half a letter. Only its owner may read it (OUTBOX_MODE):
+    its links sign in as the account they were sent to.
     """
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{time.time_ns()}-{secrets.token_hex(4)}"
     aside = folder / f".{name}.partial"
-    aside.write_bytes(email.as_bytes(policy=default))  # LF line ends, as local files have
+    with open(os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, OUTBOX_MODE), "wb") as file:
+        file.write(email.as_bytes(policy=default))  # LF line ends, as local files have
     return aside.replace(folder / f"{name}.eml")

@@ -1,10 +1,12 @@
 """Sign-up and confirmation: the account, its letter, and the link that confirms it."""
 
+import time
+
 import pytest
 
 import jobs
 import mail
-from guestbook import accounts
+from guestbook import accounts, tokens
 
 from ..mail.smtpd import body_of
 from .conftest import PASSWORD
@@ -19,6 +21,14 @@ def test_signup_queues_a_confirmation_letter_that_the_worker_sends(visitor, post
     assert letter["Subject"] == "Confirm your guestbook account"
     assert letter["Message-ID"] and letter["Date"]
     assert post.link(letter).startswith("/confirm/")
+
+
+def test_confirmation_letter_expires_when_its_link_does(visitor, post):
+    start = time.time()
+    visitor.signup("ada@example.com")
+
+    (letter,) = post.queued()
+    assert start + tokens.CONFIRM_MAX_AGE <= letter["expires"] <= time.time() + tokens.CONFIRM_MAX_AGE + 1
 
 
 def test_signup_answers_before_any_letter_is_sent(visitor, smtp):

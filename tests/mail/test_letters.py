@@ -57,6 +57,8 @@ REFUSED = [  # the letter, and words its refusal says
     (with_(body="x" * (mail.BODY_MAX + 1)), "more than BODY_MAX"),
     (with_(body="nul \x00 inside"), "body is not text without NUL"),
     (with_(to=None), "to is not text"),
+    (with_(expires=1), "expired at 1970-01-01T00:00:01+00:00"),
+    (with_(expires="tomorrow"), "expires is not whole seconds"),
 ]
 
 
