@@ -49,16 +49,27 @@ def create_app(config: dict | None = None) -> Flask:
 
 
 def settings_from_environment() -> dict:
-    """The settings the environment gives, with their defaults."""
+    """The settings the environment gives, with their defaults; a ValueError names a setting that is not valid."""
     return {
         "SECRET_KEY": os.environ.get("SECRET_KEY"),
         "DATABASE_URL": os.environ.get("DATABASE_URL"),
         "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
-        "RESET_TOKEN_MAX_AGE": int(os.environ.get("RESET_TOKEN_MAX_AGE") or tokens.RESET_MAX_AGE),
+        "RESET_TOKEN_MAX_AGE": whole_number("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE),
         "DEVELOPMENT": False,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
     }
+
+
+def whole_number(name: str, default: int) -> int:
+    """The environment's setting `name` as a whole number, `default` when unset; a ValueError naming it otherwise."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    try:
+        return int(text)
+    except ValueError:
+        raise ValueError(f"{name} takes a whole number, got {text!r}") from None
 
 
 def error_page(error: HTTPException):
