@@ -13,16 +13,18 @@ import os
 from flask import Flask, render_template
 from werkzeug.exceptions import HTTPException
 
-from . import auth, csrf, db, entries, forms, outbox, passwords, resets, tokens, unlocks
+from . import auth, csrf, db, entries, forms, limits, outbox, passwords, resets, tokens, unlocks
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
+TRUSTED_PROXIES_DEFAULT = 0  # proxies in front unless TRUSTED_PROXIES says otherwise: the client is who connects
 
 
 def create_app(config: dict | None = None) -> Flask:
     """Builds the app from the environment, with `config` (a mapping of settings) over it.
 
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
-    (seconds), and DEVELOPMENT (True: the /outbox page, cookies without Secure).
+    (seconds), TRUSTED_PROXIES (how many proxies in front set X-Forwarded-For), and
+    DEVELOPMENT (True: the /outbox page, cookies without Secure).
     """
     app = Flask(__name__)
     config = config or {}
@@ -36,6 +38,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(auth.bp)  # first: its loader sets g.account before any check can refuse a request
     forms.init_app(app)
     csrf.init_app(app)
+    limits.init_app(app)  # after the checks: a request they refuse costs nothing, and is not counted
     for blueprint in (entries.bp, unlocks.bp, resets.bp):
         app.register_blueprint(blueprint)
     if app.config["DEVELOPMENT"]:
@@ -55,6 +58,7 @@ def settings_from_environment() -> dict:
         "DATABASE_URL": os.environ.get("DATABASE_URL"),
         "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
         "RESET_TOKEN_MAX_AGE": whole_number("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE),
+        "TRUSTED_PROXIES": whole_number("TRUSTED_PROXIES", TRUSTED_PROXIES_DEFAULT),
         "DEVELOPMENT": False,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
@@ -66,15 +70,15 @@ def whole_number(name: str, default: int) -> int:
     text = os.environ.get(name, "").strip()
     if not text:
         return default
-    try:
-        return int(text)
-    except ValueError:
-        raise ValueError(f"{name} takes a whole number, got {text!r}") from None
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"{name} takes a whole number, got {text!r}")
+    return int(text)
 
 
 def error_page(error: HTTPException):
-    """A page saying what was wrong with the request, with its 4xx status."""
-    return render_template("error.html", error=error), error.code
+    """A page saying what was wrong with the request, with its 4xx status and headers (such as Retry-After)."""
+    headers = [(name, value) for name, value in error.get_headers() if name.lower() != "content-type"]
+    return render_template("error.html", error=error), error.code, headers
 
 
 def guarded_headers(response):

@@ -85,6 +85,28 @@ SET password_digest = %(digest)s, locked_at = NULL, failed_signins = 0,
 WHERE id = %(id)s AND password_digest = %(old_digest)s
 RETURNING id
 
+-- name: client_tried
+-- One more try by the client, counted in its window of CLIENT_WINDOW seconds, or the
+-- first of a new window once the last has ended. One statement: tries from one client
+-- at once queue on the row's lock and each counts, none lost. RETURNING sees the row
+-- as written: the tries so far, and the whole seconds until the window ends.
+INSERT INTO client_tries AS t (client, began, tries) VALUES (%(client)s, now(), 1)
+ON CONFLICT (client) DO UPDATE SET
+    began = CASE WHEN t.began <= now() - make_interval(secs => %(window)s) THEN now() ELSE t.began END,
+    tries = CASE WHEN t.began <= now() - make_interval(secs => %(window)s) THEN 1 ELSE t.tries + 1 END
+RETURNING tries, ceil(extract(epoch FROM t.began + make_interval(secs => %(window)s) - now()))::integer AS wait
+
+-- name: client_tries_forgotten
+-- Forgets up to FORGET_BATCH clients whose window has ended, oldest first (by the index
+-- on began). SKIP LOCKED passes over rows a try is counting, so this never waits on one
+-- and two requests forgetting at once never deadlock.
+DELETE FROM client_tries WHERE client IN (
+    SELECT client FROM client_tries
+    WHERE began <= now() - make_interval(secs => %(window)s)
+    ORDER BY began LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+)
+
 -- name: entries_page
 -- Newest first; one row more than a page is asked for, to tell whether an older page exists.
 SELECT body, created_at AT TIME ZONE 'UTC' AS created_utc FROM entries

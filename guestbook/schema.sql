@@ -23,6 +23,15 @@ CREATE TABLE IF NOT EXISTS entries (
     created_at timestamptz NOT NULL DEFAULT now()
 );
 
+-- Sign-ins, sign-ups and reset requests per client address (limits.py): one row per
+-- client seen in the last CLIENT_WINDOW seconds, forgotten a few at a time after.
+CREATE TABLE IF NOT EXISTS client_tries (
+    client text PRIMARY KEY,                  -- an IPv4 address, or the IPv6 network holding one (limits.client)
+    began timestamptz NOT NULL,               -- when the client's present window began
+    tries integer NOT NULL                    -- tries counted in that window
+);
+CREATE INDEX IF NOT EXISTS client_tries_began ON client_tries (began);
+
 -- Upgrades of tables an earlier version made, in order; each is idempotent.
 -- 1. Confirmation and "you already have an account" letters are throttled per account
 --    (accounts.CONFIRM_EVERY, accounts.SIGNUP_AGAIN_EVERY): the moment of the last of each.
