@@ -2,7 +2,8 @@
 
 How a request travels, file by file:
   __init__.py  `create_app` builds the app: configuration, the checks every POST
-               passes (forms.py, csrf.py), and one blueprint per feature.
+               passes (forms.py, csrf.py, then limits.py for the posts that cost a
+               hash or a letter), and one blueprint per feature.
   auth.py, unlocks.py, resets.py, entries.py, outbox.py   the views.
   accounts.py  the SQL of the accounts table (queries.sql), on db.py's connection.
   tokens.py    the signed links; mailer.py queues the letters that carry them.

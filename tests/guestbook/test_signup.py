@@ -6,7 +6,7 @@ import pytest
 
 import jobs
 import mail
-from guestbook import accounts, tokens
+from guestbook import accounts, db as guestbook_db, tokens
 
 from ..mail.smtpd import body_of
 from .conftest import PASSWORD
@@ -181,3 +181,12 @@ def test_signup_whose_insert_fails_at_commit_queues_no_letter(app, visitor, db):
 
     assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
     assert jobs.listed(db, mail.QUEUE) == []
+
+
+def test_accounts_table_of_an_earlier_version_gains_the_moments_of_throttled_letters(app, db):
+    db.execute("ALTER TABLE accounts DROP COLUMN confirmation_sent_at, DROP COLUMN signup_again_sent_at")
+
+    guestbook_db.prepared(db)
+
+    columns = db.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'accounts'").fetchall()
+    assert {"confirmation_sent_at", "signup_again_sent_at"} <= {name for (name,) in columns}
