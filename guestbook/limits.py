@@ -20,6 +20,7 @@ CLIENT_TRIES = 30  # sign-ins, sign-ups and reset requests one client may send i
 CLIENT_WINDOW = 60  # seconds a window lasts: it begins with a client's first try after the last one ended
 FORGET_BATCH = 10  # clients whose window ended that each try forgets, so the table holds recent ones only
 IPV6_PREFIX = 64  # an IPv6 client is its /64 network: one home or server is given a whole /64
+UNKNOWN = "unknown"  # what every request without a readable IP address counts against, together
 LIMITED = {"auth.signin", "auth.signup", "resets.new"}  # the views whose posts are counted
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}  # methods that only read, never counted
 
@@ -51,7 +52,7 @@ def client(address: str | None) -> str:
     try:
         ip = ipaddress.ip_address(address or "")
     except ValueError:
-        return address or "unknown"  # not an IP address (a Unix socket): counted under what it is
+        return UNKNOWN  # no address (a Unix socket), or a forwarded one that is not an address
     if ip.version == 4:
         return str(ip)
     if ip.ipv4_mapped is not None:  # an IPv4 client on a dual-stack socket

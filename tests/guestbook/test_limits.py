@@ -66,6 +66,9 @@ class TestBehindOneProxy:
         assert tries_from(visitor, proxy, 1, **{"X-Forwarded-For": "198.51.100.7"}) == [429]
         assert tries_from(visitor, proxy, 1, **{"X-Forwarded-For": "198.51.100.8"}) == [422]
 
+    def test_a_forwarded_for_that_is_not_an_address_is_counted_not_a_500(self, visitor):
+        assert tries_from(visitor, "10.0.0.1", 2, **{"X-Forwarded-For": "x" * 5000}) == [422, 422]
+
     def test_a_client_cannot_escape_by_writing_its_own_forwarded_for(self, visitor):
         proxy = "10.0.0.1"
         tries_from(visitor, proxy, limits.CLIENT_TRIES, **{"X-Forwarded-For": "198.51.100.7"})
@@ -86,6 +89,9 @@ def test_ipv6_clients_of_one_network_share_its_limit(visitor):
     ("::ffff:192.0.2.1", "192.0.2.1"),
     ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
     ("", "unknown"),
+    (None, "unknown"),
+    ("x" * 10_000, "unknown"),
+    ("192.0.2.1\x00", "unknown"),
 ])
 def test_client_is_its_address_or_its_ipv6_network(address, counted_as):
     assert limits.client(address) == counted_as
