@@ -30,8 +30,8 @@ STOP_TIMEOUT = 15.0  # seconds it may take to send the letter in hand and exit a
 SECRET_BYTES = 32  # random bytes in each guestbook's SECRET_KEY
 # The guestbook's configuration: never inherited from the environment the specs run in.
 SETTINGS = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_FROM", "MAIL_OUTBOX", "BASE_URL", "PORT",
-            "MAIL_RETRY_INTERVALS", "RESET_TOKEN_MAX_AGE")
-TABLES = ("accounts", "entries", "jobs", "job_batches")  # the guestbook's tables and the job queue's
+            "MAIL_RETRY_INTERVALS", "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES")
+TABLES = ("accounts", "entries", "client_tries", "jobs", "job_batches")  # the guestbook's tables and the job queue's
 
 
 class Guestbook:

@@ -2,7 +2,8 @@
 
 How a request travels, file by file:
   __init__.py  `create_app` builds the app: configuration, the checks every POST
-               passes (forms.py, csrf.py), and one blueprint per feature.
+               passes (forms.py, csrf.py, then limits.py for the posts that cost a
+               hash or a letter), and one blueprint per feature.
   auth.py, unlocks.py, resets.py, entries.py, outbox.py   the views.
   accounts.py  the SQL of the accounts table (queries.sql), on db.py's connection.
   tokens.py    the signed links; mailer.py queues the letters that carry them.
@@ -14,16 +15,18 @@ import os
 from flask import Flask, render_template
 from werkzeug.exceptions import HTTPException
 
-from . import auth, csrf, db, entries, forms, outbox, passwords, resets, tokens, unlocks
+from . import auth, csrf, db, entries, forms, limits, outbox, passwords, resets, tokens, unlocks
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
+TRUSTED_PROXIES_DEFAULT = 0  # proxies in front unless TRUSTED_PROXIES says otherwise: the client is who connects
 
 
 def create_app(config: dict | None = None) -> Flask:
     """Builds the app from the environment, with `config` (a mapping of settings) over it.
 
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
-    (seconds), and DEVELOPMENT (True: the /outbox page, cookies without Secure).
+    (seconds), TRUSTED_PROXIES (how many proxies in front set X-Forwarded-For), and
+    DEVELOPMENT (True: the /outbox page, cookies without Secure).
     """
     app = Flask(__name__)
     config = config or {}
@@ -37,6 +40,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_blueprint(auth.bp)  # first: its loader sets g.account before any check can refuse a request
     forms.init_app(app)
     csrf.init_app(app)
+    limits.init_app(app)  # after the checks: a request they refuse costs nothing, and is not counted
     for blueprint in (entries.bp, unlocks.bp, resets.bp):
         app.register_blueprint(blueprint)
     if app.config["DEVELOPMENT"]:
@@ -50,21 +54,33 @@ def create_app(config: dict | None = None) -> Flask:
 
 
 def settings_from_environment() -> dict:
-    """The settings the environment gives, with their defaults."""
+    """The settings the environment gives, with their defaults; a ValueError names a setting that is not valid."""
     return {
         "SECRET_KEY": os.environ.get("SECRET_KEY"),
         "DATABASE_URL": os.environ.get("DATABASE_URL"),
         "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
-        "RESET_TOKEN_MAX_AGE": int(os.environ.get("RESET_TOKEN_MAX_AGE") or tokens.RESET_MAX_AGE),
+        "RESET_TOKEN_MAX_AGE": whole_number("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE),
+        "TRUSTED_PROXIES": whole_number("TRUSTED_PROXIES", TRUSTED_PROXIES_DEFAULT),
         "DEVELOPMENT": False,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
     }
 
 
+def whole_number(name: str, default: int) -> int:
+    """The environment's setting `name` as a whole number, `default` when unset; a ValueError naming it otherwise."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(f"{name} takes a whole number, got {text!r}")
+    return int(text)
+
+
 def error_page(error: HTTPException):
-    """A page saying what was wrong with the request, with its 4xx status."""
-    return render_template("error.html", error=error), error.code
+    """A page saying what was wrong with the request, with its 4xx status and headers (such as Retry-After)."""
+    headers = [(name, value) for name, value in error.get_headers() if name.lower() != "content-type"]
+    return render_template("error.html", error=error), error.code, headers
 
 
 def guarded_headers(response):

@@ -23,7 +23,7 @@ import waitress
 import jobs
 import mail
 
-from . import create_app, db, embedded, upkeep
+from . import create_app, db, embedded, settings_from_environment, upkeep
 
 DEFAULT_PORT = 5000  # the port served when neither --port nor PORT names one
 THREADS = db.POOL_MAX  # requests served at once: one pool connection each
@@ -57,6 +57,12 @@ def serve_command(args) -> int:
     if missing and not args.development:
         print(f"guestbook: set {' and '.join(missing)}, or run with --development", file=sys.stderr)
         return 2
+    try:
+        performers = upkeep.performers  # the letters', made from MAIL_RETRY_INTERVALS now, and the upkeep's
+        settings_from_environment()
+    except ValueError as error:
+        print(f"guestbook: {error}", file=sys.stderr)
+        return 2
     database = None if os.environ.get("DATABASE_URL") else embedded.server(embedded.RUN_DATA)  # kept till exit
     url = os.environ.get("DATABASE_URL") or database.get_uri()
     port = args.port or int(os.environ.get("PORT") or DEFAULT_PORT)
@@ -67,8 +73,7 @@ def serve_command(args) -> int:
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
-        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, upkeep.performers, server.run,
-                    schedules=upkeep.schedules)
+        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, performers, server.run, schedules=upkeep.schedules)
     except KeyboardInterrupt:
         pass
     finally:

@@ -10,6 +10,8 @@ from .db import queries
 LOCK_AFTER = 10  # consecutive wrong passwords that lock an account
 LOCK_DURATION = 3600  # seconds after which a lock ends by itself: an hour
 RESET_EVERY = 5 * 60  # seconds that must pass between two reset letters to one account
+CONFIRM_EVERY = 5 * 60  # seconds that must pass between two confirmation letters asked for again
+SIGNUP_AGAIN_EVERY = 60 * 60  # seconds between two "you already have an account" letters to one account: an hour
 
 
 def by_email(db, email: str):
@@ -41,11 +43,6 @@ def confirmed(db, account) -> None:
     db.execute(queries["account_confirmed"], {"id": account.id})
 
 
-def confirmation_sent(db, account) -> None:
-    """Notes that a new confirmation letter was queued: the account lives as long as its link."""
-    db.execute(queries["confirmation_sent"], {"id": account.id})
-
-
 def unconfirmed_pruned(db) -> int:
     """Deletes the accounts whose last confirmation link expired unused (CONFIRM_MAX_AGE); returns how many."""
     return db.execute(queries["unconfirmed_pruned"], {"max_age": tokens.CONFIRM_MAX_AGE}).rowcount
@@ -75,6 +72,16 @@ def unlocked(db, account) -> bool:
 def reset_claimed(db, account) -> bool:
     """Whether a reset letter may go to the account now (none in the last RESET_EVERY seconds); notes it if so."""
     return db.execute(queries["reset_claimed"], {"id": account.id, "every": RESET_EVERY}).rowcount == 1
+
+
+def confirmation_claimed(db, account) -> bool:
+    """Whether a new confirmation letter may go to the unconfirmed account now (none asked for in CONFIRM_EVERY); notes it if so."""
+    return db.execute(queries["confirmation_claimed"], {"id": account.id, "every": CONFIRM_EVERY}).rowcount == 1
+
+
+def signup_again_claimed(db, email: str) -> bool:
+    """Whether the account of `email` may be told now that it was signed up again (not in SIGNUP_AGAIN_EVERY); notes it if so."""
+    return db.execute(queries["signup_again_claimed"], {"email": email, "every": SIGNUP_AGAIN_EVERY}).rowcount == 1
 
 
 def password_reset(db, account, digest: str) -> bool:

@@ -62,7 +62,7 @@ def signup():
         return render_template("auth/signup.html")
     email, password = email_field(), field("password", passwords.PASSWORD_MAX)
     problem = "" if mail.is_address(email) else "Enter an email address, like name@example.com."
-    problem = problem or passwords.problem(password)
+    problem = problem or passwords.problem(password, email)
     if problem:
         flash(problem, "error")
         return render_template("auth/signup.html", email=email), 422
@@ -72,7 +72,7 @@ def signup():
         account = accounts.created(db, email, digest)
         if account is not None:
             mailer.confirmation(db, account)
-        else:
+        elif accounts.signup_again_claimed(db, email):
             mailer.already_registered(db, email)
     flash(f"A letter is on its way to {email}. Open its link to confirm your account.")
     return redirect(url_for("auth.signin"))
@@ -94,16 +94,25 @@ def confirm(token: str):
 
 @bp.route("/confirmations", methods=("POST",))
 def confirmation_again():
-    """Queues a new confirmation letter for the unconfirmed account whose right password was just given."""
+    """Queues a new confirmation letter for the unconfirmed account whose right password was just given.
+
+    The right to ask is in the signed session cookie, which can be replayed for as
+    long as it lives; the database decides how often a letter goes (CONFIRM_EVERY).
+    """
     account_id = session.pop("unconfirmed", None)
     db = get_db()
     account = accounts.by_id(db, account_id) if account_id is not None else None
     if account is None or account.confirmed_at is not None:
         abort(400, "There is no unconfirmed account to send a letter for. Sign in again.")
     with db.transaction():
-        accounts.confirmation_sent(db, account)
-        mailer.confirmation(db, account)
-    flash(f"A new confirmation letter is on its way to {account.email}.")
+        claimed = accounts.confirmation_claimed(db, account)
+        if claimed:
+            mailer.confirmation(db, account)
+    if claimed:
+        flash(f"A new confirmation letter is on its way to {account.email}.")
+    else:
+        flash(f"A confirmation letter went to {account.email} less than {mailer.spoken(accounts.CONFIRM_EVERY)} ago: "
+              "look for it, in the spam folder too, before asking for another.")
     return redirect(url_for("auth.signin"))
 
 
@@ -114,7 +123,8 @@ def signin():
         return render_template("auth/signin.html")
     email, password = email_field(), field("password", passwords.PASSWORD_MAX)
     db = get_db()
-    account = accounts.by_email(db, email)
+    # An account made before addresses were checked as strictly may hold one no letter can go to.
+    account = accounts.by_email(db, email) if mail.is_address(email) else None
     outcome = attempted(db, account, password)
     if outcome == "refused":
         flash(SIGNIN_FAILED, "error")

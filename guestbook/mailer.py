@@ -15,7 +15,7 @@ from . import accounts, tokens
 def confirmation(db, account) -> int:
     """The letter with the link that confirms a new account."""
     link = mail.url_for(f"/confirm/{tokens.made('confirm', account)}")
-    return queued(db, account.email, "Confirm your guestbook account", (
+    return queued(db, account.email, "Confirm your guestbook account", lifetime=tokens.CONFIRM_MAX_AGE, body=(
         "Welcome to the guestbook. Open this link to confirm your account:\n\n"
         f"{link}\n\n"
         f"The link works for {spoken(tokens.CONFIRM_MAX_AGE)}. If you did not sign up, ignore this letter.\n"
@@ -36,7 +36,7 @@ def already_registered(db, email: str) -> int:
 def unlock(db, account) -> int:
     """The letter with the link that unlocks an account locked by wrong passwords."""
     link = mail.url_for(f"/unlocks/{tokens.made('unlock', account)}")
-    return queued(db, account.email, "Your guestbook account is locked", (
+    return queued(db, account.email, "Your guestbook account is locked", lifetime=tokens.UNLOCK_MAX_AGE, body=(
         f"After {accounts.LOCK_AFTER} wrong passwords in a row, your guestbook account is locked.\n"
         "Open this link to unlock it:\n\n"
         f"{link}\n\n"
@@ -47,10 +47,11 @@ def unlock(db, account) -> int:
 def reset(db, account) -> int:
     """The letter with the link that sets a new password; it works once."""
     link = mail.url_for(f"/resets/{tokens.made('reset', account)}/edit")
-    return queued(db, account.email, "Choose a new guestbook password", (
+    lifetime = current_app.config["RESET_TOKEN_MAX_AGE"]
+    return queued(db, account.email, "Choose a new guestbook password", lifetime=lifetime, body=(
         "Open this link to choose a new password for your guestbook account:\n\n"
         f"{link}\n\n"
-        f"The link works once, for {spoken(current_app.config['RESET_TOKEN_MAX_AGE'])}. If you did not ask for it, ignore this letter.\n"
+        f"The link works once, for {spoken(lifetime)}. If you did not ask for it, ignore this letter.\n"
     ))
 
 
@@ -63,9 +64,13 @@ def password_changed(db, email: str) -> int:
     ))
 
 
-def queued(db, to: str, subject: str, body: str) -> int:
-    """Queues a letter from MAIL_FROM on `db`'s transaction; returns the job's id."""
-    return mail.delivered_later(db, mail.message(current_app.config["MAIL_FROM"], to, subject, body))
+def queued(db, to: str, subject: str, body: str, lifetime: int | None = None) -> int:
+    """Queues a letter from MAIL_FROM on `db`'s transaction; returns the job's id.
+
+    A letter carrying a link that dies is given the link's `lifetime` (seconds), and
+    is never sent once that has passed (mail.message).
+    """
+    return mail.delivered_later(db, mail.message(current_app.config["MAIL_FROM"], to, subject, body, lifetime=lifetime))
 
 
 def spoken(seconds: int) -> str:

@@ -25,10 +25,6 @@ WHERE id = %(id)s
 -- A second confirmation keeps the moment of the first.
 UPDATE accounts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = %(id)s
 
--- name: confirmation_sent
--- A new confirmation letter: its link lives CONFIRM_MAX_AGE from now, and so does the account.
-UPDATE accounts SET confirmation_sent_at = now() WHERE id = %(id)s
-
 -- name: unconfirmed_pruned
 -- The daily upkeep (upkeep.py): an account whose last confirmation link expired unused
 -- can never be confirmed, so it goes, and its address is free to sign up again.
@@ -68,6 +64,24 @@ WHERE id = %(id)s
     AND (reset_sent_at IS NULL OR reset_sent_at <= now() - make_interval(secs => %(every)s))
 RETURNING id
 
+-- name: confirmation_claimed
+-- At most one confirmation letter asked for again per account every CONFIRM_EVERY
+-- seconds, however often a signed cookie that allows asking is replayed; the row
+-- lock makes two requests at once queue one letter between them.
+-- The letter's link lives CONFIRM_MAX_AGE from now, and so does the account (unconfirmed_pruned).
+UPDATE accounts SET confirmation_again_at = now(), confirmation_sent_at = now()
+WHERE id = %(id)s AND confirmed_at IS NULL
+    AND (confirmation_again_at IS NULL OR confirmation_again_at <= now() - make_interval(secs => %(every)s))
+RETURNING id
+
+-- name: signup_again_claimed
+-- At most one "you already have an account" letter per account every SIGNUP_AGAIN_EVERY
+-- seconds, however often its address is signed up again.
+UPDATE accounts SET signup_again_sent_at = now()
+WHERE email = %(email)s
+    AND (signup_again_sent_at IS NULL OR signup_again_sent_at <= now() - make_interval(secs => %(every)s))
+RETURNING id
+
 -- name: password_reset
 -- Only over the digest the link was made for, so of two uses of one link at once,
 -- one sets the password and the other changes nothing. A reset ends a lock, and
@@ -77,6 +91,28 @@ SET password_digest = %(digest)s, locked_at = NULL, failed_signins = 0,
     confirmed_at = coalesce(confirmed_at, now())
 WHERE id = %(id)s AND password_digest = %(old_digest)s
 RETURNING id
+
+-- name: client_tried
+-- One more try by the client, counted in its window of CLIENT_WINDOW seconds, or the
+-- first of a new window once the last has ended. One statement: tries from one client
+-- at once queue on the row's lock and each counts, none lost. RETURNING sees the row
+-- as written: the tries so far, and the whole seconds until the window ends.
+INSERT INTO client_tries AS t (client, began, tries) VALUES (%(client)s, now(), 1)
+ON CONFLICT (client) DO UPDATE SET
+    began = CASE WHEN t.began <= now() - make_interval(secs => %(window)s) THEN now() ELSE t.began END,
+    tries = CASE WHEN t.began <= now() - make_interval(secs => %(window)s) THEN 1 ELSE t.tries + 1 END
+RETURNING tries, ceil(extract(epoch FROM t.began + make_interval(secs => %(window)s) - now()))::integer AS wait
+
+-- name: client_tries_forgotten
+-- Forgets up to FORGET_BATCH clients whose window has ended, oldest first (by the index
+-- on began). SKIP LOCKED passes over rows a try is counting, so this never waits on one
+-- and two requests forgetting at once never deadlock.
+DELETE FROM client_tries WHERE client IN (
+    SELECT client FROM client_tries
+    WHERE began <= now() - make_interval(secs => %(window)s)
+    ORDER BY began LIMIT %(batch)s
+    FOR UPDATE SKIP LOCKED
+)
 
 -- name: entries_page
 -- Newest first; one row more than a page is asked for, to tell whether an older page exists.

@@ -48,7 +48,7 @@ def edit(token: str):
     if request.method == "GET":
         return render_template("resets/edit.html")
     password = field("password", passwords.PASSWORD_MAX)
-    problem = passwords.problem(password)
+    problem = passwords.problem(password, account.email)
     if problem:
         flash(problem, "error")
         return render_template("resets/edit.html"), 422

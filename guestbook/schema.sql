@@ -12,11 +12,10 @@ CREATE TABLE IF NOT EXISTS accounts (
     failed_signins integer NOT NULL DEFAULT 0,  -- wrong passwords since the last right one
     locked_at timestamptz,                    -- when the last lock began; NULL when unlocked
     reset_sent_at timestamptz,                -- when the last reset letter was queued
-    confirmation_sent_at timestamptz NOT NULL DEFAULT now()  -- when the last confirmation letter was queued
+    confirmation_sent_at timestamptz NOT NULL DEFAULT now(),  -- when the last confirmation letter was queued
+    confirmation_again_at timestamptz,        -- when the last confirmation letter asked for again was queued
+    signup_again_sent_at timestamptz          -- when the last "you already have an account" letter was queued
 );
--- Upgrade 1 (periodic jobs): accounts made before confirmation_sent_at existed count
--- from the upgrade, so none is pruned before its last link could have expired.
-ALTER TABLE accounts ADD COLUMN IF NOT EXISTS confirmation_sent_at timestamptz NOT NULL DEFAULT now();
 
 CREATE TABLE IF NOT EXISTS entries (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -24,3 +23,23 @@ CREATE TABLE IF NOT EXISTS entries (
     body text NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- Sign-ins, sign-ups and reset requests per client address (limits.py): one row per
+-- client seen in the last CLIENT_WINDOW seconds, forgotten a few at a time after.
+CREATE TABLE IF NOT EXISTS client_tries (
+    client text PRIMARY KEY,                  -- an IPv4 address, or the IPv6 network holding one (limits.client)
+    began timestamptz NOT NULL,               -- when the client's present window began
+    tries integer NOT NULL                    -- tries counted in that window
+);
+CREATE INDEX IF NOT EXISTS client_tries_began ON client_tries (began);
+
+-- Upgrades of tables an earlier version made, in order; each is idempotent.
+-- 1. The daily upkeep prunes accounts whose last confirmation link expired unused
+--    (upkeep.py): accounts made before confirmation_sent_at existed count from the
+--    upgrade, so none is pruned before its last link could have expired.
+ALTER TABLE accounts ADD COLUMN IF NOT EXISTS confirmation_sent_at timestamptz NOT NULL DEFAULT now();
+-- 2. Confirmation and "you already have an account" letters are throttled per account
+--    (accounts.CONFIRM_EVERY, accounts.SIGNUP_AGAIN_EVERY): the moment of the last of each.
+ALTER TABLE accounts
+    ADD COLUMN IF NOT EXISTS confirmation_again_at timestamptz,
+    ADD COLUMN IF NOT EXISTS signup_again_sent_at timestamptz;

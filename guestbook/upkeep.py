@@ -28,7 +28,16 @@ def prune_batches(db, args) -> None:
     log.info("pruned %d finished batch(es)", jobs.pruned(db, older_than=BATCHES_KEPT))
 
 
-performers = mail.performers | {"prune_unconfirmed": prune_unconfirmed, "prune_batches": prune_batches}
+UPKEEP = {"prune_unconfirmed": prune_unconfirmed, "prune_batches": prune_batches}  # the upkeep's own performers
+
+
+def __getattr__(name: str):
+    """`performers`, the letters' and the upkeep's, made when asked for, as mail.performers is."""
+    if name == "performers":
+        return mail.performers | UPKEEP
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 schedules = [
     jobs.every("prune-unconfirmed", cron="17 3 * * *", queue=QUEUE, name="prune_unconfirmed"),
     jobs.every("prune-batches", cron="47 3 * * *", queue=QUEUE, name="prune_batches"),

@@ -2,23 +2,31 @@
 
 A letter is made once, by `message`, with its Message-ID and Date already chosen, so
 a letter that is queued and sent three attempts later still carries the same ones
-(a mail server that received the first attempt can tell the second is a copy).
+(a mail server that received the first attempt can tell the second is a copy). A
+letter whose link dies carries the same lifetime: past it, the letter is refused.
 """
 
+import math
 import os
 import re
+import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from email.utils import format_datetime, make_msgid
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import format_datetime, getaddresses, make_msgid
 
 BODY_MAX = 100_000  # characters a letter's body may hold
 ADDRESS_MAX = 254  # characters an address may hold (RFC 5321's limit on a path, less its brackets)
 BASE_URL_DEFAULT = "http://127.0.0.1:5000"  # where links point when BASE_URL is not set
 
-# A plain address, local@domain: no spaces, no display name, nothing SMTP would
-# read as syntax. It is deliberately stricter than RFC 5322 allows.
-ADDRESS = re.compile(r"[^@\s<>()\[\],;:\\\"]+@[^@\s<>()\[\],;:\\\"]+")
+# A plain address, local@domain: printable ASCII without spaces, no display name,
+# nothing SMTP would read as syntax. It is deliberately stricter than RFC 5322 allows.
+ADDRESS = re.compile(r"[!-?A-~]+@[!-?A-~]+")  # printable ASCII from "!" to "~", but for "@" (between "?" and "A")
+NOT_IN_ADDRESS = set('<>()[],;:\\"')  # characters a header would read as syntax around the address
+ENCODED_WORD = "=?"  # how an RFC 2047 encoded-word begins: a reader decodes it into other characters
 HEADER_BREAKERS = ("\r", "\n", "\x00")  # characters that would end a header or the string
+POLICY = SMTP  # how a letter's headers are written (transports.email_of) and read back here
 
 
 class Refused(ValueError):
@@ -35,17 +43,53 @@ class Letter:
     body: str
     message_id: str
     date: str
+    expires: int | None = None  # seconds since the epoch from which it is never sent (its link has died); None: never
 
 
-def message(sender: str, to: str, subject: str, body: str) -> Letter:
-    """A letter from `sender` to `to`, with a new Message-ID and the Date of now."""
+def message(sender: str, to: str, subject: str, body: str, *, lifetime: int | None = None) -> Letter:
+    """A letter from `sender` to `to`, with a new Message-ID and the Date of now.
+
+    A letter whose body carries a link that dies gets that link's `lifetime` (in
+    seconds): once it has passed, `refusal` refuses the letter, so no retry, however
+    late, sends a link that no longer works.
+    """
     domain = sender.rpartition("@")[2] if is_address(sender) else "localhost"
-    return Letter(sender, to, subject, body, make_msgid(domain=domain), format_datetime(datetime.now(timezone.utc)))
+    # Rounded up, so the letter dies no later than a link made this second: its signed
+    # timestamp is whole seconds, rounded down, and it dies past lifetime from there.
+    expires = math.ceil(time.time()) + lifetime if lifetime is not None else None
+    return Letter(sender, to, subject, body, make_msgid(domain=domain), format_datetime(datetime.now(timezone.utc)), expires)
 
 
 def is_address(text: str) -> bool:
-    """Whether `text` is one plain address (local@domain) that fits in ADDRESS_MAX characters."""
-    return isinstance(text, str) and len(text) <= ADDRESS_MAX and ADDRESS.fullmatch(text) is not None
+    """Whether `text` is one plain address (local@domain) of at most ADDRESS_MAX characters, sent as it reads.
+
+    Printable ASCII only, with no RFC 2047 encoded-word: a header holding
+    "=?utf-8?q?victim?=@=?utf-8?q?evil=2Eexample?=" is read as victim@evil.example,
+    so an account could name one mailbox and its letters reach another. What is
+    left must also come back unchanged from a header written as the sender writes it.
+    """
+    if not isinstance(text, str) or len(text) > ADDRESS_MAX or ADDRESS.fullmatch(text) is None:
+        return False
+    if ENCODED_WORD in text or NOT_IN_ADDRESS.intersection(text):
+        return False
+    return read_back(text) == [text]
+
+
+def read_back(address: str) -> list[str]:
+    """The addresses a To header holding `address` names, as a mail server and a reader take them.
+
+    The header is written with POLICY, as transports.email_of writes it, and read
+    with getaddresses, as smtplib reads headers to address a letter. A header the
+    parser finds anything wrong with (a defect) names no address.
+    """
+    email = EmailMessage(policy=POLICY)
+    try:
+        email["To"] = address
+    except (ValueError, TypeError):  # the parser refuses, e.g. an encoded line break
+        return []
+    if email["To"].defects:
+        return []
+    return [found for _, found in getaddresses([str(email["To"])])]
 
 
 def refusal(m: Letter) -> str:
@@ -65,6 +109,11 @@ def refusal(m: Letter) -> str:
         return "the letter's body is not text without NUL characters"
     if len(m.body) > BODY_MAX:
         return f"the letter's body holds {len(m.body)} characters, more than BODY_MAX ({BODY_MAX})"
+    if m.expires is not None and (not isinstance(m.expires, int) or isinstance(m.expires, bool)):
+        return f"the letter's expires is not whole seconds since the epoch: {m.expires!r}"
+    if m.expires is not None and time.time() >= m.expires:
+        when = datetime.fromtimestamp(m.expires, timezone.utc).isoformat(timespec="seconds")
+        return f"the letter expired at {when}: the link it carries no longer works"
     return ""
 
 

@@ -12,14 +12,15 @@ import smtplib
 import ssl
 import time
 from email.message import EmailMessage
-from email.policy import SMTP, default
+from email.policy import default
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from .letters import Letter, Refused, refusal
+from .letters import POLICY, Letter, Refused, refusal
 
 TIMEOUT = 10.0  # seconds any one exchange with the SMTP server may take before the attempt fails
 OUTBOX_DEFAULT = "outbox"  # where letters go without MAIL_URL, unless MAIL_OUTBOX names a folder
+OUTBOX_MODE = 0o600  # an outbox file's permissions: read and written by its owner only
 PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}  # each scheme's port when the URL names none
 
 
@@ -34,14 +35,14 @@ def delivered(m: Letter) -> None:
         raise Refused(reason)
     url = os.environ.get("MAIL_URL", "")
     if url:
-        sent(email_of(m), url)
+        sent(email_of(m), url, m)
     else:
         written(email_of(m), outbox_folder())
 
 
 def email_of(m: Letter) -> EmailMessage:
     """The letter as a MIME message: text/plain in UTF-8 with its five headers."""
-    email = EmailMessage(policy=SMTP)
+    email = EmailMessage(policy=POLICY)
     email["From"] = m.sender
     email["To"] = m.to
     email["Subject"] = m.subject
@@ -51,8 +52,12 @@ def email_of(m: Letter) -> EmailMessage:
     return email
 
 
-def sent(email: EmailMessage, url: str) -> None:
-    """Hands `email` to the SMTP server `url` names, over TLS when the scheme asks for it."""
+def sent(email: EmailMessage, url: str, m: Letter) -> None:
+    """Hands `email` to the SMTP server `url` names, over TLS when the scheme asks for it.
+
+    The envelope's addresses are `m`'s own, never read back from the headers (which
+    `refusal` has checked read back as the same).
+    """
     parts = urlsplit(url)
     if parts.scheme not in PORTS or not parts.hostname:
         raise ValueError(f"MAIL_URL must look like smtp://host:port, smtp+starttls://... or smtps://..., got scheme {parts.scheme!r}")
@@ -67,7 +72,7 @@ def sent(email: EmailMessage, url: str) -> None:
             server.starttls(context=tls)
         if parts.username:
             server.login(unquote(parts.username), unquote(parts.password or ""))
-        server.send_message(email)
+        server.send_message(email, from_addr=m.sender, to_addrs=[m.to])
 
 
 def outbox_folder() -> Path:
@@ -79,10 +84,12 @@ def written(email: EmailMessage, folder: Path) -> Path:
     """Writes `email` to `folder` as a new .eml file named to sort oldest first; returns its path.
 
     The file appears whole or not at all (written aside, then renamed), so a reader
-    of the outbox never finds half a letter.
+    of the outbox never finds half a letter. Only its owner may read it (OUTBOX_MODE):
+    its links sign in as the account they were sent to.
     """
     folder.mkdir(parents=True, exist_ok=True)
     name = f"{time.time_ns()}-{secrets.token_hex(4)}"
     aside = folder / f".{name}.partial"
-    aside.write_bytes(email.as_bytes(policy=default))  # LF line ends, as local files have
+    with open(os.open(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL, OUTBOX_MODE), "wb") as file:
+        file.write(email.as_bytes(policy=default))  # LF line ends, as local files have
     return aside.replace(folder / f"{name}.eml")

@@ -38,7 +38,7 @@ def settings(database_url):
 def app(settings, db, smtp):
     """The app, on tables emptied for the test (the `db` fixture empties the jobs table)."""
     app = create_app(settings)
-    db.execute("TRUNCATE accounts, entries RESTART IDENTITY CASCADE")
+    db.execute("TRUNCATE accounts, entries, client_tries RESTART IDENTITY CASCADE")
     yield app
     guestbook_db.closed(app)
 

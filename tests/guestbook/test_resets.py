@@ -1,6 +1,7 @@
 """Password resets: the same answer for any address, one letter per five minutes, and a link that works once."""
 
 import base64
+import time
 
 from guestbook import accounts
 
@@ -120,3 +121,30 @@ def test_reset_with_a_short_password_is_refused_and_keeps_the_link(visitor, post
 
     assert visitor.submit(link, password="short").status_code == 422
     assert visitor.submit(link, password=NEW_PASSWORD).status_code == 302
+
+
+def test_reset_to_a_common_password_or_one_holding_the_address_is_refused_and_keeps_the_link(visitor, post, db):
+    visitor.confirmed_account("grace@example.com")
+    link = reset_link(visitor, post, "grace@example.com")
+    before = db.execute("SELECT password_digest FROM accounts").fetchone()[0]
+
+    common = visitor.submit(link, password="qwerty123456")
+    named = visitor.submit(link, password="grace is my password")
+
+    assert common.status_code == named.status_code == 422
+    assert "one of the most common" in common.get_data(as_text=True)
+    assert "the name your address begins with" in named.get_data(as_text=True)
+    assert db.execute("SELECT password_digest FROM accounts").fetchone()[0] == before
+    assert visitor.submit(link, password=NEW_PASSWORD).status_code == 302
+
+
+def test_letters_with_links_expire_with_their_links_and_the_others_never(app, visitor, post):
+    start = time.time()
+    visitor.confirmed_account("ada@example.com")
+    visitor.submit("/resets/new", email="ada@example.com")
+    (reset,) = post.queued()
+    visitor.submit(post.only_link_to("ada@example.com"), password=NEW_PASSWORD)
+    (changed,) = post.queued()
+
+    assert start + app.config["RESET_TOKEN_MAX_AGE"] <= reset["expires"] <= time.time() + app.config["RESET_TOKEN_MAX_AGE"] + 1
+    assert changed["expires"] is None  # "your password was changed" carries no link that dies

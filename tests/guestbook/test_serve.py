@@ -30,6 +30,29 @@ def test_serve_refuses_to_start_outside_development_without_a_secret_and_a_datab
     assert "set SECRET_KEY and DATABASE_URL" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("setting, value, words", [
+    ("MAIL_RETRY_INTERVALS", "1,soon", "MAIL_RETRY_INTERVALS takes seconds separated by commas, got '1,soon'"),
+    ("RESET_TOKEN_MAX_AGE", "an hour", "RESET_TOKEN_MAX_AGE takes a whole number, got 'an hour'"),
+    ("TRUSTED_PROXIES", "-1", "TRUSTED_PROXIES takes a whole number, got '-1'"),
+])
+def test_serve_with_a_bad_setting_says_which_and_exits_2(database_url, tmp_path, setting, value, words):
+    env = environment(DATABASE_URL=database_url, SECRET_KEY="s" * 32, PYTHONPATH=str(ROOT), **{setting: value})
+
+    done = subprocess.run([sys.executable, "-m", "guestbook", "serve", "--port", str(free_port())], env=env,
+                          cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
+
+    assert (done.returncode, done.stderr.strip()) == (2, f"guestbook: {words}")
+
+
+def test_importing_the_app_never_fails_on_a_bad_setting(tmp_path):
+    env = environment(PYTHONPATH=str(ROOT), MAIL_RETRY_INTERVALS="soon")
+
+    done = subprocess.run([sys.executable, "-c", "import mail, guestbook, guestbook.__main__"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=WAIT)
+
+    assert (done.returncode, done.stderr) == (0, "")
+
+
 class Served:
     """A `guestbook serve` process, and a cookie-keeping way to talk to it."""
 
@@ -87,7 +110,8 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 
 def environment(**values) -> dict:
     """The test process's environment without the guestbook's settings, plus `values`."""
-    names = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_OUTBOX", "BASE_URL", "PORT", "MAIL_RETRY_INTERVALS")
+    names = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_OUTBOX", "BASE_URL", "PORT", "MAIL_RETRY_INTERVALS",
+             "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES")
     return {**{k: v for k, v in os.environ.items() if k not in names}, **values}
 
 

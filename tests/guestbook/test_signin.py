@@ -90,6 +90,28 @@ def test_new_confirmation_letter_needs_the_right_password_first(visitor, post):
     assert post.queued() == []
 
 
+def test_replaying_the_cookie_that_may_ask_for_a_confirmation_letter_sends_one_letter(client, visitor, post, db):
+    visitor.signup("ada@example.com")
+    post.delivered()
+    visitor.signin("ada@example.com")  # unconfirmed: the session may now ask for a new letter, once
+    token = visitor.csrf_token()
+    cookie = client.get_cookie("session").value
+
+    answers = []
+    for _ in range(100):
+        client.set_cookie("session", cookie)  # the old cookie again, as an attacker who kept it would send it
+        answers.append(client.post("/confirmations", data={"csrf_token": token}).status_code)
+
+    assert answers == [302] * 100
+    assert len(post.delivered()) == 1
+    assert "less than 5 minutes ago" in client.get("/signin").get_data(as_text=True)
+    db.execute("UPDATE accounts SET confirmation_again_at = confirmation_again_at - make_interval(secs => %s)",
+               [accounts.CONFIRM_EVERY])
+    client.set_cookie("session", cookie)
+    client.post("/confirmations", data={"csrf_token": token})
+    assert post.only_link_to("ada@example.com").startswith("/confirm/")
+
+
 def test_ten_wrong_passwords_lock_the_account_and_queue_one_unlock_letter(visitor, post):
     visitor.confirmed_account("ada@example.com")
 

@@ -1,9 +1,12 @@
 """Sign-up and confirmation: the account, its letter, and the link that confirms it."""
 
+import time
+
 import pytest
 
 import jobs
 import mail
+from guestbook import accounts, db as guestbook_db, tokens
 
 from ..mail.smtpd import body_of
 from .conftest import PASSWORD
@@ -18,6 +21,14 @@ def test_signup_queues_a_confirmation_letter_that_the_worker_sends(visitor, post
     assert letter["Subject"] == "Confirm your guestbook account"
     assert letter["Message-ID"] and letter["Date"]
     assert post.link(letter).startswith("/confirm/")
+
+
+def test_confirmation_letter_expires_when_its_link_does(visitor, post):
+    start = time.time()
+    visitor.signup("ada@example.com")
+
+    (letter,) = post.queued()
+    assert start + tokens.CONFIRM_MAX_AGE <= letter["expires"] <= time.time() + tokens.CONFIRM_MAX_AGE + 1
 
 
 def test_signup_answers_before_any_letter_is_sent(visitor, smtp):
@@ -52,6 +63,24 @@ def test_taken_address_gets_the_same_answer_and_a_letter_saying_so(client, visit
     assert client.get("/signin").get_data(as_text=True) == first_page
     (letter,) = post.delivered()
     assert letter["Subject"] == "You already have a guestbook account"
+
+
+def test_thirty_signups_of_a_taken_address_send_its_owner_one_letter(client, visitor, post, db):
+    visitor.signup("ada@example.com")
+    post.delivered()
+
+    answers = []
+    for n in range(30):
+        client.environ_base["REMOTE_ADDR"] = f"192.0.2.{n}"  # from many clients, as a flood would come
+        answers.append(visitor.signup("ada@example.com", "another long password").status_code)
+
+    assert answers == [302] * 30
+    (letter,) = post.delivered()
+    assert letter["Subject"] == "You already have a guestbook account"
+    db.execute("UPDATE accounts SET signup_again_sent_at = signup_again_sent_at - make_interval(secs => %s)",
+               [accounts.SIGNUP_AGAIN_EVERY])
+    visitor.signup("ada@example.com", "another long password")
+    assert [letter["Subject"] for letter in post.delivered()] == ["You already have a guestbook account"]
 
 
 def test_confirm_link_shows_a_button_and_only_the_post_confirms(client, visitor, post, db):
@@ -92,6 +121,12 @@ def test_confirmed_account_can_sign_in(client, visitor):
     ("", PASSWORD, "Enter an email address"),
     ("ada@example.com", "short", "at least 12 characters"),
     ("ada@example.com", "x" * 11, "at least 12 characters"),
+    ("ada@example.com", "qwerty123456", "one of the most common"),
+    ("ada@example.com", "1q2w3e4r5t6y", "one of the most common"),
+    ("ada@example.com", " Qwerty123456 ", "one of the most common"),
+    ("grace@example.com", "grace hopper 1906", "without “grace” in it"),
+    ("grace@example.com", "my name is GRACE!", "the name your address begins with"),
+    ("ada.lovelace.1815@example.com", "ada.lovelace.1815", "the name your address begins with"),
 ])
 def test_signup_with_unusable_details_is_refused_and_writes_nothing(visitor, db, email, password, problem):
     answer = visitor.signup(email, password)
@@ -100,6 +135,27 @@ def test_signup_with_unusable_details_is_refused_and_writes_nothing(visitor, db,
     assert problem in answer.get_data(as_text=True)
     assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
     assert jobs.listed(db) == []
+
+
+@pytest.mark.parametrize("email", [
+    "=?utf-8?q?victim?=@=?utf-8?q?evil=2Eexample?=",  # a mail server would be handed victim@evil.example
+    "=?utf-8?q?ada=0D=0Abcc=3Dall?=@example.com",  # an encoded CR LF, which the worker could never send
+    "ada\x01@example.com",
+    "ada\x1b@example.com",
+    "zoé@example.com",
+    "ada@exämple.com",
+])
+def test_signup_with_an_address_that_is_not_sent_as_it_reads_is_refused_and_queues_nothing(visitor, db, email):
+    answer = visitor.signup(email)
+
+    assert answer.status_code == 422
+    assert "Enter an email address" in answer.get_data(as_text=True)
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
+    assert jobs.listed(db) == []
+
+
+def test_a_short_address_name_in_a_password_is_fine(visitor):
+    assert visitor.signup("bo@example.com", "bottles of rum").status_code == 302
 
 
 def test_password_of_twelve_and_of_128_characters_are_accepted(visitor, db):
@@ -125,3 +181,12 @@ def test_signup_whose_insert_fails_at_commit_queues_no_letter(app, visitor, db):
 
     assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
     assert jobs.listed(db, mail.QUEUE) == []
+
+
+def test_accounts_table_of_an_earlier_version_gains_the_moments_of_throttled_letters(app, db):
+    db.execute("ALTER TABLE accounts DROP COLUMN confirmation_again_at, DROP COLUMN signup_again_sent_at")
+
+    guestbook_db.prepared(db)
+
+    columns = db.execute("SELECT column_name FROM information_schema.columns WHERE table_name = 'accounts'").fetchall()
+    assert {"confirmation_again_at", "signup_again_sent_at"} <= {name for (name,) in columns}

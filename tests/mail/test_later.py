@@ -1,5 +1,7 @@
 """`delivered_later`: the letter waits as a job on the caller's transaction, and a worker sends it."""
 
+import time
+
 import pytest
 
 import jobs
@@ -130,3 +132,39 @@ def test_with_a_short_schedule_a_letter_fails_for_good_after_its_last_attempt(db
     assert said[2] is None
     (job,) = jobs.listed(db)
     assert job["attempts"] == job["max_attempts"] == 2
+
+
+def test_letter_past_its_lifetime_is_never_sent_however_late_it_is_retried(db, smtp, monkeypatch):
+    monkeypatch.setenv("MAIL_URL", f"smtp://127.0.0.1:{free_port()}")  # the server is down for now
+    letter = mail.message("guestbook@example.com", "ada@example.com", "Reset", "http://x.test/resets/t/edit\n", lifetime=3600)
+    mail.delivered_later(db, letter)
+    assert jobs.worked(db, "mail", mail.performers).startswith("failed deliver on attempt 1")
+    # Days later the server is back, and the link in the letter died long ago.
+    db.execute("UPDATE jobs SET args = jsonb_set(args, '{expires}', to_jsonb(%s::bigint))", [int(time.time()) - 86400])
+    monkeypatch.setenv("MAIL_URL", smtp.url)
+
+    said = jobs.worked(db, "mail", mail.performers, now=int(time.time() * 1000) + 3_600_000)
+
+    assert said.startswith("failed deliver on attempt 2") and "expired" in said
+    (shelved,) = jobs.failed(db, "mail")
+    assert "the link it carries no longer works" in shelved["failure"]
+    assert jobs.retried(db, every=True) == 1
+    assert jobs.worked(db, "mail", mail.performers).startswith("failed deliver on attempt 1")
+    assert smtp.letters == []
+
+
+def test_letter_within_its_lifetime_is_sent_with_its_expiry_kept_in_the_job(db, smtp):
+    before = time.time()
+    mail.delivered_later(db, mail.message("guestbook@example.com", "ada@example.com", "Hi", "body", lifetime=60))
+
+    (job,) = jobs.listed(db)
+    assert before + 60 <= job["args"]["expires"] <= time.time() + 61
+    assert jobs.worked(db, "mail", mail.performers) == "ran deliver"
+    assert len(smtp.letters) == 1
+
+
+def test_letter_that_expired_before_it_was_queued_is_refused_and_queues_nothing(db):
+    with pytest.raises(mail.Refused, match="expired"):
+        mail.delivered_later(db, mail.message("guestbook@example.com", "ada@example.com", "Hi", "body", lifetime=-1))
+
+    assert jobs.listed(db) == []

@@ -42,17 +42,35 @@ REFUSED = [  # the letter, and words its refusal says
     (with_(to="a@b.com, c@d.com"), "to is not an address"),
     (with_(to="a" * 250 + "@example.com"), "to is not an address"),
     (with_(sender="nobody"), "sender is not an address"),
+    (with_(to="=?utf-8?q?victim?=@=?utf-8?q?evil=2Eexample?="), "to is not an address"),  # read as victim@evil.example
+    (with_(to="=?utf-8?q?ada=0D=0Abcc=3Dall?=@example.com"), "to is not an address"),  # an encoded CR LF
+    (with_(to="ada\x01@example.com"), "to is not an address"),
+    (with_(to="ada\x7f@example.com"), "to is not an address"),
+    (with_(to="ada\t@example.com"), "to is not an address"),
+    (with_(to="zoé@example.com"), "to is not an address"),
+    (with_(to="ada@exämple.com"), "to is not an address"),
+    (with_(to='"ada"@example.com'), "to is not an address"),  # read back without its quotes
+    (with_(to="a..b@example.com"), "to is not an address"),
+    (with_(to="ada@example.com."), "to is not an address"),
     (with_(subject=""), "has no subject"),
     (with_(subject="   "), "has no subject"),
     (with_(body="x" * (mail.BODY_MAX + 1)), "more than BODY_MAX"),
     (with_(body="nul \x00 inside"), "body is not text without NUL"),
     (with_(to=None), "to is not text"),
+    (with_(expires=1), "expired at 1970-01-01T00:00:01+00:00"),
+    (with_(expires="tomorrow"), "expires is not whole seconds"),
 ]
 
 
 @pytest.mark.parametrize("letter, words", REFUSED)
 def test_refusal_says_why_a_letter_is_refused(letter, words):
     assert words in mail.refusal(letter)
+
+
+@pytest.mark.parametrize("address", ["ada@example.com", "a.b+tag@mail.example.org", "o'brien@example.ie", "x_y-z@a-b.example"])
+def test_plain_addresses_are_addresses_and_read_back_unchanged(address):
+    assert mail.is_address(address)
+    assert mail.refusal(with_(to=address)) == ""
 
 
 def test_body_of_exactly_body_max_characters_is_fine():

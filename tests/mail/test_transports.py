@@ -73,6 +73,13 @@ def test_without_mail_url_the_letter_is_written_to_the_outbox(outbox):
     assert written["Message-ID"] == LETTER.message_id and "http://x.test/confirm/t" in body_of(written)
 
 
+def test_outbox_letters_are_readable_by_their_owner_only(outbox):
+    mail.delivered(LETTER)
+
+    (path,) = outbox.glob("*.eml")
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
 def test_outbox_defaults_to_a_folder_named_outbox(monkeypatch):
     monkeypatch.delenv("MAIL_OUTBOX", raising=False)
 

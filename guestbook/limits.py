@@ -1,0 +1,60 @@
+"""How fast one client may sign in, sign up and ask for reset letters: CLIENT_TRIES a CLIENT_WINDOW.
+
+Each of those costs a password hash (about 90 ms of a core) or a letter, so a client
+that sends them as fast as it can would take the server from everyone else. The count
+is kept in the database (table client_tries), so it holds across every process that
+serves the site and across restarts; a client past it gets a 429 page, with a
+Retry-After header, saying when to try again. Behind proxies, the client's address is
+the one TRUSTED_PROXIES of them vouch for (werkzeug's ProxyFix), never a header the
+client could write itself.
+"""
+
+import ipaddress
+
+from flask import abort, request
+from werkzeug.middleware.proxy_fix import ProxyFix
+
+from .db import get_db, queries
+
+CLIENT_TRIES = 30  # sign-ins, sign-ups and reset requests one client may send in a window
+CLIENT_WINDOW = 60  # seconds a window lasts: it begins with a client's first try after the last one ended
+FORGET_BATCH = 10  # clients whose window ended that each try forgets, so the table holds recent ones only
+IPV6_PREFIX = 64  # an IPv6 client is its /64 network: one home or server is given a whole /64
+UNKNOWN = "unknown"  # what every request without a readable IP address counts against, together
+LIMITED = {"auth.signin", "auth.signup", "resets.new"}  # the views whose posts are counted
+SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}  # methods that only read, never counted
+
+
+def init_app(app) -> None:
+    """Counts every post to a LIMITED view before it runs, and reads client addresses through TRUSTED_PROXIES proxies."""
+    proxies = app.config["TRUSTED_PROXIES"]
+    if proxies:
+        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=0, x_host=0, x_port=0, x_prefix=0)
+    app.before_request(counted)
+
+
+def counted() -> None:
+    """Counts a try of a LIMITED view; a 429 page saying when to try again once the client is past CLIENT_TRIES."""
+    if request.method in SAFE_METHODS or request.endpoint not in LIMITED:
+        return
+    db = get_db()
+    params = {"client": client(request.remote_addr), "window": CLIENT_WINDOW}
+    tries, wait = db.execute(queries["client_tried"], params).fetchone()
+    db.execute(queries["client_tries_forgotten"], {"window": CLIENT_WINDOW, "batch": FORGET_BATCH})
+    if tries > CLIENT_TRIES:
+        wait = max(wait, 1)
+        abort(429, f"Too many sign-ins, sign-ups and reset requests have come from your address. "
+                   f"Try again in {wait} second{'s' if wait != 1 else ''}.", retry_after=wait)
+
+
+def client(address: str | None) -> str:
+    """Who a request counts against: its address, or for IPv6 the /IPV6_PREFIX network holding it."""
+    try:
+        ip = ipaddress.ip_address(address or "")
+    except ValueError:
+        return UNKNOWN  # no address (a Unix socket), or a forwarded one that is not an address
+    if ip.version == 4:
+        return str(ip)
+    if ip.ipv4_mapped is not None:  # an IPv4 client on a dual-stack socket
+        return str(ip.ipv4_mapped)
+    return str(ipaddress.ip_network(f"{ip}/{IPV6_PREFIX}", strict=False))

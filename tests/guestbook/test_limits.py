@@ -1,0 +1,97 @@
+"""One client's sign-ins, sign-ups and reset requests: CLIENT_TRIES a CLIENT_WINDOW, then a 429 saying when to try again."""
+
+import pytest
+
+from guestbook import limits
+
+from .conftest import PASSWORD
+
+NOT_AN_ADDRESS = "not an address"  # a sign-up refused with a 422 before any hash: a cheap try, counted all the same
+
+
+def tries_from(visitor, address: str, count: int, **headers) -> list[int]:
+    """The statuses of `count` sign-ups posted from the client `address`."""
+    visitor.client.environ_base["REMOTE_ADDR"] = address
+    token = visitor.csrf_token()
+    return [visitor.client.post("/signup", data={"csrf_token": token, "email": NOT_AN_ADDRESS, "password": PASSWORD},
+                                headers=headers).status_code for _ in range(count)]
+
+
+def test_client_past_the_limit_gets_a_429_that_says_when_to_try_again(visitor, db):
+    assert tries_from(visitor, "192.0.2.1", limits.CLIENT_TRIES) == [422] * limits.CLIENT_TRIES
+
+    answer = visitor.signin("ada@example.com")
+
+    page = answer.get_data(as_text=True)
+    assert answer.status_code == 429 and 'role="alert"' in page
+    wait = int(answer.headers["Retry-After"])
+    assert 1 <= wait <= limits.CLIENT_WINDOW and f"Try again in {wait} second" in page
+
+
+def test_sign_ins_sign_ups_and_reset_requests_share_one_limit_and_past_it_nothing_is_written(visitor, db):
+    tries_from(visitor, "192.0.2.1", limits.CLIENT_TRIES)
+
+    assert visitor.signup("ada@example.com").status_code == 429
+    assert visitor.signin("ada@example.com").status_code == 429
+    assert visitor.submit("/resets/new", email="ada@example.com").status_code == 429
+    assert db.execute("SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM jobs)").fetchone() == (0, 0)
+    assert visitor.client.get("/").status_code == 200  # reading is never limited
+
+
+def test_another_client_is_not_held_back_and_the_limit_ends_with_its_window(visitor, db):
+    tries_from(visitor, "192.0.2.1", limits.CLIENT_TRIES + 1)
+
+    assert tries_from(visitor, "192.0.2.2", 1) == [422]
+    db.execute("UPDATE client_tries SET began = began - make_interval(secs => %s)", [limits.CLIENT_WINDOW])
+    assert tries_from(visitor, "192.0.2.1", 1) == [422]
+
+
+def test_without_trusted_proxies_a_forwarded_for_header_changes_nothing(visitor):
+    tries_from(visitor, "192.0.2.1", limits.CLIENT_TRIES)
+
+    assert tries_from(visitor, "192.0.2.1", 1, **{"X-Forwarded-For": "198.51.100.7"}) == [429]
+
+
+class TestBehindOneProxy:
+    """TRUSTED_PROXIES = 1: one proxy in front, which adds the address it saw to X-Forwarded-For."""
+
+    @pytest.fixture
+    def settings(self, settings):
+        return {**settings, "TRUSTED_PROXIES": 1}
+
+    def test_client_is_the_address_the_proxy_saw(self, visitor):
+        proxy = "10.0.0.1"
+        tries_from(visitor, proxy, limits.CLIENT_TRIES, **{"X-Forwarded-For": "198.51.100.7"})
+
+        assert tries_from(visitor, proxy, 1, **{"X-Forwarded-For": "198.51.100.7"}) == [429]
+        assert tries_from(visitor, proxy, 1, **{"X-Forwarded-For": "198.51.100.8"}) == [422]
+
+    def test_a_forwarded_for_that_is_not_an_address_is_counted_not_a_500(self, visitor):
+        assert tries_from(visitor, "10.0.0.1", 2, **{"X-Forwarded-For": "x" * 5000}) == [422, 422]
+
+    def test_a_client_cannot_escape_by_writing_its_own_forwarded_for(self, visitor):
+        proxy = "10.0.0.1"
+        tries_from(visitor, proxy, limits.CLIENT_TRIES, **{"X-Forwarded-For": "198.51.100.7"})
+
+        # The client sent "X-Forwarded-For: 203.0.113.9"; the proxy added the address it saw.
+        assert tries_from(visitor, proxy, 1, **{"X-Forwarded-For": "203.0.113.9, 198.51.100.7"}) == [429]
+
+
+def test_ipv6_clients_of_one_network_share_its_limit(visitor):
+    tries_from(visitor, "2001:db8:1:2::1", limits.CLIENT_TRIES)
+
+    assert tries_from(visitor, "2001:db8:1:2:ffff::9", 1) == [429]
+    assert tries_from(visitor, "2001:db8:1:3::1", 1) == [422]
+
+
+@pytest.mark.parametrize("address, counted_as", [
+    ("192.0.2.1", "192.0.2.1"),
+    ("::ffff:192.0.2.1", "192.0.2.1"),
+    ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+    ("", "unknown"),
+    (None, "unknown"),
+    ("x" * 10_000, "unknown"),
+    ("192.0.2.1\x00", "unknown"),
+])
+def test_client_is_its_address_or_its_ipv6_network(address, counted_as):
+    assert limits.client(address) == counted_as
