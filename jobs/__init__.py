@@ -11,20 +11,23 @@ How a job travels, file by file:
              down, the last job queueing its callbacks.
   shelf.py   a job that failed for good waits on the shelf to be read, retried or
              discarded; `status` counts each queue's jobs (`python -m jobs status`).
+  control.py an operator pauses and resumes queues, and cancels jobs onto the shelf.
 
 It needs psycopg 3 and the standard library only, so it can be copied into an app.
 """
 
+from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .policy import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .runner import Counts, LeaseLost, current_job
-from .shelf import discarded, failed, retried, status
+from .shelf import PAGE, discarded, failed, retried, status
 from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms, prepared
 from .worker import POLL_INTERVAL, Worker, beside, worked, worker
 
 __all__ = [
-    "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "LeaseLost", "Policy", "Worker",
-    "batch", "batch_status", "beside", "cancel_batch", "chain", "current_job", "discarded", "exponential",
-    "failed", "intervals", "later", "later_many", "listed", "now_ms", "policy", "polynomial", "prepared",
-    "pruned", "retried", "status", "worked", "worker",
+    "ATTEMPTS", "CANCELLED", "LEASE", "NO_RETRY", "PAGE", "POLL_INTERVAL", "Cancellation", "Counts", "Job",
+    "LeaseLost", "Policy", "Worker", "batch", "batch_status", "beside", "cancel_batch", "cancelled", "chain",
+    "current_job", "discarded", "exponential", "failed", "intervals", "later", "later_many", "listed", "now_ms",
+    "paused", "paused_queues", "policy", "polynomial", "prepared", "pruned", "resumed", "retried", "status",
+    "worked", "worker",
 ]

@@ -58,6 +58,7 @@ def prepared(db):
     """
     with db.transaction():
         db.execute(queries["prepare"])
+        db.execute(queries["prepare_operator"])  # the shelf's indexes, paused queues, cancelling (control.py)
     return db
 
 
