@@ -254,11 +254,13 @@ SELECT pg_notify('jobs', %(queue)s)
 -- {limit} entries of a backward index scan below that id, however big the shelf
 -- is and however many jobs wait beside it: a keyset, not an OFFSET, which would read
 -- and throw away every row of the pages before. The limit is written in, as the
--- claim's is, so no generic plan guesses at it.
+-- claim's is, so no generic plan guesses at it; and "before" is one range with the
+-- largest bigint for the first page, since a generic plan cannot start an index scan
+-- at "$1 IS NULL OR id < $1" and would read the shelf from its newest end.
 SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
 FROM jobs
 WHERE attempts >= max_attempts AND claim IS NULL
-    AND (%(before)s::bigint IS NULL OR id < %(before)s)
+    AND id < coalesce(%(before)s, 9223372036854775807)
 ORDER BY id DESC
 LIMIT {limit}
 
@@ -267,7 +269,7 @@ LIMIT {limit}
 SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
 FROM jobs
 WHERE attempts >= max_attempts AND claim IS NULL AND queue = %(queue)s
-    AND (%(before)s::bigint IS NULL OR id < %(before)s)
+    AND id < coalesce(%(before)s, 9223372036854775807)
 ORDER BY id DESC
 LIMIT {limit}
 
