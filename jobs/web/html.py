@@ -46,9 +46,15 @@ def page(request, title: str, body: str, *, refreshing: bool = False) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]], numeric: frozenset = frozenset()) -> str:
-    """A table of cells that are HTML already; the columns named in `numeric` align right."""
+    """A table of cells that are HTML already; the columns named in `numeric` align right.
+
+    Each cell carries its column's name (data-label), which a narrow screen shows beside
+    the value when the stylesheet lays each row out as a card.
+    """
     def cell(tag: str, header: str, content: str) -> str:
-        return f'<{tag} class="number">{content}</{tag}>' if header in numeric else f"<{tag}>{content}</{tag}>"
+        number = ' class="number"' if header in numeric else ""
+        label = f' data-label="{escaped(header)}"' if tag == "td" and header else ""
+        return f"<{tag}{number}{label}>{content}</{tag}>"
     head = "".join(cell("th", h, escaped(h)) for h in headers)
     body = "".join("<tr>" + "".join(cell("td", h, c) for h, c in zip(headers, row)) + "</tr>" for row in rows)
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'

@@ -76,7 +76,7 @@ def failed(dashboard, request, db) -> Answer:
                f'Retry all {len(page)} shown</button>'
                f'<button type="submit" formaction="{escaped(request.root)}/discard" name="all_shown" value="1" '
                f'class="danger">Discard all {len(page)} shown</button></div>')
-    table = html.table(["", "Job", "Queue", "Name", "Attempts", "Failed at", "Reason"], rows,
+    table = html.table(["Select", "Job", "Queue", "Name", "Attempts", "Failed at", "Reason"], rows,
                        frozenset({"Job", "Attempts"}))
     more = ""
     if len(page) == limit:
@@ -95,7 +95,7 @@ def reasons(job: dict) -> str:
         parts.append(f"<details><summary>{len(earlier)} earlier</summary><ol>{items}</ol></details>")
     if job["traceback"]:
         parts.append(f"<details><summary>traceback</summary><pre>{escaped(job['traceback'])}</pre></details>")
-    return "".join(parts)
+    return f"<div>{''.join(parts)}</div>"
 
 
 def job(dashboard, request, db, id_text: str) -> Answer:
