@@ -92,8 +92,9 @@ def scale(url: str, sizes: Sizes, figures: dict) -> None:
 
 
 def shelf_at_scale(url: str, sizes: Sizes, figures: dict) -> None:
-    """status, the shelf's pages and the whole-shelf operations beside `waiting` failed and as many scheduled jobs."""
-    measured(figures, 1, [("shelf", partial(shelf.shelf, url, sizes.waiting))])
+    """status, the shelf's pages, the dashboard's and the whole-shelf operations beside `waiting` failed and as many scheduled jobs."""
+    pages = shelf.dashboard_pages(url, sizes.waiting)
+    measured(figures, 1, [("shelf", partial(shelf.shelf, url, sizes.waiting, pages))])
 
 
 def memory(url: str, sizes: Sizes, figures: dict) -> None:

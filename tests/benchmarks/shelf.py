@@ -8,8 +8,10 @@ discard are timed once each, end to end.
 """
 
 import time
+from io import BytesIO
 
 import jobs
+import jobs.web
 
 from . import database, timing
 from .checks import FUTURE
@@ -50,6 +52,25 @@ def shelf(url: str, count: int, pages=None) -> dict:
         figures["discarded(every=True)"] = seconds(lambda: jobs.discarded(db, every=True))
         database.emptied(db, TABLE)
     return figures
+
+
+def dashboard_pages(url: str, count: int) -> dict:
+    """The dashboard's pages as reads to time, each a whole WSGI request on a connection of its own."""
+    dashboard = jobs.web.app(lambda: database.connected(url), authorize=lambda environ: True)
+    paths = ["/", "/queues.fragment", "/failed", f"/failed?after={count // 2}", f"/failed?queue={database.QUEUE}",
+             "/job/1", f"/job/{count + 1}", "/batches", "/metrics"]
+    return {f"dashboard {path}": (lambda db, path=path: requested(dashboard, path)) for path in paths}
+
+
+def requested(dashboard, path: str) -> None:
+    """One GET of `path` from the dashboard; a status other than 200 stops the benchmark."""
+    route, _, query = path.partition("?")
+    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": route, "QUERY_STRING": query, "SCRIPT_NAME": "",
+               "wsgi.input": BytesIO(), "wsgi.url_scheme": "http"}
+    statuses = []
+    b"".join(dashboard(environ, lambda status, headers: statuses.append(status)))
+    if not statuses[0].startswith("200"):
+        raise RuntimeError(f"the dashboard answered {path} with {statuses[0]}")
 
 
 def median_seconds(read) -> float:
