@@ -12,6 +12,7 @@ How a job travels, file by file:
   shelf.py   a job that failed for good waits on the shelf to be read, retried or
              discarded; `status` counts each queue's jobs (`python -m jobs status`).
   control.py an operator pauses and resumes queues, and cancels jobs onto the shelf.
+  web/       the dashboard: a WSGI app showing all of the above, with buttons (jobs.web.app).
 
 It needs psycopg 3 and the standard library only, so it can be copied into an app.
 """

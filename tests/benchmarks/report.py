@@ -89,7 +89,9 @@ def shelf_rows(shelf: dict, sizes) -> list[list[str]]:
     rows = [[f"beside {sizes.waiting:,} failed and {sizes.waiting:,} scheduled jobs", "time"]]
     for name, value in shelf.items():
         if name == "status, estimated":
-            rows.append(["  counts said to be estimates", "; ".join(", ".join(states) or "none" for states in value)])
+            said = "; ".join(", ".join(f"{state} ~{count:,}" for state, count in states.items()) or "none"
+                             for states in value)
+            rows.append(["  counts said to be estimates", said])
         elif name.endswith("(every=True)"):
             rows.append([f"{name}, the whole shelf", f"{value:.1f} s ({rate(sizes.waiting / value)})"])
         else:

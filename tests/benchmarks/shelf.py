@@ -45,7 +45,7 @@ def shelf(url: str, count: int, pages=None) -> dict:
             "failed, one queue's first page": lambda: jobs.failed(db, database.QUEUE),
         } | {name: (lambda page=page: page(db)) for name, page in (pages or {}).items()}
         figures = {name: median_seconds(read) for name, read in reads.items()}
-        figures["status, estimated"] = [q["estimated"] for q in jobs.status(db)]
+        figures["status, estimated"] = [{state: q[state] for state in q["estimated"]} for q in jobs.status(db)]
         figures["retried(every=True)"] = seconds(lambda: jobs.retried(db, every=True))
         db.execute("UPDATE jobs SET max_attempts = attempts WHERE NOT scheduled")  # back on the shelf
         db.execute("VACUUM ANALYZE jobs")
