@@ -28,7 +28,7 @@ def operator(environ) -> bool:
 
 @pytest.fixture
 def client(connect):
-X
+    """A browser of the dashboard, mounted at the root, whose requests get in when they carry OPERATOR."""
     return Client(jobs.web.app(connect, authorize=operator))
 
 
