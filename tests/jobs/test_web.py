@@ -145,7 +145,7 @@ def test_the_queues_page_shows_each_queue_s_figures_and_refreshes_its_table_in_p
     assert 'data-refresh="/queues.fragment"' in page.text
     fragment = get(client, "/queues.fragment").text
     assert fragment in page.text and not fragment.startswith("<!doctype")
-    cells = re.findall(r"<tr><td>(\w+)</td>(.*?)</tr>", fragment)
+    cells = re.findall(r'<tr><td data-label="Queue">(\w+)</td>(.*?)</tr>', fragment)
     assert [name for name, _ in cells] == ["mail", "reports"]
     assert [re.sub(r"<[^>]+>", " ", cells[0][1]).split()[:4], "Resume" in cells[1][1]] == [["1", "0", "0", "1"], True]
 
