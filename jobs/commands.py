@@ -13,6 +13,7 @@ from . import control, shelf
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
 EXIT_NOTICE = 1  # `failed` found jobs on the shelf; `retry`, `discard`, `pause`, `resume` or `cancel` changed nothing
 REASON_WIDTH = 60  # characters of a reason the `failed` table shows; --full shows all of it
+ID_MAX = 2**63 - 1  # the largest job id the table can hold (bigint)
 
 
 def commands_added(commands) -> None:
@@ -25,7 +26,8 @@ def shelf_commands_added(commands) -> None:
     """Adds status, failed, retry and discard to the command line's commands."""
     status = commands.add_parser("status", help="count each queue's jobs by state", description=(
         "Count each queue's jobs: due now, scheduled for later, in work, failed for good, "
-        "and how long the oldest due job has been due. Exits 0."))
+        "how long the oldest due job has been due, and whether the queue is paused. "
+        f"Past {shelf.STATUS_EXACT:,} jobs a count is an estimate, shown as ~N. Exits 0."))
     status.set_defaults(command=status_command)
     failed = commands.add_parser("failed", help="list the jobs that failed for good", description=(
         "List the jobs that failed for good, with their last reason (never their arguments). "
@@ -42,7 +44,7 @@ def shelf_commands_added(commands) -> None:
     discard = commands.add_parser("discard", help="delete failed jobs", description=(
         "Delete failed jobs. Exits 0 when a job was deleted and 1 when none was."))
     for chosen, command in ((retry, retry_command), (discard, discard_command)):
-        chosen.add_argument("ids", nargs="*", type=int, metavar="ID", help="a job on the failed shelf")
+        chosen.add_argument("ids", nargs="*", type=positive, metavar="ID", help="a job on the failed shelf")
         chosen.add_argument("--all", action="store_true", help="every job on the failed shelf")
         chosen.set_defaults(command=command, usage=chosen.error)
 
@@ -61,14 +63,14 @@ def control_commands_added(commands) -> None:
         "Cancel jobs: one that waits goes on the failed shelf as cancelled and never runs; one that runs "
         "is stopped by its worker within a heartbeat and shelved as cancelled. Exits 0, or 1 when none was "
         "waiting or running."))
-    cancel.add_argument("ids", nargs="+", type=int, metavar="ID", help="a job that waits or runs")
+    cancel.add_argument("ids", nargs="+", type=positive, metavar="ID", help="a job that waits or runs")
     cancel.set_defaults(command=cancel_command)
 
 
 def positive(text: str) -> int:
-    """A whole number of 1 or more, for argparse."""
-    if not text.isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"a whole number of 1 or more, not {text!r}")
+    """A whole number from 1 to ID_MAX, for argparse: a job's id, or how many jobs a page holds."""
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= ID_MAX:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {ID_MAX}, not {text!r}")
     return int(text)
 
 

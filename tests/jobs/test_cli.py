@@ -46,7 +46,8 @@ def test_without_database_url_a_command_says_so_and_exits_2():
 
 WRONG = [["retry"], ["retry", "1", "--all"], ["discard"], ["discard", "1", "--all"], ["retry", "seven"],
          ["status", "extra"], ["unheard_of"], ["failed", "--limit", "0"], ["failed", "--after", "x"], ["cancel"],
-         ["cancel", "seven"], ["pause"], ["resume", "a", "b"]]
+         ["cancel", "seven"], ["pause"], ["resume", "a", "b"], ["cancel", "99999999999999999999"], ["retry", "0"],
+         ["discard", "-1"]]
 
 
 @pytest.mark.parametrize("command", WRONG)
