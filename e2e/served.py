@@ -31,7 +31,7 @@ SECRET_BYTES = 32  # random bytes in each guestbook's SECRET_KEY
 # The guestbook's configuration: never inherited from the environment the specs run in.
 SETTINGS = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_FROM", "MAIL_OUTBOX", "BASE_URL", "PORT",
             "MAIL_RETRY_INTERVALS", "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES")
-TABLES = ("accounts", "entries", "client_tries", "jobs", "job_batches")  # the guestbook's tables and the job queue's
+TABLES = ("accounts", "entries", "client_tries", "jobs", "job_batches", "job_paused_queues")  # the guestbook's tables and the job queue's
 
 
 class Guestbook:

@@ -15,7 +15,7 @@ import os
 from flask import Flask, render_template
 from werkzeug.exceptions import HTTPException
 
-from . import auth, csrf, db, entries, forms, limits, outbox, passwords, resets, tokens, unlocks
+from . import auth, csrf, dashboard, db, entries, forms, limits, outbox, passwords, resets, tokens, unlocks
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
 TRUSTED_PROXIES_DEFAULT = 0  # proxies in front unless TRUSTED_PROXIES says otherwise: the client is who connects
@@ -25,8 +25,9 @@ def create_app(config: dict | None = None) -> Flask:
     """Builds the app from the environment, with `config` (a mapping of settings) over it.
 
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
-    (seconds), TRUSTED_PROXIES (how many proxies in front set X-Forwarded-For), and
-    DEVELOPMENT (True: the /outbox page, cookies without Secure).
+    (seconds), TRUSTED_PROXIES (how many proxies in front set X-Forwarded-For),
+    ADMIN_EMAILS (who may see /jobs), and DEVELOPMENT (True: the /outbox page, /jobs for
+    anyone, cookies without Secure).
     """
     app = Flask(__name__)
     config = config or {}
@@ -45,6 +46,7 @@ def create_app(config: dict | None = None) -> Flask:
         app.register_blueprint(blueprint)
     if app.config["DEVELOPMENT"]:
         app.register_blueprint(outbox.bp)
+    dashboard.init_app(app)  # the job queue's dashboard at /jobs
     app.jinja_env.globals.update(
         PASSWORD_MIN=passwords.PASSWORD_MIN, PASSWORD_MAX=passwords.PASSWORD_MAX, ENTRY_MAX=entries.ENTRY_MAX,
     )
@@ -59,6 +61,7 @@ def settings_from_environment() -> dict:
         "SECRET_KEY": os.environ.get("SECRET_KEY"),
         "DATABASE_URL": os.environ.get("DATABASE_URL"),
         "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
+        "ADMIN_EMAILS": os.environ.get("ADMIN_EMAILS", ""),
         "RESET_TOKEN_MAX_AGE": whole_number("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE),
         "TRUSTED_PROXIES": whole_number("TRUSTED_PROXIES", TRUSTED_PROXIES_DEFAULT),
         "DEVELOPMENT": False,

@@ -20,24 +20,31 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   schedules (cron.py reads the expressions), once across all workers.
   shelf.py        SQL: a job that failed for good waits on the shelf to be read,
                   retried or discarded; `status` counts each queue's jobs.
-  __main__.py     the command line: `python -m jobs work | status | failed | ...`.
+  control.py      SQL: an operator pauses and resumes queues, and cancels jobs onto the
+                  shelf; the worker hears of both.
+  web/            the dashboard: a WSGI app showing all of the above, with buttons
+                  (jobs.web.app).
+  __main__.py     the command line: `python -m jobs work | status | failed | ...`
+                  (commands.py holds the commands that look and act on the table).
 
 It needs psycopg 3 and the standard library only, so it can be copied into an app.
 """
 
+from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .listener import POLL_INTERVAL
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .runner import Counts, current_job
 from .schedules import Schedule, every
-from .shelf import discarded, failed, retried, status
+from .shelf import PAGE, discarded, failed, retried, status
 from .sql import load as load_queries
 from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms, prepared
 from .workers import Worker, beside, worked, worker
 
 __all__ = [
-    "ATTEMPTS", "LEASE", "NO_RETRY", "POLL_INTERVAL", "Counts", "Job", "Policy", "Schedule", "Worker",
-    "batch", "batch_status", "beside", "cancel_batch", "chain", "current_job", "discarded", "every", "exponential",
-    "failed", "intervals", "later", "later_many", "listed", "load_queries", "now_ms", "policy", "polynomial",
-    "prepared", "pruned", "retried", "status", "worked", "worker",
+    "ATTEMPTS", "CANCELLED", "LEASE", "NO_RETRY", "PAGE", "POLL_INTERVAL", "Cancellation", "Counts", "Job",
+    "Policy", "Schedule", "Worker", "batch", "batch_status", "beside", "cancel_batch", "cancelled", "chain",
+    "current_job", "discarded", "every", "exponential", "failed", "intervals", "later", "later_many", "listed",
+    "load_queries", "now_ms", "paused", "paused_queues", "policy", "polynomial", "prepared", "pruned", "resumed",
+    "retried", "status", "worked", "worker",
 ]

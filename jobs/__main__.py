@@ -3,46 +3,46 @@
   python -m jobs work QUEUE[,QUEUE...] --performers MODULE:ATTRIBUTE [--schedules MODULE:ATTRIBUTE]
   python -m jobs schedules [--schedules MODULE:ATTRIBUTE]   each schedule's last and next run
   python -m jobs status                            count each queue's jobs by state
-  python -m jobs failed [--queue QUEUE] [--full]   list the jobs that failed for good
+  python -m jobs failed [--queue QUEUE] [--full] [--limit N] [--after ID]
+                                                   a page of the jobs that failed for good
   python -m jobs retry ID [ID ...] | --all         put failed jobs back in the queue
   python -m jobs discard ID [ID ...] | --all       delete failed jobs
+  python -m jobs pause QUEUE | resume QUEUE        stop and start the claims of a queue
+  python -m jobs cancel ID [ID ...]                cancel jobs that wait or run
 
 `work` makes the jobs table first when it is missing; SIGTERM or SIGINT lets the jobs
 in hand finish and settle for up to --grace seconds (GRACE), gives back whatever still
-runs then, and exits 0; a second signal gives everything back at once. The other commands exit, for
-scripts: EXIT_OK (0) done, and for `failed` the shelf is empty; EXIT_NOTICE (1) `failed`
-found jobs on the shelf, or `retry`/`discard` changed no job; EXIT_USAGE (2) the command
-line was wrong or DATABASE_URL is unset; EXIT_DATABASE (3) the database could not be
-reached or refused a statement. They never print a job's arguments.
+runs then, and exits 0; a second signal gives everything back at once. The other
+commands (commands.py) exit, for scripts: EXIT_OK (0) done, and for `failed` the shelf
+is empty; EXIT_NOTICE (1) `failed` found jobs on the shelf, or `retry`/`discard`/
+`pause`/`resume`/`cancel` changed nothing; EXIT_USAGE (2) the command line was wrong or
+DATABASE_URL is unset; EXIT_DATABASE (3) the database could not be reached or refused a
+statement. They never print a job's arguments.
 """
 
 import argparse
-import importlib
 import logging
 import os
 import signal
 import sys
-from datetime import datetime, timezone
 
 import psycopg
 
-from . import schedules, shelf, store
+from . import store
+from .commands import commands_added, imported
 from .listener import POLL_INTERVAL
 from .workers import Worker
 
 APPLICATION_NAME = "jobs worker"  # how a worker's connections show in pg_stat_activity
 COMMAND_NAME = "jobs command"  # how the connection of status, failed, retry and discard shows there
-EXIT_OK = 0  # done; for `failed`, the shelf is empty
-EXIT_NOTICE = 1  # `failed` found jobs on the shelf; `retry` or `discard` changed no job
 EXIT_USAGE = 2  # the command line was wrong (argparse's own code), or DATABASE_URL is unset
 EXIT_DATABASE = 3  # the database could not be reached, or refused a statement
 GRACE = 30.0  # seconds a SIGTERM lets the jobs in hand run on: Kubernetes' default grace period
-REASON_WIDTH = 60  # characters of a reason the `failed` table shows; --full shows all of it
 
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
-    if hasattr(args, "ids") and bool(args.ids) == args.all:
+    if hasattr(args, "all") and bool(args.ids) == args.all:
         args.usage("name the jobs by ID, or give --all (not both)")  # exits EXIT_USAGE
     url = os.environ.get("DATABASE_URL")
     if not url:
@@ -55,7 +55,8 @@ def main(argv=None) -> int:
 
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="python -m jobs", description="Work and inspect the jobs table.", epilog=(
-        "Exit codes: 0 done; 1 `failed` found failed jobs, or `retry`/`discard` changed none; "
+        "Exit codes: 0 done; 1 `failed` found failed jobs, or `retry`/`discard`/`pause`/`resume`/`cancel` "
+        "changed nothing; "
         "2 a wrong command line, or DATABASE_URL unset; 3 the database could not be reached or refused."))
     commands = top.add_subparsers(required=True, metavar="COMMAND")
     work = commands.add_parser("work", help="run a worker until SIGTERM", description="Run a worker until SIGTERM or SIGINT.")
@@ -65,42 +66,14 @@ def parser() -> argparse.ArgumentParser:
     work.add_argument("--threads", type=int, default=1, metavar="N", help="jobs run at once (default 1); uses N + 1 connections")
     work.add_argument("--poll", type=float, default=POLL_INTERVAL, metavar="SECONDS", help=f"idle look-up interval (default {POLL_INTERVAL:g})")
     work.add_argument("--no-listen", dest="listen", action="store_false", help="poll only (for PgBouncer in transaction mode)")
-    work.add_argument("--timeout", type=positive, default=None, metavar="SECONDS",
+    work.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                       help="how long a job may run when its policy says nothing (default: no limit)")
     work.add_argument("--grace", type=float, default=GRACE, metavar="SECONDS",
                       help=f"on SIGTERM, how long jobs in hand may run on before they are given back (default {GRACE:g})")
     work.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="a list of jobs.every(...) schedules to fire")
     work.set_defaults(command=work_command)
-    listing = commands.add_parser("schedules", help="list each schedule's last and next run", description=(
-        "List each schedule recorded in the table with its last run and when a worker last held it; "
-        "with --schedules, the code's definition and next run too. Exits 0."))
-    listing.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="the code's schedules, for their next runs")
-    listing.set_defaults(command=schedules_command)
-    shelf_commands_added(commands)
+    commands_added(commands)
     return top
-
-
-def shelf_commands_added(commands) -> None:
-    """Adds status, failed, retry and discard to the command line's commands."""
-    status = commands.add_parser("status", help="count each queue's jobs by state", description=(
-        "Count each queue's jobs: due now, scheduled for later, in work, failed for good, "
-        "and how long the oldest due job has been due. Exits 0."))
-    status.set_defaults(command=status_command)
-    failed = commands.add_parser("failed", help="list the jobs that failed for good", description=(
-        "List the jobs that failed for good, with their last reason (never their arguments). "
-        "Exits 0 when there are none and 1 when there are, so a script can raise the alarm."))
-    failed.add_argument("--queue", metavar="QUEUE", help="only the jobs of this queue")
-    failed.add_argument("--full", action="store_true", help="every reason and the last traceback of each job")
-    failed.set_defaults(command=failed_command)
-    retry = commands.add_parser("retry", help="put failed jobs back in the queue", description=(
-        "Put failed jobs back in the queue, due at once, with their attempts counted from 0. "
-        "Exits 0 when a job went back and 1 when none did."))
-    discard = commands.add_parser("discard", help="delete failed jobs", description=(
-        "Delete failed jobs. Exits 0 when a job was deleted and 1 when none was."))
-    for chosen, command in ((retry, retry_command), (discard, discard_command)):
-        chosen.add_argument("ids", nargs="*", type=int, metavar="ID", help="a job on the failed shelf")
-        chosen.add_argument("--all", action="store_true", help="every job on the failed shelf")
-        chosen.set_defaults(command=command, usage=chosen.error)
 
 
 def work_command(args, url: str) -> int:
@@ -140,134 +113,12 @@ def inspected(args, url: str) -> int:
         return EXIT_DATABASE
 
 
-def status_command(args, db) -> int:
-    """Prints each queue's figures as a table."""
-    figures = shelf.status(db)
-    if not figures:
-        print("no jobs")
-        return EXIT_OK
-    rows = [[q["queue"], q["due"], q["scheduled"], q["in_work"], q["failed"], age(q["oldest_due_age"])] for q in figures]
-    print(table(["QUEUE", "DUE", "SCHEDULED", "IN WORK", "FAILED", "OLDEST DUE"], rows))
-    return EXIT_OK
-
-
-def schedules_command(args, db) -> int:
-    """Prints each schedule's last run, last sighting and, given the code's schedules, next run."""
-    given = imported(args.schedules, "--schedules") if args.schedules else None
-    rows = schedules.recorded(db, given)
-    if not rows:
-        print("no schedules recorded")
-        return EXIT_OK
-    headers = ["KEY", "SCHEDULE", "LAST RUN (UTC)", "LAST SEEN (UTC)"] + (["NEXT RUN (UTC)"] if given else [])
-    table_rows = [[row["key"], row["definition"], when(row["last_tick"]), when(row["seen_at"])]
-                  + ([when(row.get("next_tick"), "not in the code")] if given else []) for row in rows]
-    print(table(headers, table_rows))
-    return EXIT_OK
-
-
-def failed_command(args, db) -> int:
-    """Prints the failed shelf as a table, or each job in full; exits EXIT_NOTICE when it holds jobs."""
-    shelved = shelf.failed(db, args.queue)
-    if not shelved:
-        print("no job has failed for good" + (f" on queue {args.queue}" if args.queue else ""))
-        return EXIT_OK
-    if args.full:
-        print("\n\n".join(in_full(job) for job in shelved))
-    else:
-        rows = [[j["id"], j["queue"], j["name"], j["attempts"], moment(j["failed_at"]), first_line(j["failure"])]
-                for j in shelved]
-        print(table(["ID", "QUEUE", "NAME", "ATTEMPTS", "FAILED AT (UTC)", "LAST REASON"], rows))
-    return EXIT_NOTICE
-
-
-def retry_command(args, db) -> int:
-    """Puts failed jobs back in the queue, and says which stayed on the shelf and why."""
-    back = shelf.retried(db, *args.ids, every=args.all)
-    print(f"{jobs_counted(back)} back in the queue")
-    held = "another job with the same unique key is waiting or in work"
-    if args.all:
-        stayed = sum(q["failed"] for q in shelf.status(db))
-        if stayed:
-            print(f"{jobs_counted(stayed)} stayed on the shelf: {held}")
-    elif back < len(set(args.ids)):
-        print(f"{jobs_counted(len(set(args.ids)) - back)} stayed: not on the failed shelf, or {held}")
-    return EXIT_OK if back else EXIT_NOTICE
-
-
-def discard_command(args, db) -> int:
-    """Deletes failed jobs, and says how many of those named were not on the shelf."""
-    gone = shelf.discarded(db, *args.ids, every=args.all)
-    print(f"{jobs_counted(gone)} discarded")
-    if not args.all and gone < len(set(args.ids)):
-        print(f"{jobs_counted(len(set(args.ids)) - gone)} not on the failed shelf")
-    return EXIT_OK if gone else EXIT_NOTICE
-
-
-def table(headers: list[str], rows: list[list]) -> str:
-    """Rows under their headers in plain-text columns, numbers aligned right."""
-    right = [all(isinstance(row[n], int) for row in rows) for n in range(len(headers))]
-    cells = [[str(value) for value in row] for row in [headers, *rows]]
-    widths = [max(len(row[n]) for row in cells) for n in range(len(headers))]
-    lines = ["  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(row, widths, right)).rstrip()
-             for row in cells]
-    return "\n".join(lines)
-
-
-def in_full(job: dict) -> str:
-    """One failed job with every reason and its last traceback, for `failed --full`."""
-    lines = [f"job {job['id']}: {job['name']} on {job['queue']}, failed for good at "
-             f"{moment(job['failed_at'])} UTC after {job['attempts']} attempt(s)"]
-    lines += [f"  reason {n}: {reason}" for n, reason in enumerate(job["reasons"], 1)]
-    lines += ["  traceback of the last failure:" if job["traceback"] else "  no traceback"]
-    lines += ["    " + line for line in job["traceback"].splitlines()]
-    return "\n".join(lines)
-
-
-def moment(ms: int) -> str:
-    """A moment in ms since the epoch, as a UTC date and time."""
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def when(moment: datetime | None, none: str = "never") -> str:
-    """A timestamptz as a UTC date and time, or `none`."""
-    return none if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
-def age(seconds: float | None) -> str:
-    """A duration as people read it (42 s, 7 min, 3 h, 2 d), or "-" for none."""
-    if seconds is None:
-        return "-"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds // size:.0f} {unit}"
-    return f"{seconds:.0f} s"
-
-
-def first_line(reason: str) -> str:
-    """The first line of a reason, cut to REASON_WIDTH characters."""
-    line = reason.splitlines()[0] if reason else ""
-    return line if len(line) <= REASON_WIDTH else line[: REASON_WIDTH - 3] + "..."
-
-
-def jobs_counted(n: int) -> str:
-    """How many jobs, in words: "1 job", "2 jobs"."""
-    return f"{n} job" if n == 1 else f"{n} jobs"
-
-
-def positive(text: str) -> float:
+def seconds(text: str) -> float:
     """A number of seconds above 0, for argparse."""
-    seconds = float(text)
-    if not seconds > 0:
+    value = float(text)
+    if not value > 0:
         raise argparse.ArgumentTypeError(f"expected seconds above 0, got {text}")
-    return seconds
-
-
-def imported(spec: str, option: str = "--performers"):
-    """The object `module:attribute` names."""
-    module, _, attribute = spec.partition(":")
-    if not module or not attribute:
-        raise SystemExit(f"jobs: {option} takes module:attribute, got {spec!r}")
-    return getattr(importlib.import_module(module), attribute)
+    return value
 
 
 if __name__ == "__main__":

@@ -274,12 +274,47 @@ SELECT {now}
 -- failed for good, or its worker died on its last attempt and a heartbeat reaped it.
 -- Its run_at is then the moment it failed (or the end of its lost lease).
 
--- name: shelf
+-- name: shelf_page
+-- One page of the shelf, newest first: the jobs failed for good with an id below
+-- %(before)s (the last id of the page before; NULL for the first page). The partial
+-- index jobs_shelf holds the shelf alone in id order, so the page is the first
+-- {limit} entries of a backward index scan below that id, however big the shelf
+-- is and however many jobs wait beside it: a keyset, not an OFFSET, which would read
+-- and throw away every row of the pages before. The limit is written in, as the
+-- claim's is, so no generic plan guesses at it; and "before" is one range with the
+-- largest bigint for the first page, since a generic plan cannot start an index scan
+-- at "$1 IS NULL OR id < $1" and would read the shelf from its newest end.
 SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
 FROM jobs
 WHERE attempts >= max_attempts AND claim IS NULL
-    AND (%(queue)s::text IS NULL OR queue = %(queue)s)
+    AND id < coalesce(%(before)s, 9223372036854775807)
+ORDER BY id DESC
+LIMIT {limit}
+
+-- name: shelf_page_of_queue
+-- The same page of one queue's shelf, read from jobs_shelf_queue (queue, id).
+SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
+FROM jobs
+WHERE attempts >= max_attempts AND claim IS NULL AND queue = %(queue)s
+    AND id < coalesce(%(before)s, 9223372036854775807)
+ORDER BY id DESC
+LIMIT {limit}
+
+-- name: shelf_job
+-- One job of the shelf by id, for a job's page.
+SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
+FROM jobs
+WHERE id = %(id)s AND attempts >= max_attempts AND claim IS NULL
+
+-- name: shelf_batch
+-- The next ids of the shelf after %(after)s in id order, for retrying or discarding
+-- the whole shelf a batch at a time (SHELF_BATCH): each batch is a transaction of its
+-- own, so a million failed jobs are never locked, nor their WAL held, all at once.
+-- Oldest first, so of failed jobs sharing a unique key the oldest is retried first.
+SELECT id FROM jobs
+WHERE attempts >= max_attempts AND claim IS NULL AND id > %(after)s
 ORDER BY id
+LIMIT %(limit)s
 
 -- name: retry
 -- Jobs from the shelf go back in the queue, due at once, with their attempts counted
@@ -291,11 +326,12 @@ ORDER BY id
 -- A job of a batch leaves its batch: the batch counted its failure already, and must
 -- not count the job a second time when it settles now. A batch's callback keeps it.
 -- Like `later`, it wakes the workers of each queue when the caller's transaction commits.
+-- A job cancelled while it ran comes back without its mark (cancelled_at, below).
 WITH shelved AS (
     SELECT id, unique_key
     FROM jobs AS j
     WHERE attempts >= max_attempts AND claim IS NULL
-        AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+        AND id = ANY(%(ids)s)
         AND NOT EXISTS (
             SELECT 1 FROM jobs AS holder
             WHERE holder.unique_key = j.unique_key
@@ -307,7 +343,7 @@ WITH shelved AS (
         OR id = (SELECT min(id) FROM shelved AS twin WHERE twin.unique_key = shelved.unique_key)
 ), back AS (
     UPDATE jobs
-    SET attempts = 0, max_attempts = %(attempts)s, run_at = {now}, scheduled = false,
+    SET attempts = 0, max_attempts = %(attempts)s, run_at = {now}, scheduled = false, cancelled_at = NULL,
         batch = CASE WHEN flow ? 'callback' THEN batch END
     FROM chosen
     WHERE jobs.id = chosen.id
@@ -320,26 +356,177 @@ SELECT id, pg_notify('jobs', queue) FROM back
 -- read again under its row lock, is no longer on the shelf, and is left alone.
 DELETE FROM jobs
 WHERE attempts >= max_attempts AND claim IS NULL
-    AND (%(ids)s::bigint[] IS NULL OR id = ANY(%(ids)s))
+    AND id = ANY(%(ids)s)
 
 -- name: status
--- Each queue's jobs counted by state at {now}, in one pass over the table: every row
--- counts in exactly one column. Counting every row is the work itself, so one scan with
--- FILTERed counts is the cheapest plan; each FILTER reads as the partial index whose
--- rows it counts (jobs_ready: attempts < max_attempts; jobs_claimed: claim IS NOT NULL).
+-- Each queue's jobs counted by state at {now}, read from the partial indexes and
+-- never from the whole table: every row is in exactly one of jobs_ready (attempts
+-- left, not scheduled), jobs_scheduled_queue (scheduled), jobs_shelf_queue (failed for
+-- good) and jobs_claimed (under a claim, read for in_work), so the four together
+-- name every queue (a loose index scan each: one index probe per distinct queue,
+-- not one per row) and count every job.
 --   due        may run now: due, or its lease ran out with attempts left to claim it by
 --   scheduled  waits for a later moment (a retry, or a job queued with `at`)
 --   in_work    held by a claim whose lease runs, or that lost its worker on the last
 --              attempt (until a heartbeat reaps it onto the shelf)
 --   failed     on the shelf
-SELECT queue,
-    count(*) FILTER (WHERE attempts < max_attempts AND run_at <= {now}) AS due,
-    count(*) FILTER (WHERE attempts < max_attempts AND run_at > {now} AND claim IS NULL) AS scheduled,
-    count(*) FILTER (WHERE claim IS NOT NULL
-        AND (run_at > {now} OR attempts >= max_attempts)) AS in_work,
-    count(*) FILTER (WHERE attempts >= max_attempts AND claim IS NULL) AS failed,
-    ({now} - min(run_at) FILTER (WHERE attempts < max_attempts AND run_at <= {now}))::float8 / 1000
-        AS oldest_due_age
-FROM jobs
-GROUP BY queue
+--   paused     the queue is in job_paused_queues (paused, below)
+-- A count of a million entries takes longer than the whole answer may (STATUS_EXACT,
+-- shelf.py), so due, scheduled and failed are each counted to at most {over} entries
+-- per part (LIMIT, written in as the claim's is): a count under it is exact, one that
+-- reaches it is a lower bound that shelf.py says is an estimate. A lower bound stays
+-- true however the table changes; a kept counter would have to be updated by every
+-- insert and settlement, on one hot row per queue. in_work reads the claimed rows,
+-- which are few (at most the workers' threads times BATCH_MAX), and is always exact.
+-- The oldest due age reads the first entry of jobs_scheduled_queue, and the due
+-- entries of jobs_ready (its order is priority first): with a large backlog of due
+-- jobs that part reads the backlog, which is what the workers are working through.
+WITH RECURSIVE ready(queue) AS (
+    (SELECT queue FROM jobs WHERE attempts < max_attempts AND NOT scheduled ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT queue FROM jobs WHERE attempts < max_attempts AND NOT scheduled AND queue > ready.queue
+            ORDER BY queue LIMIT 1)
+    FROM ready WHERE ready.queue IS NOT NULL
+), waiting(queue) AS (
+    (SELECT queue FROM jobs WHERE scheduled ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT queue FROM jobs WHERE scheduled AND queue > waiting.queue ORDER BY queue LIMIT 1)
+    FROM waiting WHERE waiting.queue IS NOT NULL
+), shelved(queue) AS (
+    (SELECT queue FROM jobs WHERE attempts >= max_attempts AND claim IS NULL ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT queue FROM jobs WHERE attempts >= max_attempts AND claim IS NULL AND queue > shelved.queue
+            ORDER BY queue LIMIT 1)
+    FROM shelved WHERE shelved.queue IS NOT NULL
+), queues(queue) AS (
+    SELECT queue FROM ready WHERE queue IS NOT NULL
+    UNION SELECT queue FROM waiting WHERE queue IS NOT NULL
+    UNION SELECT queue FROM shelved WHERE queue IS NOT NULL
+    UNION SELECT queue FROM jobs WHERE claim IS NOT NULL
+    UNION SELECT queue FROM job_paused_queues
+)
+SELECT queues.queue,
+    (SELECT count(*) FROM (SELECT FROM jobs WHERE queue = queues.queue
+        AND attempts < max_attempts AND NOT scheduled AND run_at <= {now} LIMIT {over}) AS part)
+    + (SELECT count(*) FROM (SELECT FROM jobs WHERE queue = queues.queue
+        AND scheduled AND run_at <= {now} LIMIT {over}) AS part) AS due,
+    (SELECT count(*) FROM (SELECT FROM jobs WHERE queue = queues.queue
+        AND scheduled AND run_at > {now} LIMIT {over}) AS part)
+    + (SELECT count(*) FROM (SELECT FROM jobs WHERE queue = queues.queue
+        AND attempts < max_attempts AND NOT scheduled AND run_at > {now} AND claim IS NULL LIMIT {over}) AS part)
+        AS scheduled,
+    (SELECT count(*) FROM jobs WHERE queue = queues.queue
+        AND claim IS NOT NULL AND (run_at > {now} OR attempts >= max_attempts)) AS in_work,
+    (SELECT count(*) FROM (SELECT FROM jobs WHERE queue = queues.queue
+        AND attempts >= max_attempts AND claim IS NULL LIMIT {over}) AS part) AS failed,
+    ({now} - least(
+        (SELECT min(run_at) FROM jobs WHERE queue = queues.queue
+            AND attempts < max_attempts AND NOT scheduled AND run_at <= {now}),
+        (SELECT min(run_at) FROM jobs WHERE queue = queues.queue AND scheduled AND run_at <= {now})
+    ))::float8 / 1000 AS oldest_due_age,
+    EXISTS (SELECT FROM job_paused_queues AS p WHERE p.queue = queues.queue) AS paused
+FROM queues
 ORDER BY queue
+
+-- name: index_sizes
+-- How many entries each partial index behind a status figure held at the last VACUUM
+-- or ANALYZE (ANALYZE counts a partial index's share of its sample): the estimate of
+-- a figure past STATUS_EXACT. reltuples is -1 before the first of either.
+SELECT relname AS index, reltuples::bigint AS entries
+FROM pg_class
+WHERE oid IN (to_regclass('jobs_ready'), to_regclass('jobs_scheduled'), to_regclass('jobs_shelf'))
+
+-- Operating the queue (control.py): pausing queues, cancelling jobs ---------------
+
+-- name: prepare_operator
+-- What shelf.py and control.py need beyond the table itself: the shelf's indexes, the
+-- scheduled jobs by queue, the paused queues and the mark of a cancelled job in work.
+-- Each is made only when the catalogue lacks it, so a schema that is current takes
+-- no lock on the jobs table here (ALTER TABLE and CREATE INDEX would take one even
+-- when they change nothing). Run by prepared, under its advisory lock.
+DO $$
+BEGIN
+    -- The shelf in id order, for its pages newest first and for emptying it in
+    -- batches; and by queue, for one queue's pages and the counts of status.
+    IF to_regclass('jobs_shelf') IS NULL THEN
+        CREATE INDEX jobs_shelf ON jobs (id) WHERE attempts >= max_attempts AND claim IS NULL;
+    END IF;
+    IF to_regclass('jobs_shelf_queue') IS NULL THEN
+        CREATE INDEX jobs_shelf_queue ON jobs (queue, id) WHERE attempts >= max_attempts AND claim IS NULL;
+    END IF;
+    -- Scheduled jobs by queue, for status (jobs_scheduled is in run_at order alone,
+    -- the promotion's order).
+    IF to_regclass('jobs_scheduled_queue') IS NULL THEN
+        CREATE INDEX jobs_scheduled_queue ON jobs (queue, run_at) WHERE scheduled;
+    END IF;
+    -- When a job in work was asked to stop (cancelled, below); NULL for every other job.
+    IF NOT EXISTS (SELECT FROM pg_attribute
+                   WHERE attrelid = 'jobs'::regclass AND attname = 'cancelled_at' AND NOT attisdropped) THEN
+        ALTER TABLE jobs ADD COLUMN cancelled_at bigint;
+    END IF;
+END
+$$;
+-- A paused queue is a row here: workers claim nothing from it until it is resumed.
+CREATE TABLE IF NOT EXISTS job_paused_queues (
+    queue text PRIMARY KEY,
+    paused_at bigint NOT NULL  -- ms since the epoch
+);
+
+-- name: pause
+-- Pausing a paused queue changes nothing and answers no row.
+INSERT INTO job_paused_queues (queue, paused_at) VALUES (%(queue)s, {now})
+ON CONFLICT (queue) DO NOTHING
+RETURNING queue
+
+-- name: resume
+DELETE FROM job_paused_queues WHERE queue = %(queue)s RETURNING queue
+
+-- name: paused_queues
+-- Read by each worker once per POLL_INTERVAL: a handful of rows at most.
+SELECT queue, paused_at FROM job_paused_queues ORDER BY queue
+
+-- name: cancel_waiting
+-- Cancelled jobs that no live claim holds go on the shelf at once, as failed for good
+-- with the reason "cancelled": max_attempts = attempts takes them out of the claim's
+-- index, so they never run, and an operator finds them where failed jobs are, to
+-- retry or discard. A job whose lease ran out counts as waiting: its worker is gone,
+-- and clearing its claim fences that worker's late settlement. The rows come back
+-- for chains and batches to hear that these jobs ended, as after a failure for good.
+UPDATE jobs
+SET max_attempts = attempts, claim = NULL, scheduled = false, run_at = {now},
+    failure = 'cancelled', traceback = '', reasons = reasons || '["cancelled"]'
+WHERE id = ANY(%(ids)s) AND attempts < max_attempts AND (claim IS NULL OR run_at <= {now})
+RETURNING id, name, queue, batch, flow
+
+-- name: cancel_running
+-- A cancelled job under a live claim is marked, not touched otherwise: its worker
+-- reads the mark on its heartbeat (cancelled_among) and settles the job with
+-- cancellation_settled. A job marked already keeps its first moment. A job in its
+-- last attempt (attempts = max_attempts) is still in work while its claim lives.
+UPDATE jobs SET cancelled_at = coalesce(cancelled_at, {now})
+WHERE id = ANY(%(ids)s) AND claim IS NOT NULL AND run_at > {now}
+RETURNING id
+
+-- name: cancelled_among
+-- Which of a worker's held jobs were asked to stop, for its heartbeat.
+SELECT id FROM jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s AND cancelled_at IS NOT NULL
+
+-- name: cancellation_settled
+-- The settlement of a job cancelled while it ran, whatever its performer did: on the
+-- shelf with the reason "cancelled", never retried, and only while the claim is still
+-- this worker's (the same fence as every settlement).
+UPDATE jobs
+SET max_attempts = attempts, claim = NULL, scheduled = false, run_at = {now},
+    failure = 'cancelled', traceback = %(traceback)s, reasons = reasons || '["cancelled"]'
+WHERE id = %(id)s AND claim = %(claim)s
+RETURNING id, name, queue, batch, flow
+
+-- name: cancelled_reaped
+-- Marked jobs whose lease ran out (their worker died before it settled them) go on
+-- the shelf as cancelled, rather than be claimed and run again; a worker's heartbeat
+-- runs it beside the reaper.
+UPDATE jobs
+SET max_attempts = attempts, claim = NULL, scheduled = false,
+    failure = 'cancelled', reasons = reasons || '["cancelled"]'
+WHERE cancelled_at IS NOT NULL AND claim IS NOT NULL AND run_at <= {now}
+RETURNING id, name, queue, batch, flow

@@ -1,29 +1,48 @@
 """The failed shelf and each queue's figures: where people look once the worker has given up.
 
 A job that failed for good stays in the table, out of the claim's index, with its last
-reason, its traceback and every attempt's reason. `failed` reads that shelf, `retried`
-puts jobs from it back in the queue and `discarded` deletes them; `status` counts each
-queue's jobs by state. `python -m jobs status | failed | retry | discard` prints them.
+reason, its traceback and every attempt's reason. `failed` reads that shelf a page at a
+time, `retried` puts jobs from it back in the queue and `discarded` deletes them;
+`status` counts each queue's jobs by state. `python -m jobs status | failed | retry |
+discard` prints them. All of it stays quick beside a million failed or waiting jobs.
 The shelf's statements are its own, named in queries.sql.
 """
 
 import psycopg
+from psycopg import sql
+from psycopg.rows import dict_row
 
 from . import store
 from .sql import queries
 
+PAGE = 50  # jobs a page of the shelf holds unless `limit` says otherwise
+SHELF_BATCH = 1000  # jobs each transaction of retried(every=True) or discarded(every=True) changes
+STATUS_EXACT = 10_000  # jobs of a state a queue's status counts one by one; past it, an estimate
+ESTIMATED_FROM = {"due": "jobs_ready", "scheduled": "jobs_scheduled", "failed": "jobs_shelf"}  # index per state
 
-def failed(db, queue: str | None = None) -> list[dict]:
-    """The jobs that failed for good, on every queue or on `queue`, in the order queued.
+
+def failed(db, queue: str | None = None, *, limit: int = PAGE, after: int | None = None) -> list[dict]:
+    """A page of the jobs that failed for good, on every queue or on `queue`, newest first.
+
+    `limit` jobs at most (PAGE, 50, by default); for the next page, pass the id of the
+    last job of this one as `after`: the page goes on with the jobs that failed before
+    it (an id keyset, so each page costs the same however deep the shelf is, and no
+    job is skipped or shown twice when jobs join the shelf meanwhile). Newest first is
+    what an operator wants to read first: the failures of the last deploy.
 
     Each is a dict with id, queue, name, args, attempts, failed_at (ms since the epoch),
     failure (the last reason), traceback (the last failure's) and reasons (every
     failure's, first to last). A job whose worker died on its last attempt joins them
     when a worker's heartbeat reaps it, within half a LEASE.
     """
-    cursor = db.execute(queries["shelf"], {"queue": queue})
-    names = [column.name for column in cursor.description]
-    return [dict(zip(names, row)) for row in cursor]
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        raise ValueError(f"a page holds one job or more, not {limit!r}")
+    if after is not None:
+        job_id(after)
+    name = "shelf_page" if queue is None else "shelf_page_of_queue"
+    statement = sql.SQL(queries[name]).format(limit=sql.Literal(limit))
+    with db.cursor(row_factory=dict_row) as cursor:
+        return cursor.execute(statement, {"queue": queue, "before": after}).fetchall()
 
 
 def retried(db, *ids: int, every: bool = False, now: int | None = None) -> int:
@@ -37,50 +56,107 @@ def retried(db, *ids: int, every: bool = False, now: int | None = None) -> int:
     Like `later`, it writes on db's current transaction (in a savepoint of its own) and
     wakes the workers of the jobs' queues when that commits.
 
+    `every=True` goes through the shelf oldest first, SHELF_BATCH jobs per transaction,
+    each committed before the next begins on a connection outside a transaction (inside
+    one, each is a savepoint of it, and the caller holds every row until it commits).
+
     A job with a unique key stays on the shelf while another job with that key waits or
     runs, since queueing it would break the key's promise; of shelved jobs sharing a
     key, only the oldest comes back. A job of a batch comes back on its own (its batch
     counted its failure already); a step of a chain carries the chain on if it succeeds.
     """
-    params = {"ids": chosen(ids, every), "now": now, "attempts": store.ATTEMPTS}
-    try:
-        return put_back(db, params)
-    except psycopg.errors.UniqueViolation:
-        # A job with one of their unique keys was queued while this ran, and the index
-        # refused the second; a second look sees it and leaves that job on the shelf.
-        return put_back(db, params)
+    return sum(put_back(db, {"ids": some, "now": now, "attempts": store.ATTEMPTS})
+               for some in batches(db, chosen(ids, every)))
 
 
 def put_back(db, params: dict) -> int:
     """Runs the retry statement on a transaction (or savepoint) of its own; returns how many went back."""
-    with db.transaction():
-        return len(db.execute(queries["retry"], params).fetchall())
+    try:
+        with db.transaction():
+            return len(db.execute(queries["retry"], params).fetchall())
+    except psycopg.errors.UniqueViolation:
+        # A job with one of their unique keys was queued while this ran, and the index
+        # refused the second; a second look sees it and leaves that job on the shelf.
+        with db.transaction():
+            return len(db.execute(queries["retry"], params).fetchall())
 
 
 def discarded(db, *ids: int, every: bool = False) -> int:
-    """Deletes jobs from the shelf for good and returns how many; name them as for `retried`."""
-    return db.execute(queries["discard"], {"ids": chosen(ids, every)}).rowcount
+    """Deletes jobs from the shelf for good and returns how many; name them as for `retried`.
+
+    `every=True` deletes SHELF_BATCH jobs per transaction, as `retried` puts them back.
+    """
+    total = 0
+    for some in batches(db, chosen(ids, every)):
+        with db.transaction():
+            total += db.execute(queries["discard"], {"ids": some}).rowcount
+    return total
 
 
 def chosen(ids: tuple, every: bool) -> list[int] | None:
     """The ids a shelf operation names, or None for the whole shelf; refuses anything unclear."""
     if every == bool(ids):
         raise ValueError("name the jobs by id, or pass every=True for the whole shelf (not both)")
-    for id in ids:
-        if not isinstance(id, int) or isinstance(id, bool):
-            raise TypeError(f"job ids are integers, got {id!r}")
-    return None if every else list(ids)
+    return None if every else [job_id(id) for id in ids]
+
+
+def job_id(id) -> int:
+    """`id` when it is a job's id (an int, not a bool); a TypeError naming it otherwise."""
+    if not isinstance(id, int) or isinstance(id, bool):
+        raise TypeError(f"job ids are integers, got {id!r}")
+    return id
+
+
+def batches(db, ids: list[int] | None):
+    """The named ids as one batch, or the whole shelf's ids SHELF_BATCH at a time, oldest first.
+
+    Each batch is read after the one before was changed, so the shelf is walked by
+    its id keyset once, and jobs a retry left on the shelf are passed, not read again.
+    """
+    if ids is not None:
+        yield ids
+        return
+    after = 0
+    while some := [row[0] for row in db.execute(queries["shelf_batch"], {"after": after, "limit": SHELF_BATCH})]:
+        yield some
+        after = some[-1]
 
 
 def status(db, now: int | None = None) -> list[dict]:
     """Each queue's jobs counted by state at `now` (ms; the database's clock when None), by queue name.
 
-    One dict per queue that has any job: queue; due (may run now, including jobs whose
-    lease ran out); scheduled (waiting for a later moment: retries, jobs queued with
-    `at`); in_work (held by a live claim, or by the claim of a worker that died on the
-    job's last attempt until it is reaped); failed (on the shelf); oldest_due_age
-    (seconds since the longest-due job became due, None when nothing is due).
+    One dict per queue that has any job or is paused: queue; due (may run now, including
+    jobs whose lease ran out); scheduled (waiting for a later moment: retries, jobs
+    queued with `at`); in_work (held by a live claim, or by the claim of a worker that
+    died on the job's last attempt until it is reaped); failed (on the shelf);
+    oldest_due_age (seconds since the longest-due job became due, None when nothing is
+    due); paused (see control.paused); and estimated, the states whose count is an
+    estimate (an empty list when every count is exact).
+
+    Counts up to STATUS_EXACT (10,000) are exact. Past it, counting one by one would
+    take longer than a glance may, and the count is an estimate: the entries of the
+    state's partial index at the last VACUUM or ANALYZE, less the exact counts of the
+    other queues, shared evenly among the queues past STATUS_EXACT; never less than
+    the STATUS_EXACT + 1 jobs that were counted.
     """
-    cursor = db.execute(queries["status"], {"now": now})
-    names = [column.name for column in cursor.description]
-    return [dict(zip(names, row)) for row in cursor]
+    statement = sql.SQL(queries["status"]).format(over=sql.Literal(STATUS_EXACT + 1))
+    with db.cursor(row_factory=dict_row) as cursor:
+        figures = cursor.execute(statement, {"now": now}).fetchall()
+    for queue in figures:
+        queue["estimated"] = [state for state in ESTIMATED_FROM if queue[state] > STATUS_EXACT]
+    if any(queue["estimated"] for queue in figures):
+        estimated(db, figures)
+    return figures
+
+
+def estimated(db, figures: list[dict]) -> None:
+    """Replaces each count past STATUS_EXACT with its estimate from the index's size (see `status`)."""
+    entries = dict(db.execute(queries["index_sizes"]).fetchall())
+    for state, index in ESTIMATED_FROM.items():
+        over = [queue for queue in figures if state in queue["estimated"]]
+        if not over:
+            continue
+        exact = sum(queue[state] for queue in figures if state not in queue["estimated"])
+        share = (entries.get(index, -1) - exact) // len(over)
+        for queue in over:
+            queue[state] = max(queue[state], share)

@@ -74,6 +74,7 @@ def prepared(db):
     with db.transaction():
         db.execute(queries["prepare"])
         db.execute(schedule_queries["prepare_schedules"])  # the schedules' table (schedules.py)
+        db.execute(queries["prepare_operator"])  # the shelf's indexes, paused queues, cancelling (control.py)
     return db
 
 

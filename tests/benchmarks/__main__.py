@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
-from . import checks, database, plain, queue, report, timing
+from . import checks, database, plain, queue, report, shelf, timing
 
 DEFAULT_JOBS = 20_000  # jobs each drain settles; every other size follows from it (see `sized`)
 DEFAULT_ROUNDS = 3  # times each rate and latency is measured; the best round is kept
@@ -31,7 +31,7 @@ class Sizes:
     one_by_one: int  # jobs per run that moves one job per statement: plain claim-1 drains, enqueues
     bulk: int  # jobs per bulk enqueue
     latency: int  # enqueue→start samples, and claims timed in the scale check
-    waiting: int  # rows waiting in the future or failed for good in the scale check
+    waiting: int  # rows waiting in the future or failed for good in the scale check; of each kind in the shelf check
     memory: int  # jobs the worker of the memory check drains
     rounds: int  # times each rate, latency and claim time is measured, the best kept
 
@@ -91,6 +91,12 @@ def scale(url: str, sizes: Sizes, figures: dict) -> None:
     measured(figures, 1, [("scale", partial(checks.scale, url, sizes.waiting, sizes.latency, sizes.rounds))])
 
 
+def shelf_at_scale(url: str, sizes: Sizes, figures: dict) -> None:
+    """status, the shelf's pages, the dashboard's and the whole-shelf operations beside `waiting` failed and as many scheduled jobs."""
+    pages = shelf.dashboard_pages(url, sizes.waiting)
+    measured(figures, 1, [("shelf", partial(shelf.shelf, url, sizes.waiting, pages))])
+
+
 def memory(url: str, sizes: Sizes, figures: dict) -> None:
     """A worker process's resident memory at both ends of a long drain."""
     measured(figures, 1, [("memory", partial(checks.memory, url, sizes.memory))])
@@ -122,10 +128,10 @@ def best(results: list):
 
 
 # In the order they run: the drains first (drain-1 before drain-best, whose 1-process
-# figure it provides), the long memory drain and the million rows of the scale check last.
+# figure it provides), the long memory drain and the million rows of the scale and shelf checks last.
 COLUMNS = {
     "latency": latency, "enqueue": enqueue, "bulk": bulk, "drain-1": drain_at_one, "drain-best": drain_at_best,
-    "memory": memory, "scale": scale,
+    "memory": memory, "scale": scale, "shelf": shelf_at_scale,
 }
 
 

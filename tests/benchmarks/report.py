@@ -6,7 +6,7 @@ is missing from it, and its rows and goals are left out of the report.
 
 from . import timing
 
-# The goals of issue 7, each a ratio or a bound measured in the run itself.
+# The goals of issue 7 (and of issues 12 and 15 for the shelf), each a ratio or a bound measured in the run itself.
 DRAIN_SHARE = 0.5  # jobs' best drain, as a share of plain "claim 100 + delete" at concurrency 1
 PEER_BEST = 5_900  # jobs/s: pgqueuer's best drain in the issue's table (not measured in this run)
 PEER_MULTIPLE = 2  # jobs' best drain is to be at least this many times PEER_BEST
@@ -17,14 +17,20 @@ ENQUEUE_SHARE = 0.85  # `later`, one per transaction, as a share of a plain INSE
 BULK_SHARE = 0.5  # `later_many` as a share of a plain COPY's rate
 SCALE_FACTOR = 1.5  # claim time beside the waiting rows, over the claim time on an empty table, at most
 MEMORY_GROWTH = 1.1  # resident memory at the end of a drain over that at its start, at most ("flat")
+STATUS_TIME = 0.050  # seconds `jobs.status` may take beside the shelf check's rows (issue 12)
+PAGE_TIME = 0.100  # seconds a page of the shelf (or of the dashboard) may take beside them (issue 15)
 
 
 def printed(figures: dict, sizes, machine: str) -> str:
     """The whole report: what it ran on, the table, the checks and the goals, as text."""
     run = f"{machine}; {sizes.drain:,} jobs per drain, no-op jobs, best of {sizes.rounds} round(s)"
-    parts = [run, aligned(comparisons(figures, sizes))]
+    parts = [run]
+    if len(comparisons(figures, sizes)) > 1:
+        parts.append(aligned(comparisons(figures, sizes)))
     if any(key in figures for key in ("scale", "memory")):
         parts.append(aligned(checks(figures, sizes)))
+    if "shelf" in figures:
+        parts.append(aligned(shelf_rows(figures["shelf"], sizes)))
     parts.append(aligned(goals(figures)))
     return "\n\n".join(parts)
 
@@ -78,6 +84,21 @@ def checks(figures: dict, sizes) -> list[list[str]]:
     return rows
 
 
+def shelf_rows(shelf: dict, sizes) -> list[list[str]]:
+    """The rows of the shelf check: each read's median, and the whole-shelf operations end to end."""
+    rows = [[f"beside {sizes.waiting:,} failed and {sizes.waiting:,} scheduled jobs", "time"]]
+    for name, value in shelf.items():
+        if name == "status, estimated":
+            said = "; ".join(", ".join(f"{state} ~{count:,}" for state, count in states.items()) or "none"
+                             for states in value)
+            rows.append(["  counts said to be estimates", said])
+        elif name.endswith("(every=True)"):
+            rows.append([f"{name}, the whole shelf", f"{value:.1f} s ({rate(sizes.waiting / value)})"])
+        else:
+            rows.append([f"{name}, median", ms(value)])
+    return rows
+
+
 def goals(figures: dict) -> list[list[str]]:
     """A line per goal of the issue that the run measured: the goal, the measured figure, PASS or MISS."""
     rows = [["goal (issue 7)", "measured", ""]]
@@ -119,6 +140,20 @@ def goals(figures: dict) -> list[list[str]]:
         start, end, _ = figures["memory"]
         rows.append([f"worker RSS flat: end <= {MEMORY_GROWTH:g} x start", f"{end / start:.2f}",
                      verdict(end <= MEMORY_GROWTH * start)])
+    if "shelf" in figures:
+        rows += shelf_goals(figures["shelf"])
+    return rows
+
+
+def shelf_goals(shelf: dict) -> list[list[str]]:
+    """status within STATUS_TIME, every page within PAGE_TIME, beside the shelf check's rows."""
+    rows = [[f"status beside the shelf check's rows <= {ms(STATUS_TIME)}", ms(shelf["status"]),
+             verdict(shelf["status"] <= STATUS_TIME)]]
+    pages = {name: value for name, value in shelf.items()
+             if name != "status" and isinstance(value, float) and not name.endswith("(every=True)")}
+    slowest = max(pages, key=pages.get)
+    rows.append([f"every page beside them <= {ms(PAGE_TIME)} (slowest: {slowest})", ms(pages[slowest]),
+                 verdict(pages[slowest] <= PAGE_TIME)])
     return rows
 
 

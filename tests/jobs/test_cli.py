@@ -31,7 +31,8 @@ def shelved(db, queue="default", args=None, unique=None) -> int:
     return job
 
 
-@pytest.mark.parametrize("command", [[], ["status"], ["failed"], ["retry"], ["discard"], ["work"], ["schedules"]])
+@pytest.mark.parametrize("command", [[], ["status"], ["failed"], ["retry"], ["discard"], ["work"], ["pause"], ["resume"],
+                                     ["cancel"], ["schedules"]])
 def test_every_command_explains_itself_with_help(command):
     answer = cli(None, *command, "--help")
     assert answer.returncode == 0, answer.stderr
@@ -44,7 +45,9 @@ def test_without_database_url_a_command_says_so_and_exits_2():
 
 
 WRONG = [["retry"], ["retry", "1", "--all"], ["discard"], ["discard", "1", "--all"], ["retry", "seven"],
-         ["status", "extra"], ["unheard_of"]]
+         ["status", "extra"], ["unheard_of"], ["failed", "--limit", "0"], ["failed", "--after", "x"], ["cancel"],
+         ["cancel", "seven"], ["pause"], ["resume", "a", "b"], ["cancel", "99999999999999999999"], ["retry", "0"],
+         ["discard", "-1"]]
 
 
 @pytest.mark.parametrize("command", WRONG)
@@ -70,9 +73,9 @@ def test_status_prints_each_queue_s_figures_as_a_table(db, database_url):
     jobs.later(db, "mail", "note", {}, now + 3_600_000)
     answer = cli(database_url, "status")
     assert (answer.returncode, answer.stdout) == (0, (
-        "QUEUE    DUE  SCHEDULED  IN WORK  FAILED  OLDEST DUE\n"
-        "default    1          1        0       1  1 min\n"
-        "mail       0          1        0       0  -\n"))
+        "QUEUE    DUE  SCHEDULED  IN WORK  FAILED  OLDEST DUE  PAUSED\n"
+        "default    1          1        0       1  1 min       no\n"
+        "mail       0          1        0       0  -           no\n"))
 
 
 def test_status_of_an_empty_table(db, database_url):
@@ -91,10 +94,11 @@ def test_failed_prints_the_shelf_without_arguments_and_exits_1(db, database_url)
     answer = cli(database_url, "failed")
     assert (answer.returncode, answer.stdout) == (1, (
         "ID  QUEUE    NAME    ATTEMPTS  FAILED AT (UTC)      LAST REASON\n"
+        " 2  mail     doomed         1  1970-01-01 00:16:40  doomed\n"
         " 1  default  doomed         1  1970-01-01 00:16:40  doomed\n"
-        " 2  mail     doomed         1  1970-01-01 00:16:40  doomed\n"))
+        "2 jobs of 2 failed for good, newest first\n"))
     assert cli(database_url, "failed", "--queue", "mail").stdout.splitlines()[1:] == [
-        " 2  mail   doomed         1  1970-01-01 00:16:40  doomed"]
+        " 2  mail   doomed         1  1970-01-01 00:16:40  doomed", "1 job of 1 failed for good, newest first"]
     full = cli(database_url, "failed", "--full")
     assert full.returncode == 1
     assert "job 1: doomed on default, failed for good at 1970-01-01 00:16:40 UTC after 1 attempt(s)" in full.stdout
@@ -135,3 +139,48 @@ def test_discard_deletes_jobs_from_the_shelf_and_exits_1_when_none_was_there(db,
     assert jobs.listed(db) == []
     answer = cli(database_url, "discard", "--all")
     assert (answer.returncode, answer.stdout) == (1, "0 jobs discarded\n")
+
+
+def test_failed_prints_a_page_with_the_total_and_the_way_to_the_next(db, database_url):
+    for _ in range(5):
+        shelved(db)
+    first = cli(database_url, "failed", "--limit", "2")
+    assert first.returncode == 1
+    assert [line.split()[0] for line in first.stdout.splitlines()[1:3]] == ["5", "4"]
+    assert first.stdout.splitlines()[-1] == "2 jobs of 5 failed for good, newest first; the next page: --after 4"
+    last = cli(database_url, "failed", "--limit", "2", "--after", "2")
+    assert last.stdout.splitlines()[1:] == [" 1  default  doomed         1  1970-01-01 00:16:40  doomed",
+                                            "1 job of 5 failed for good, newest first"]
+    beyond = cli(database_url, "failed", "--after", "1")
+    assert (beyond.returncode, beyond.stdout) == (1, "no job failed for good before job 1\n")
+
+
+def test_failed_prints_at_most_a_page_of_jobs_by_default(db, database_url):
+    jobs.later_many(db, "default", "doomed", [{}] * (jobs.PAGE + 5), T)
+    db.execute("UPDATE jobs SET max_attempts = 0")  # every one of them on the shelf at once
+    lines = cli(database_url, "failed").stdout.splitlines()
+    assert len(lines) == 1 + jobs.PAGE + 1
+    assert lines[-1] == f"{jobs.PAGE} jobs of {jobs.PAGE + 5} failed for good, newest first; the next page: --after 6"
+
+
+def test_pause_and_resume_a_queue_and_say_when_nothing_changed(db, database_url):
+    assert (cli(database_url, "pause", "mail").returncode, jobs.paused_queues(db)) == (0, {"mail"})
+    again = cli(database_url, "pause", "mail")
+    assert (again.returncode, again.stdout) == (1, "queue mail was paused already\n")
+    assert cli(database_url, "status").stdout.splitlines()[1].split()[-1] == "yes"
+    resumed = cli(database_url, "resume", "mail")
+    assert (resumed.returncode, resumed.stdout, jobs.paused_queues(db)) == (0, "queue mail resumed\n", set())
+    assert cli(database_url, "resume", "mail").returncode == 1
+
+
+def test_cancel_shelves_a_waiting_job_marks_a_running_one_and_names_the_rest(db, database_url):
+    waiting = jobs.later(db, "default", "note", {}, T)
+    running = jobs.later(db, "default", "note", {}, T)
+    db.execute("UPDATE jobs SET claim = 1, attempts = 1, run_at = %s WHERE id = %s", (jobs.now_ms() + 600_000, running))
+    answer = cli(database_url, "cancel", str(waiting), str(running), "999")
+    assert (answer.returncode, answer.stdout) == (0, (
+        f"job {waiting} was waiting: it will not run, and is on the failed shelf as cancelled\n"
+        f"job {running} is running: its worker stops it within a heartbeat and shelves it as cancelled\n"
+        "job 999 is neither waiting nor running: no such job, or on the failed shelf already\n"))
+    assert [(j["id"], j["failure"]) for j in jobs.failed(db)] == [(waiting, "cancelled")]
+    assert cli(database_url, "cancel", str(waiting)).returncode == 1

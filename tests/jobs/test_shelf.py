@@ -50,10 +50,10 @@ def test_failed_lists_jobs_that_failed_for_good_with_every_reason_and_the_traceb
     assert "RuntimeError: it broke on attempt 2" in failure["traceback"]
 
 
-def test_failed_takes_one_queue_or_every_queue(db):
+def test_failed_takes_one_queue_or_every_queue_newest_first(db):
     mail = shelved(db, "mail")
     default = shelved(db, "default")
-    assert [j["id"] for j in jobs.failed(db)] == [mail, default]
+    assert [j["id"] for j in jobs.failed(db)] == [default, mail]
     assert [j["id"] for j in jobs.failed(db, "mail")] == [mail]
     assert jobs.failed(db, "elsewhere") == []
 
@@ -194,3 +194,76 @@ def test_discarded_deletes_jobs_from_the_shelf_and_nothing_else(db):
     assert jobs.discarded(db, every=True) == 1
     assert [j["id"] for j in jobs.listed(db)] == [waiting]
     assert second not in [j["id"] for j in jobs.listed(db)]
+
+
+def test_failed_pages_the_shelf_newest_first_by_keyset(db):
+    ids = [shelved(db, "mail" if n % 2 else "default") for n in range(5)]  # default, mail, default, mail, default
+    assert [j["id"] for j in jobs.failed(db, limit=2)] == ids[:2:-1][:2] == [ids[4], ids[3]]
+    assert [j["id"] for j in jobs.failed(db, limit=2, after=ids[3])] == [ids[2], ids[1]]
+    assert [j["id"] for j in jobs.failed(db, limit=2, after=ids[1])] == [ids[0]]
+    assert jobs.failed(db, after=ids[0]) == []
+    assert [j["id"] for j in jobs.failed(db, "default", limit=2, after=ids[4])] == [ids[2], ids[0]]
+
+
+def test_a_job_failing_between_two_pages_neither_hides_nor_repeats_one(db):
+    ids = [shelved(db) for _ in range(4)]
+    first = jobs.failed(db, limit=2)
+    newcomer = shelved(db)
+    second = jobs.failed(db, limit=2, after=first[-1]["id"])
+    assert [j["id"] for j in first + second] == [ids[3], ids[2], ids[1], ids[0]]
+    assert jobs.failed(db, limit=1)[0]["id"] == newcomer
+
+
+def test_failed_holds_at_most_a_page_unless_asked(db):
+    jobs.later_many(db, "default", "doomed", [{}] * (jobs.PAGE + 1), T)
+    db.execute("UPDATE jobs SET max_attempts = 0")  # all on the shelf
+    assert len(jobs.failed(db)) == jobs.PAGE == 50
+    assert len(jobs.failed(db, limit=jobs.PAGE + 10)) == jobs.PAGE + 1
+
+
+@pytest.mark.parametrize("options, error", [
+    ({"limit": 0}, ValueError), ({"limit": -1}, ValueError), ({"limit": "5"}, ValueError), ({"limit": True}, ValueError),
+    ({"after": "7"}, TypeError), ({"after": 1.5}, TypeError)])
+def test_failed_refuses_a_page_it_cannot_read(db, options, error):
+    shelved(db)
+    with pytest.raises(error):
+        jobs.failed(db, **options)
+
+
+def transactions_of(db, ids) -> int:
+    """How many transactions last wrote the rows of `ids` (rows written together share their xmin)."""
+    return scalar(db, "SELECT count(DISTINCT xmin::text) FROM jobs WHERE id = ANY(%s)", (ids,))
+
+
+def test_retrying_the_whole_shelf_commits_a_batch_at_a_time(db, monkeypatch):
+    monkeypatch.setattr(jobs.shelf, "SHELF_BATCH", 2)
+    ids = [shelved(db) for _ in range(5)]
+    assert jobs.retried(db, every=True, now=T) == 5
+    assert transactions_of(db, ids) == 3, "batches of 2, 2 and 1, each its own transaction"
+    assert [j["attempts"] for j in jobs.listed(db)] == [0] * 5
+
+
+def test_discarding_the_whole_shelf_commits_a_batch_at_a_time(db, monkeypatch):
+    monkeypatch.setattr(jobs.shelf, "SHELF_BATCH", 2)
+    for _ in range(5):
+        shelved(db)
+    waiting = jobs.later(db, "default", "fine", {}, T + 60_000)
+    db.execute("CREATE TEMP TABLE deletions (xact bigint)")
+    db.execute("""CREATE FUNCTION pg_temp.noted() RETURNS trigger LANGUAGE plpgsql AS
+        $$ BEGIN INSERT INTO deletions VALUES (txid_current()); RETURN OLD; END $$""")
+    db.execute("CREATE TRIGGER noted BEFORE DELETE ON jobs FOR EACH ROW EXECUTE FUNCTION pg_temp.noted()")
+    try:
+        assert jobs.discarded(db, every=True) == 5
+        assert scalar(db, "SELECT count(DISTINCT xact) FROM deletions") == 3
+    finally:
+        db.execute("DROP TRIGGER noted ON jobs")
+    assert [j["id"] for j in jobs.listed(db)] == [waiting]
+
+
+def test_retrying_the_whole_shelf_in_batches_of_one_still_brings_back_only_the_oldest_of_a_unique_key(db, monkeypatch):
+    monkeypatch.setattr(jobs.shelf, "SHELF_BATCH", 1)
+    older = shelved(db, unique="sync:1")
+    newer = shelved(db, unique="sync:1")
+    assert jobs.retried(db, every=True, now=T + 9000) == 1
+    assert [j["id"] for j in jobs.failed(db)] == [newer]
+    assert [j["id"] for j in jobs.listed(db) if j["attempts"] == 0] == [older]

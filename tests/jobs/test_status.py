@@ -25,8 +25,10 @@ def test_status_counts_each_queue_s_jobs_by_state(db):
     seen = []
     jobs.worked(db, "default", {"observe": lambda conn, args: seen.append(jobs.status(conn, now=T))}, T)
     assert seen == [[
-        {"queue": "default", "due": 2, "scheduled": 1, "in_work": 1, "failed": 1, "oldest_due_age": 9.0},
-        {"queue": "mail", "due": 0, "scheduled": 1, "in_work": 0, "failed": 0, "oldest_due_age": None},
+        {"queue": "default", "due": 2, "scheduled": 1, "in_work": 1, "failed": 1, "oldest_due_age": 9.0,
+         "paused": False, "estimated": []},
+        {"queue": "mail", "due": 0, "scheduled": 1, "in_work": 0, "failed": 0, "oldest_due_age": None,
+         "paused": False, "estimated": []},
     ]]
 
 
@@ -41,3 +43,37 @@ def test_a_job_whose_lease_ran_out_counts_as_due_again(db):
     jobs.worked(db, "default", {"observe": observe}, T, lease=1.0)
     assert [[(q["due"], q["in_work"], q["oldest_due_age"]) for q in figures] for figures in seen] == [
         [(0, 1, None)], [(1, 0, 3.0)]]
+
+
+def shelve_many(db, queue: str, count: int) -> None:
+    """Puts `count` jobs of `queue` straight on the shelf."""
+    jobs.later_many(db, queue, "doomed", [{}] * count, T)
+    db.execute("UPDATE jobs SET max_attempts = 0 WHERE queue = %s", (queue,))
+
+
+def test_a_count_past_STATUS_EXACT_is_said_to_be_an_estimate_and_never_below_what_was_counted(db, monkeypatch):
+    monkeypatch.setattr(jobs.shelf, "STATUS_EXACT", 3)
+    shelve_many(db, "big", 10)
+    shelve_many(db, "small", 2)  # the table is new to VACUUM and ANALYZE: the index's size is not known yet
+    figures = {q["queue"]: q for q in jobs.status(db, now=T)}
+    assert (figures["big"]["failed"], figures["big"]["estimated"]) == (4, ["failed"]), "at least the 4 counted"
+    assert (figures["small"]["failed"], figures["small"]["estimated"]) == (2, [])
+    db.execute("ANALYZE jobs")  # what autovacuum does: the shelf's index now says it holds 12
+    figures = {q["queue"]: q for q in jobs.status(db, now=T)}
+    assert (figures["big"]["failed"], figures["big"]["estimated"]) == (10, ["failed"]), "12 on the shelf, 2 of small"
+
+
+def test_counts_up_to_STATUS_EXACT_are_exact_beside_a_larger_shelf(db, monkeypatch):
+    monkeypatch.setattr(jobs.shelf, "STATUS_EXACT", 3)
+    shelve_many(db, "default", 10)
+    jobs.later(db, "default", "note", {}, T - 1000)
+    jobs.later(db, "default", "note", {}, T + 1000)
+    (figures,) = jobs.status(db, now=T)
+    assert (figures["due"], figures["scheduled"], figures["estimated"]) == (1, 1, ["failed"])
+
+
+def test_a_paused_queue_shows_in_status_even_with_no_jobs(db):
+    jobs.later(db, "default", "note", {}, T)
+    jobs.paused(db, "mail")
+    assert [(q["queue"], q["due"], q["paused"]) for q in jobs.status(db, now=T)] == [
+        ("default", 1, False), ("mail", 0, True)]

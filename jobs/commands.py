@@ -1,0 +1,202 @@
+"""The command line's look at the queue and its hand on it: every command but `work`.
+
+`python -m jobs` (__main__.py) parses the command line and opens the connection; each
+function here runs one command on it, prints plain tables (never a job's arguments)
+and answers the exit code.
+"""
+
+import argparse
+import importlib
+
+from . import control, schedules, shelf
+from .tables import table, in_full, moment, when, age, first_line, jobs_counted
+
+EXIT_OK = 0  # done; for `failed`, the shelf is empty
+EXIT_NOTICE = 1  # `failed` found jobs on the shelf; `retry`, `discard`, `pause`, `resume` or `cancel` changed nothing
+ID_MAX = 2**63 - 1  # the largest job id the table can hold (bigint)
+
+
+def commands_added(commands) -> None:
+    """Adds every command but `work` to the command line's commands."""
+    shelf_commands_added(commands)
+    control_commands_added(commands)
+    listing = commands.add_parser("schedules", help="list each schedule's last and next run", description=(
+        "List each schedule recorded in the table with its last run and when a worker last held it; "
+        "with --schedules, the code's definition and next run too. Exits 0."))
+    listing.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="the code's schedules, for their next runs")
+    listing.set_defaults(command=schedules_command)
+
+
+def shelf_commands_added(commands) -> None:
+    """Adds status, failed, retry and discard to the command line's commands."""
+    status = commands.add_parser("status", help="count each queue's jobs by state", description=(
+        "Count each queue's jobs: due now, scheduled for later, in work, failed for good, "
+        "how long the oldest due job has been due, and whether the queue is paused. "
+        f"Past {shelf.STATUS_EXACT:,} jobs a count is an estimate, shown as ~N. Exits 0."))
+    status.set_defaults(command=status_command)
+    failed = commands.add_parser("failed", help="list the jobs that failed for good", description=(
+        "List the jobs that failed for good, with their last reason (never their arguments). "
+        "Exits 0 when there are none and 1 when there are, so a script can raise the alarm."))
+    failed.add_argument("--queue", metavar="QUEUE", help="only the jobs of this queue")
+    failed.add_argument("--full", action="store_true", help="every reason and the last traceback of each job")
+    failed.add_argument("--limit", type=positive, default=shelf.PAGE, metavar="N",
+                        help=f"jobs on the page, newest first (default {shelf.PAGE})")
+    failed.add_argument("--after", type=positive, metavar="ID", help="the page after the one that ended with job ID")
+    failed.set_defaults(command=failed_command)
+    retry = commands.add_parser("retry", help="put failed jobs back in the queue", description=(
+        "Put failed jobs back in the queue, due at once, with their attempts counted from 0. "
+        "Exits 0 when a job went back and 1 when none did."))
+    discard = commands.add_parser("discard", help="delete failed jobs", description=(
+        "Delete failed jobs. Exits 0 when a job was deleted and 1 when none was."))
+    for chosen, command in ((retry, retry_command), (discard, discard_command)):
+        chosen.add_argument("ids", nargs="*", type=positive, metavar="ID", help="a job on the failed shelf")
+        chosen.add_argument("--all", action="store_true", help="every job on the failed shelf")
+        chosen.set_defaults(command=command, usage=chosen.error)
+
+
+def control_commands_added(commands) -> None:
+    """Adds pause, resume and cancel to the command line's commands."""
+    pause = commands.add_parser("pause", help="stop the claims of a queue", description=(
+        "Pause a queue: workers claim none of its jobs (within a poll interval) until it is resumed; "
+        "jobs in hand finish. Exits 0, or 1 when it was paused already."))
+    resume = commands.add_parser("resume", help="let workers claim from a queue again", description=(
+        "Resume a paused queue. Exits 0, or 1 when it was not paused."))
+    for command, run in ((pause, pause_command), (resume, resume_command)):
+        command.add_argument("queue", metavar="QUEUE")
+        command.set_defaults(command=run)
+    cancel = commands.add_parser("cancel", help="cancel jobs that wait or run", description=(
+        "Cancel jobs: one that waits goes on the failed shelf as cancelled and never runs; one that runs "
+        "is stopped by its worker within a heartbeat and shelved as cancelled. Exits 0, or 1 when none was "
+        "waiting or running."))
+    cancel.add_argument("ids", nargs="+", type=positive, metavar="ID", help="a job that waits or runs")
+    cancel.set_defaults(command=cancel_command)
+
+
+def positive(text: str) -> int:
+    """A whole number from 1 to ID_MAX, for argparse: a job's id, or how many jobs a page holds."""
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= ID_MAX:
+        raise argparse.ArgumentTypeError(f"a whole number from 1 to {ID_MAX}, not {text!r}")
+    return int(text)
+
+
+def status_command(args, db) -> int:
+    """Prints each queue's figures as a table."""
+    figures = shelf.status(db)
+    if not figures:
+        print("no jobs")
+        return EXIT_OK
+    rows = [[q["queue"], *(counted(q, state) for state in ("due", "scheduled", "in_work", "failed")),
+             age(q["oldest_due_age"]), "yes" if q["paused"] else "no"] for q in figures]
+    print(table(["QUEUE", "DUE", "SCHEDULED", "IN WORK", "FAILED", "OLDEST DUE", "PAUSED"], rows))
+    if any(q["estimated"] for q in figures):
+        print(f"~ an estimate: past {shelf.STATUS_EXACT:,} jobs, counts come from the indexes' sizes")
+    return EXIT_OK
+
+
+def counted(queue: dict, state: str):
+    """A queue's count of `state` as the table shows it: the number, or "~N" for an estimate."""
+    return f"~{queue[state]}" if state in queue["estimated"] else queue[state]
+
+
+def failed_command(args, db) -> int:
+    """Prints a page of the failed shelf as a table, or each job in full, and the total; exits EXIT_NOTICE when it holds jobs."""
+    shelved = shelf.failed(db, args.queue, limit=args.limit, after=args.after)
+    if not shelved:
+        where = f" on queue {args.queue}" if args.queue else ""
+        print(f"no job failed for good before job {args.after}{where}" if args.after else f"no job has failed for good{where}")
+        return EXIT_NOTICE if args.after else EXIT_OK
+    if args.full:
+        print("\n\n".join(in_full(job) for job in shelved))
+    else:
+        rows = [[j["id"], j["queue"], j["name"], j["attempts"], moment(j["failed_at"]), first_line(j["failure"])]
+                for j in shelved]
+        print(table(["ID", "QUEUE", "NAME", "ATTEMPTS", "FAILED AT (UTC)", "LAST REASON"], rows))
+    print(page_said(db, args, shelved))
+    return EXIT_NOTICE
+
+
+def page_said(db, args, shelved: list[dict]) -> str:
+    """The line under a page of the shelf: how many of how many, and how to ask for the next page."""
+    figures = [q for q in shelf.status(db) if args.queue in (None, q["queue"])]
+    total = sum(q["failed"] for q in figures)
+    about = "~" if any("failed" in q["estimated"] for q in figures) else ""
+    line = f"{jobs_counted(len(shelved))} of {about}{total} failed for good, newest first"
+    if len(shelved) == args.limit:
+        line += f"; the next page: --after {shelved[-1]['id']}"
+    return line
+
+
+def retry_command(args, db) -> int:
+    """Puts failed jobs back in the queue, and says which stayed on the shelf and why."""
+    back = shelf.retried(db, *args.ids, every=args.all)
+    print(f"{jobs_counted(back)} back in the queue")
+    held = "another job with the same unique key is waiting or in work"
+    if args.all:
+        stayed = sum(q["failed"] for q in shelf.status(db))
+        if stayed:
+            print(f"{jobs_counted(stayed)} stayed on the shelf: {held}")
+    elif back < len(set(args.ids)):
+        print(f"{jobs_counted(len(set(args.ids)) - back)} stayed: not on the failed shelf, or {held}")
+    return EXIT_OK if back else EXIT_NOTICE
+
+
+def discard_command(args, db) -> int:
+    """Deletes failed jobs, and says how many of those named were not on the shelf."""
+    gone = shelf.discarded(db, *args.ids, every=args.all)
+    print(f"{jobs_counted(gone)} discarded")
+    if not args.all and gone < len(set(args.ids)):
+        print(f"{jobs_counted(len(set(args.ids)) - gone)} not on the failed shelf")
+    return EXIT_OK if gone else EXIT_NOTICE
+
+
+def pause_command(args, db) -> int:
+    """Pauses a queue, and says whether it was running."""
+    if control.paused(db, args.queue):
+        print(f"queue {args.queue} paused: workers claim none of its jobs until it is resumed")
+        return EXIT_OK
+    print(f"queue {args.queue} was paused already")
+    return EXIT_NOTICE
+
+
+def resume_command(args, db) -> int:
+    """Resumes a queue, and says whether it was paused."""
+    if control.resumed(db, args.queue):
+        print(f"queue {args.queue} resumed")
+        return EXIT_OK
+    print(f"queue {args.queue} was not paused")
+    return EXIT_NOTICE
+
+
+def cancel_command(args, db) -> int:
+    """Cancels jobs, and says of each whether it was waiting, running, or neither."""
+    done = control.cancelled(db, *args.ids)
+    for id in dict.fromkeys(args.ids):
+        if id in done.shelved:
+            print(f"job {id} was waiting: it will not run, and is on the failed shelf as cancelled")
+        elif id in done.signalled:
+            print(f"job {id} is running: its worker stops it within a heartbeat and shelves it as cancelled")
+        else:
+            print(f"job {id} is neither waiting nor running: no such job, or on the failed shelf already")
+    return EXIT_OK if done else EXIT_NOTICE
+
+
+def schedules_command(args, db) -> int:
+    """Prints each schedule's last run, last sighting and, given the code's schedules, next run."""
+    given = imported(args.schedules, "--schedules") if args.schedules else None
+    rows = schedules.recorded(db, given)
+    if not rows:
+        print("no schedules recorded")
+        return EXIT_OK
+    headers = ["KEY", "SCHEDULE", "LAST RUN (UTC)", "LAST SEEN (UTC)"] + (["NEXT RUN (UTC)"] if given else [])
+    table_rows = [[row["key"], row["definition"], when(row["last_tick"]), when(row["seen_at"])]
+                  + ([when(row.get("next_tick"), "not in the code")] if given else []) for row in rows]
+    print(table(headers, table_rows))
+    return EXIT_OK
+
+
+def imported(spec: str, option: str = "--performers"):
+    """The object `module:attribute` names."""
+    module, _, attribute = spec.partition(":")
+    if not module or not attribute:
+        raise SystemExit(f"jobs: {option} takes module:attribute, got {spec!r}")
+    return getattr(importlib.import_module(module), attribute)

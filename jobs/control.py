@@ -1,0 +1,114 @@
+"""An operator's hand on the queue: pausing a queue, and cancelling jobs that wait or run.
+
+A paused queue is a row of job_paused_queues; each worker reads `paused_queues` once per
+POLL_INTERVAL and claims nothing from those queues, while the jobs in hand finish. A
+cancelled job that waits goes on the failed shelf (shelf.py) with the reason
+"cancelled"; one that runs is marked, its worker hears of it on its heartbeat
+(`cancelled_among`) and settles it with `cancellation_settled`, onto the same shelf.
+"""
+
+from dataclasses import dataclass, field
+
+from psycopg.rows import namedtuple_row
+
+from . import flows, store
+from .shelf import job_id
+from .sql import queries
+
+CANCELLED = "cancelled"  # the reason a cancelled job carries on the shelf
+
+
+def paused(db, queue: str, now: int | None = None) -> bool:
+    """Pauses `queue`: workers claim none of its jobs until it is resumed; True if it was running.
+
+    Jobs already claimed finish and settle as usual; jobs keep being queued on it.
+    Workers see the pause within one POLL_INTERVAL. Written on db's current transaction.
+    """
+    queue_named(queue)
+    return db.execute(queries["pause"], {"queue": queue, "now": now}).fetchone() is not None
+
+
+def resumed(db, queue: str) -> bool:
+    """Lets workers claim from `queue` again; True if it was paused."""
+    queue_named(queue)
+    return db.execute(queries["resume"], {"queue": queue}).fetchone() is not None
+
+
+def paused_queues(db) -> set[str]:
+    """The names of the paused queues, for a worker to read once per POLL_INTERVAL."""
+    return {row[0] for row in db.execute(queries["paused_queues"])}
+
+
+def queue_named(queue) -> None:
+    """Refuses anything but a queue's name: a string with a character other than space, and no NUL."""
+    if not isinstance(queue, str) or not queue.strip() or "\x00" in queue:
+        raise ValueError(f"name a queue: got {queue!r}")
+
+
+@dataclass
+class Cancellation:
+    """What `cancelled` changed, by job id."""
+
+    shelved: list[int] = field(default_factory=list)  # were waiting: on the shelf now, and will not run
+    signalled: list[int] = field(default_factory=list)  # were running: their workers are told on their heartbeat
+
+    def __len__(self) -> int:
+        return len(self.shelved) + len(self.signalled)
+
+
+def cancelled(db, *ids: int, now: int | None = None) -> Cancellation:
+    """Cancels the jobs named by id, and says which were waiting and which running.
+
+    A job that waits (due, scheduled, or whose worker's lease ran out) never runs: it
+    goes on the failed shelf at once with the reason CANCELLED ("cancelled"), where
+    `failed` lists it and `retried` or `discarded` take it, and its chain or batch
+    hears that it ended, as after a failure for good. A job that runs is marked; its
+    worker hears of it within one heartbeat (half a LEASE) and settles it onto the
+    shelf as cancelled, not retried, whatever its performer does. Ids of jobs on the
+    shelf already, or of no job, are left alone. One transaction for all of them.
+    """
+    if not ids:
+        raise ValueError("name the jobs to cancel by id")
+    params = {"ids": [job_id(id) for id in ids], "now": now}
+    with db.transaction(), db.cursor(row_factory=namedtuple_row) as cursor:
+        stopped = cursor.execute(queries["cancel_waiting"], params).fetchall()
+        flows.settled(db, [], stopped)
+        running = cursor.execute(queries["cancel_running"], params).fetchall()
+    return Cancellation(sorted(job.id for job in stopped), sorted(job.id for job in running))
+
+
+def cancelled_among(db, jobs: list[store.Job]) -> set[int]:
+    """The ids of the held `jobs` (of one claim) that were cancelled while they ran.
+
+    For the worker's heartbeat, beside `extended`: the worker then tells the job's
+    performer and settles the job with `cancellation_settled`.
+    """
+    if not jobs:
+        return set()
+    params = {"ids": [job.id for job in jobs], "claim": jobs[0].claim}
+    return {row[0] for row in db.execute(queries["cancelled_among"], params)}
+
+
+def cancellation_settled(db, job: store.Job, traceback: str = "", now: int | None = None) -> bool:
+    """Settles a job cancelled while it ran: onto the shelf as cancelled, on db's transaction.
+
+    The settlement calls it in place of `finished` or `failed` for a job that
+    `cancelled_among` named, whatever its performer did; its chain or batch hears
+    that it ended. False when the claim was no longer this worker's.
+    """
+    params = {"id": job.id, "claim": job.claim, "traceback": traceback, "now": now}
+    with db.cursor(row_factory=namedtuple_row) as cursor:
+        settled = cursor.execute(queries["cancellation_settled"], params).fetchall()
+    flows.settled(db, [], settled)
+    return bool(settled)
+
+
+def cancelled_reaped(db, now: int | None = None) -> list:
+    """Puts cancelled jobs whose worker died before settling them on the shelf; returns them.
+
+    For the heartbeat, before `store.reaped`, so such a job is not claimed and run again.
+    """
+    with db.cursor(row_factory=namedtuple_row) as cursor:
+        lost = cursor.execute(queries["cancelled_reaped"], {"now": now}).fetchall()
+    flows.settled(db, [], lost)
+    return lost

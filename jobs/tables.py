@@ -1,0 +1,59 @@
+"""How the command line prints: plain-text tables, moments in UTC, ages as people read them.
+
+The commands (commands.py) print what they found with these, and never a job's arguments.
+"""
+
+from datetime import datetime, timezone
+
+REASON_WIDTH = 60  # characters of a reason the `failed` table shows; --full shows all of it
+
+
+def table(headers: list[str], rows: list[list]) -> str:
+    """Rows under their headers in plain-text columns, numbers aligned right."""
+    right = [all(isinstance(row[n], int) or str(row[n]).startswith("~") for row in rows) for n in range(len(headers))]
+    cells = [[str(value) for value in row] for row in [headers, *rows]]
+    widths = [max(len(row[n]) for row in cells) for n in range(len(headers))]
+    lines = ["  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(row, widths, right)).rstrip()
+             for row in cells]
+    return "\n".join(lines)
+
+
+def in_full(job: dict) -> str:
+    """One failed job with every reason and its last traceback, for `failed --full`."""
+    lines = [f"job {job['id']}: {job['name']} on {job['queue']}, failed for good at "
+             f"{moment(job['failed_at'])} UTC after {job['attempts']} attempt(s)"]
+    lines += [f"  reason {n}: {reason}" for n, reason in enumerate(job["reasons"], 1)]
+    lines += ["  traceback of the last failure:" if job["traceback"] else "  no traceback"]
+    lines += ["    " + line for line in job["traceback"].splitlines()]
+    return "\n".join(lines)
+
+
+def moment(ms: int) -> str:
+    """A moment in ms since the epoch, as a UTC date and time."""
+    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def when(moment: datetime | None, none: str = "never") -> str:
+    """A timestamptz as a UTC date and time, or `none`."""
+    return none if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def age(seconds: float | None) -> str:
+    """A duration as people read it (42 s, 7 min, 3 h, 2 d), or "-" for none."""
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds // size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def first_line(reason: str) -> str:
+    """The first line of a reason, cut to REASON_WIDTH characters."""
+    line = reason.splitlines()[0] if reason else ""
+    return line if len(line) <= REASON_WIDTH else line[: REASON_WIDTH - 3] + "..."
+
+
+def jobs_counted(n: int) -> str:
+    """How many jobs, in words: "1 job", "2 jobs"."""
+    return f"{n} job" if n == 1 else f"{n} jobs"

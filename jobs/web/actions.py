@@ -1,0 +1,79 @@
+"""The dashboard's actions, each a POST that changes the queue and answers what it changed.
+
+retry and discard take one job, a selection, or every job a page showed (the form's
+`id` boxes, or its `shown` ids with `all_shown`); cancel takes a job; pause and resume
+a queue. By the time one runs, wsgi.py has authorized the request and checked its
+CSRF token; the ids are checked here (params.py) before anything is written.
+"""
+
+from .. import control, shelf
+from . import html, params
+from .html import escaped
+from .pages import queries
+from .wsgi import Answer
+
+
+def answered(request, title: str, lines: list[str], back: tuple[str, str]) -> Answer:
+    """A page saying what an action changed, line by line, with a link back."""
+    body = html.note("<br>".join(lines)) + f"<p>{html.link(request, back[0], back[1])}</p>"
+    return Answer(html.page(request, title, body))
+
+
+def listed(ids) -> str:
+    """Job ids as a short list in words."""
+    return ", ".join(str(id) for id in ids)
+
+
+def retry(dashboard, request, db) -> Answer:
+    """Puts the chosen jobs from the shelf back in the queue; says which went back and which stayed."""
+    chosen = params.ids(request.form)
+    back = shelf.retried(db, *chosen)
+    stayed = [row[0] for row in db.execute(queries["still_shelved"], {"ids": chosen})]
+    lines = [f"{back} of {len(chosen)} back in the queue, due now."]
+    if stayed:
+        lines.append(f"Still on the shelf, since another job with its unique key waits or runs: {listed(stayed)}.")
+    if back + len(stayed) < len(chosen):
+        lines.append(f"{len(chosen) - back - len(stayed)} were not on the shelf (retried or discarded already).")
+    return answered(request, "Retried", lines, ("/failed", "Back to the failed jobs"))
+
+
+def discard(dashboard, request, db) -> Answer:
+    """Deletes the chosen jobs from the shelf; says how many."""
+    chosen = params.ids(request.form)
+    gone = shelf.discarded(db, *chosen)
+    lines = [f"{gone} of {len(chosen)} discarded: deleted for good."]
+    if gone < len(chosen):
+        lines.append(f"{len(chosen) - gone} were not on the shelf (retried or discarded already).")
+    return answered(request, "Discarded", lines, ("/failed", "Back to the failed jobs"))
+
+
+def cancel(dashboard, request, db) -> Answer:
+    """Cancels the chosen jobs; says which were waiting and which running."""
+    chosen = params.ids(request.form)
+    done = control.cancelled(db, *chosen)
+    lines = []
+    if done.shelved:
+        lines.append(f"Waiting, now on the failed shelf as cancelled, and will not run: {listed(done.shelved)}.")
+    if done.signalled:
+        lines.append(f"Running: their workers stop them within a heartbeat and shelve them as cancelled: "
+                     f"{listed(done.signalled)}.")
+    rest = [id for id in chosen if id not in done.shelved and id not in done.signalled]
+    if rest:
+        lines.append(f"Neither waiting nor running (no such job, or on the shelf already): {listed(rest)}.")
+    return answered(request, "Cancelled", lines, ("/", "Back to the queues"))
+
+
+def pause(dashboard, request, db) -> Answer:
+    """Pauses a queue."""
+    queue = params.queue(request.form)
+    line = (f"Queue {escaped(queue)} paused: workers claim none of its jobs until it is resumed."
+            if control.paused(db, queue) else f"Queue {escaped(queue)} was paused already.")
+    return answered(request, "Paused", [line], ("/", "Back to the queues"))
+
+
+def resume(dashboard, request, db) -> Answer:
+    """Resumes a queue."""
+    queue = params.queue(request.form)
+    line = (f"Queue {escaped(queue)} resumed." if control.resumed(db, queue)
+            else f"Queue {escaped(queue)} was not paused.")
+    return answered(request, "Resumed", [line], ("/", "Back to the queues"))

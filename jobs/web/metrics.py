@@ -1,0 +1,41 @@
+"""The dashboard's …/metrics: the queue's figures in Prometheus' text format, for a scraper.
+
+Jobs per queue and state (as `status` counts them, an estimate past STATUS_EXACT, said
+by jobs_count_estimated), the oldest due job's age, whether each queue is paused, and
+the counters of the worker handed to `jobs.web.app`, if one was: what this process did.
+"""
+
+from dataclasses import fields
+
+from .. import shelf
+from .wsgi import Answer
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus' text exposition format
+STATES = ("due", "scheduled", "in_work", "failed")
+
+
+def metrics(dashboard, request, db) -> Answer:
+    """Every figure, one line each under its HELP and TYPE."""
+    figures = shelf.status(db)
+    lines = ["# HELP jobs_count Jobs in the table by queue and state.", "# TYPE jobs_count gauge"]
+    lines += [f'jobs_count{{queue="{label(q["queue"])}",state="{state}"}} {q[state]}' for q in figures for state in STATES]
+    lines += ["# HELP jobs_count_estimated 1 where jobs_count is an estimate (past STATUS_EXACT jobs).",
+              "# TYPE jobs_count_estimated gauge"]
+    lines += [f'jobs_count_estimated{{queue="{label(q["queue"])}",state="{state}"}} {int(state in q["estimated"])}'
+              for q in figures for state in STATES]
+    lines += ["# HELP jobs_oldest_due_age_seconds Seconds since the longest-due job of the queue became due.",
+              "# TYPE jobs_oldest_due_age_seconds gauge"]
+    lines += [f'jobs_oldest_due_age_seconds{{queue="{label(q["queue"])}"}} {q["oldest_due_age"] or 0:.3f}' for q in figures]
+    lines += ["# HELP jobs_queue_paused 1 while the queue is paused.", "# TYPE jobs_queue_paused gauge"]
+    lines += [f'jobs_queue_paused{{queue="{label(q["queue"])}"}} {int(q["paused"])}' for q in figures]
+    if dashboard.worker is not None:
+        lines += ["# HELP jobs_worker_attempts_total Attempts this process's worker settled, by outcome.",
+                  "# TYPE jobs_worker_attempts_total counter"]
+        counts = dashboard.worker.counts
+        lines += [f'jobs_worker_attempts_total{{outcome="{f.name}"}} {getattr(counts, f.name)}' for f in fields(counts)]
+    return Answer("\n".join(lines) + "\n", content_type=CONTENT_TYPE)
+
+
+def label(value: str) -> str:
+    """A label's value with the backslash, double quote and line feed escaped, as the format asks."""
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

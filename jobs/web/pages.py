@@ -1,0 +1,157 @@
+"""The dashboard's pages, each a GET that only reads: the queues, the failed shelf, a job, the batches.
+
+Each reads what it shows through shelf.py and control.py (or web/queries.sql for a job
+by id and the batches), a page at a time by keyset, so each stays quick however many
+jobs the table holds. A job's arguments may hold secrets and show only when asked.
+"""
+
+import json
+from pathlib import Path
+
+from psycopg import sql
+from psycopg.rows import dict_row
+
+from .. import shelf, store
+from ..sql import load
+from . import html, params
+from .html import escaped
+from .wsgi import Answer, Refused
+
+queries = load(Path(__file__).with_name("queries.sql"))
+STATIC = Path(__file__).with_name("static")
+ASSETS = {"style.css": "text/css; charset=utf-8", "refresh.js": "text/javascript; charset=utf-8"}
+REFRESH_EVERY = 5  # seconds between two looks of the queues page at its table
+COUNTS = ("due", "scheduled", "in_work", "failed")
+
+
+def queues(dashboard, request, db) -> Answer:
+    """The queues page: each queue's figures, refreshed in place every REFRESH_EVERY seconds."""
+    fragment = queues_table(request, shelf.status(db))
+    body = (f'<div data-refresh="{escaped(request.url("/queues.fragment"))}" data-every="{REFRESH_EVERY}">'
+            f'{fragment}</div>')
+    return Answer(html.page(request, "Queues", body, refreshing=True))
+
+
+def queues_fragment(dashboard, request, db) -> Answer:
+    """The queues page's table alone, for the page's script to put in place of the old one."""
+    return Answer(queues_table(request, shelf.status(db)))
+
+
+def queues_table(request, figures: list[dict]) -> str:
+    """Each queue's counts by state, its oldest due job's age and its pause or resume button."""
+    if not figures:
+        return "<p>No jobs, and no queue is paused.</p>"
+    rows = []
+    for queue in figures:
+        counts = [("~" if state in queue["estimated"] else "") + f"{queue[state]:,}" for state in COUNTS]
+        counts[3] = html.link(request, "/failed", counts[3], queue=queue["queue"])
+        action = ("resume", "Resume") if queue["paused"] else ("pause", "Pause")
+        rows.append([escaped(queue["queue"]), *counts, html.age(queue["oldest_due_age"]),
+                     "yes" if queue["paused"] else "no",
+                     html.button(request, action[0], action[1], {"queue": queue["queue"]})])
+    note = ""
+    if any(queue["estimated"] for queue in figures):
+        note = f'<p class="muted">~ an estimate: past {shelf.STATUS_EXACT:,} jobs, counts come from the indexes.</p>'
+    return html.table(["Queue", "Due", "Scheduled", "In work", "Failed", "Oldest due", "Paused", ""], rows,
+                      frozenset({"Due", "Scheduled", "In work", "Failed"})) + note
+
+
+def failed(dashboard, request, db) -> Answer:
+    """The failed shelf, newest first, a page at a time, with retry and discard for a selection or all shown."""
+    queue = request.query.get("queue", [""])[0] or None
+    after = params.optional(request.query, "after", "after")
+    limit = params.optional(request.query, "limit", "limit", largest=params.PAGE_MAX) or shelf.PAGE
+    page = shelf.failed(db, queue, limit=limit, after=after)
+    title = "Failed" + (f" on {queue}" if queue else "")
+    if not page:
+        return Answer(html.page(request, title, "<p>No job has failed for good here.</p>"))
+    rows = [[f'<input type="checkbox" name="id" value="{job["id"]}" aria-label="job {job["id"]}">',
+             html.link(request, f"/job/{job['id']}", job["id"]), escaped(job["queue"]), escaped(job["name"]),
+             str(job["attempts"]), html.moment(job["failed_at"]), reasons(job)] for job in page]
+    shown = "".join(f'<input type="hidden" name="shown" value="{job["id"]}">' for job in page)
+    buttons = ('<div class="actions">'
+               f'<button type="submit" formaction="{escaped(request.root)}/retry">Retry selected</button>'
+               f'<button type="submit" formaction="{escaped(request.root)}/discard" class="danger">Discard selected</button>'
+               f'<button type="submit" formaction="{escaped(request.root)}/retry" name="all_shown" value="1">'
+               f'Retry all {len(page)} shown</button>'
+               f'<button type="submit" formaction="{escaped(request.root)}/discard" name="all_shown" value="1" '
+               f'class="danger">Discard all {len(page)} shown</button></div>')
+    table = html.table(["Select", "Job", "Queue", "Name", "Attempts", "Failed at", "Reason"], rows,
+                       frozenset({"Job", "Attempts"}))
+    more = ""
+    if len(page) == limit:
+        more = f"<p>{html.link(request, '/failed', 'Older failures →', queue=queue, after=page[-1]['id'])}</p>"
+    body = (f'<form method="post" action="{escaped(request.root)}/retry">{html.token_field(request)}{shown}'
+            f"{buttons}{table}</form>{more}")
+    return Answer(html.page(request, title, body))
+
+
+def reasons(job: dict) -> str:
+    """A failed job's last reason, with its earlier reasons and its traceback behind a click."""
+    earlier = job["reasons"][:-1]
+    parts = [escaped(html.first_line(job["failure"]))]
+    if earlier:
+        items = "".join(f"<li>{escaped(reason)}</li>" for reason in earlier)
+        parts.append(f"<details><summary>{len(earlier)} earlier</summary><ol>{items}</ol></details>")
+    if job["traceback"]:
+        parts.append(f"<details><summary>traceback</summary><pre>{escaped(job['traceback'])}</pre></details>")
+    return f"<div>{''.join(parts)}</div>"
+
+
+def job(dashboard, request, db, id_text: str) -> Answer:
+    """A job's page: its state, attempts, reasons and traceback, and what may be done with it."""
+    id = params.whole(id_text, "a job's id", status=404)
+    with db.cursor(row_factory=dict_row) as cursor:
+        found = cursor.execute(queries["job"], {"id": id, "now": store.now_ms()}).fetchone()
+    if found is None:
+        raise Refused(404, f"job {id} is not in the table: it succeeded, was discarded, or never was")
+    shown = request.query.get("args", [""])[0] == "shown"
+    args = (f"<pre>{escaped(json.dumps(found['args'], indent=2, ensure_ascii=False))}</pre>" if shown
+            else html.link(request, f"/job/{id}", "show the arguments (they may hold secrets)", args="shown"))
+    facts = [("State", found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else "")),
+             ("Queue", found["queue"]), ("Name", found["name"]), ("Priority", found["priority"]),
+             ("Attempts", f"{found['attempts']} of {found['max_attempts']}"),
+             ("Run at" if found["state"] != "failed" else "Failed at", html.moment(found["run_at"])),
+             ("Concurrency key", found["key"] or "-"), ("Unique key", found["unique_key"] or "-"),
+             ("Batch", found["batch"] or "-")]
+    listed = "".join(f"<dt>{escaped(name)}</dt><dd>{escaped(value)}</dd>" for name, value in facts)
+    body = [f"<dl>{listed}<dt>Arguments</dt><dd>{args}</dd></dl>", '<div class="actions">']
+    if found["state"] == "failed":
+        body += [html.button(request, "retry", "Retry", {"id": id}),
+                 html.button(request, "discard", "Discard", {"id": id}, danger=True)]
+    else:
+        body.append(html.button(request, "cancel", "Cancel", {"id": id}, danger=True))
+    body.append("</div>")
+    if found["reasons"]:
+        body.append("<h2>Reasons</h2><ol>" + "".join(f"<li>{escaped(r)}</li>" for r in found["reasons"]) + "</ol>")
+    if found["traceback"]:
+        body.append(f"<h2>Traceback of the last failure</h2><pre>{escaped(found['traceback'])}</pre>")
+    return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
+
+
+def batches(dashboard, request, db) -> Answer:
+    """The batches, newest first, with their progress."""
+    after = params.optional(request.query, "after", "after")
+    statement = sql.SQL(queries["batches"]).format(limit=sql.Literal(shelf.PAGE))
+    with db.cursor(row_factory=dict_row) as cursor:
+        page = cursor.execute(statement, {"before": after}).fetchall()
+    if not page:
+        return Answer(html.page(request, "Batches", "<p>No batches.</p>"))
+    rows = []
+    for batch in page:
+        done = batch["total"] - batch["pending"]
+        state = "finished" if batch["finished_at"] else "cancelling" if batch["cancelled_at"] else "running"
+        rows.append([str(batch["id"]), escaped(batch["queue"]),
+                     f'<progress value="{done}" max="{max(batch["total"], 1)}"></progress> {done:,} of {batch["total"]:,}',
+                     f"{batch['failed']:,}", f"{batch['cancelled']:,}", state, html.moment(batch["created_at"])])
+    more = ""
+    if len(page) == shelf.PAGE:
+        more = f"<p>{html.link(request, '/batches', 'Older batches →', after=page[-1]['id'])}</p>"
+    table = html.table(["Batch", "Queue", "Settled", "Failed", "Cancelled", "State", "Created"], rows,
+                       frozenset({"Batch", "Failed", "Cancelled"}))
+    return Answer(html.page(request, "Batches", table + more))
+
+
+def asset(dashboard, request, db, name: str) -> Answer:
+    """The stylesheet or the refresh script, from static/."""
+    return Answer((STATIC / name).read_bytes(), content_type=ASSETS[name])

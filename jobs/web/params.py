@@ -1,0 +1,39 @@
+"""What the dashboard accepts from a query string or a form: ids, page sizes, queue names.
+
+Each reader answers the value, or raises Refused with a 4xx status and words that
+say which field was wrong, so a bad address or form never reaches the database.
+"""
+
+from .wsgi import Refused
+
+BIGINT_MAX = 2**63 - 1  # the largest id the jobs table can hold
+PAGE_MAX = 500  # jobs or batches a page of the dashboard shows at most
+
+
+def whole(text: str, what: str, status: int = 400, *, largest: int = BIGINT_MAX) -> int:
+    """`text` as a whole number from 1 to `largest`, or a refusal naming `what`."""
+    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= largest:
+        raise Refused(status, f"{what} must be a whole number from 1 to {largest}, not {text[:40]!r}")
+    return int(text)
+
+
+def optional(values: dict, name: str, what: str, *, largest: int = BIGINT_MAX) -> int | None:
+    """The whole number the field `name` gives, or None when it is missing or empty."""
+    text = values.get(name, [""])[0]
+    return whole(text, what, largest=largest) if text else None
+
+
+def ids(form: dict) -> list[int]:
+    """The job ids a form names: the ticked `id` boxes, or every `shown` id when `all_shown` is set."""
+    chosen = form.get("shown" if form.get("all_shown") else "id", [])
+    if not chosen:
+        raise Refused(400, "choose at least one job")
+    return [whole(text, "a job's id") for text in dict.fromkeys(chosen)]
+
+
+def queue(form: dict) -> str:
+    """The queue a form names."""
+    name = form.get("queue", [""])[0]
+    if not name.strip() or "\x00" in name or len(name) > 200:
+        raise Refused(400, "name a queue (up to 200 characters)")
+    return name

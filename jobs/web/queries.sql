@@ -1,0 +1,28 @@
+-- The SQL of the dashboard (jobs.web) beyond what shelf.py and control.py send: a job
+-- by id in any state, and the batches a page at a time. Each reads by primary key.
+
+-- name: job
+-- One job by id, with its state at %(now)s named as status counts it (shelf.py).
+SELECT id, queue, name, args, priority, run_at, attempts, max_attempts, failure, traceback, reasons,
+    key, unique_key, batch, cancelled_at,
+    CASE
+        WHEN attempts >= max_attempts AND claim IS NULL THEN 'failed'
+        WHEN claim IS NOT NULL AND (run_at > %(now)s OR attempts >= max_attempts) THEN 'in work'
+        WHEN run_at <= %(now)s THEN 'due'
+        ELSE 'scheduled'
+    END AS state
+FROM jobs
+WHERE id = %(id)s
+
+-- name: batches
+-- A page of batches, newest first, below the id %(before)s (the largest bigint for the
+-- first page, so the scan starts on the primary key whatever the plan; see shelf_page).
+SELECT id, queue, total, pending, failed, cancelled, created_at, finished_at, cancelled_at
+FROM job_batches
+WHERE id < coalesce(%(before)s, 9223372036854775807)
+ORDER BY id DESC
+LIMIT {limit}
+
+-- name: still_shelved
+-- Which of the ids are on the shelf, for a retry to say which stayed there.
+SELECT id FROM jobs WHERE id = ANY(%(ids)s) AND attempts >= max_attempts AND claim IS NULL ORDER BY id

@@ -1,0 +1,232 @@
+"""The dashboard (jobs.web) as a browser meets it, through WSGI, on a real PostgreSQL.
+
+Every page and action is refused without authorization, every action without its CSRF
+token; a GET changes nothing; a bad id or form gets a 4xx page, never a 500.
+"""
+
+import re
+
+import psycopg
+import pytest
+from werkzeug.test import Client
+
+import jobs
+import jobs.web
+from tests.jobs.performers import doomed
+
+T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch
+SECRET = "s3cr3t-t0ken"
+OPERATOR = {"HTTP_X_OPERATOR": "yes"}  # the header the tests' authorize looks for
+PAGES = ["/", "/queues.fragment", "/failed", "/job/1", "/batches", "/metrics", "/style.css", "/refresh.js"]
+ACTIONS = {"/retry": {"id": "1"}, "/discard": {"id": "1"}, "/cancel": {"id": "2"}, "/pause": {"queue": "mail"},
+           "/resume": {"queue": "mail"}}
+
+
+def operator(environ) -> bool:
+    return environ.get("HTTP_X_OPERATOR") == "yes"
+
+
+@pytest.fixture
+def client(connect):
+    """A browser of the dashboard, mounted at the root, whose requests get in when they carry OPERATOR."""
+    return Client(jobs.web.app(connect, authorize=operator))
+
+
+def get(client, path, **options):
+    return client.get(path, environ_base=OPERATOR, **options)
+
+
+def posted(client, path, data):
+    """POSTs `data` with the CSRF token of a page the client read first."""
+    page = get(client, "/")
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text) or re.search(r"jobs_csrf=([^;]+)", str(page.headers))
+    return client.post(path, data={"csrf": token.group(1), **data}, environ_base=OPERATOR)
+
+
+def shelved(db, queue="mail", args=None) -> int:
+    """Queues a job that fails for good on its first attempt, works it at T, and returns its id."""
+    job = jobs.later(db, queue, "doomed", args or {}, T)
+    assert jobs.worked(db, queue, {"doomed": doomed}, T).startswith("failed doomed")
+    return job
+
+
+def everything(db) -> tuple:
+    """Every row the dashboard could change, to compare before and after."""
+    return (db.execute("SELECT * FROM jobs ORDER BY id").fetchall(),
+            db.execute("SELECT * FROM job_paused_queues ORDER BY queue").fetchall(),
+            db.execute("SELECT * FROM job_batches ORDER BY id").fetchall())
+
+
+@pytest.fixture
+def table(db):
+    """A failed job (1), a waiting one (2), a batch, and a paused queue."""
+    shelved(db, args={"link": SECRET})
+    jobs.later(db, "mail", "note", {}, T)
+    jobs.batch(db, "reports", [("note", {}), ("note", {})])
+    jobs.paused(db, "reports")
+    return db
+
+
+def test_the_app_is_not_built_without_a_way_to_authorize(connect, db):
+    with pytest.raises(TypeError, match="authorize"):
+        jobs.web.app(connect)
+    assert Client(jobs.web.app(connect, development=True)).get("/").status_code == 200
+
+
+@pytest.mark.parametrize("path", PAGES)
+def test_every_page_is_refused_without_authorization(client, table, path):
+    answer = client.get(path)
+    assert answer.status_code == 403
+    assert SECRET not in answer.text
+
+
+@pytest.mark.parametrize("path, data", ACTIONS.items())
+def test_every_action_is_refused_without_authorization_and_changes_nothing(client, table, path, data):
+    before = everything(table)
+    token = re.search(r'name="csrf" value="([^"]+)"', get(client, "/").text).group(1)
+    assert client.post(path, data={"csrf": token, **data}).status_code == 403
+    assert everything(table) == before
+
+
+@pytest.mark.parametrize("path, data", ACTIONS.items())
+@pytest.mark.parametrize("token", [None, "", "x" * 43])
+def test_every_action_is_refused_without_its_csrf_token_and_changes_nothing(client, table, path, data, token):
+    before = everything(table)
+    get(client, "/")  # the client holds the cookie; the form does not repeat it
+    answer = client.post(path, data=data | ({} if token is None else {"csrf": token}), environ_base=OPERATOR)
+    assert answer.status_code == 403
+    assert "CSRF" in answer.text
+    assert everything(table) == before
+
+
+def test_a_get_changes_nothing_and_an_action_answers_only_a_post(client, table):
+    before = everything(table)
+    for path in PAGES + ["/job/2", "/failed?queue=mail", "/job/1?args=shown"]:
+        assert get(client, path).status_code == 200, path
+    for path in ACTIONS:
+        answer = get(client, path, query_string=ACTIONS[path])
+        assert (answer.status_code, answer.headers["Allow"]) == (405, "POST")
+    assert everything(table) == before
+
+
+BAD_PAGES = ["/job/abc", "/job/0", "/job/-1", "/job/99999999999999999999", "/job/", "/job/7", "/failed?after=x",
+             "/failed?after=0", "/failed?limit=0", "/failed?limit=100000", "/batches?after=%FF", "/elsewhere",
+             "/job/%00"]
+
+
+@pytest.mark.parametrize("path", BAD_PAGES)
+def test_a_bad_address_gets_a_4xx_page_that_says_what_was_wrong(client, table, path):
+    answer = get(client, path)
+    assert 400 <= answer.status_code < 500
+    assert 'class="note error"' in answer.text
+
+
+BAD_FORMS = [("/retry", {}), ("/retry", {"id": "abc"}), ("/retry", {"id": "99999999999999999999"}),
+             ("/discard", {"id": "-3"}), ("/cancel", {"id": ""}), ("/pause", {"queue": ""}),
+             ("/resume", {}), ("/pause", {"queue": "x" * 201}), ("/retry", {"all_shown": "1"})]
+
+
+@pytest.mark.parametrize("path, data", BAD_FORMS)
+def test_a_bad_form_gets_a_400_page_and_changes_nothing(client, table, path, data):
+    before = everything(table)
+    answer = posted(client, path, data)
+    assert answer.status_code == 400, answer.text
+    assert everything(table) == before
+
+
+def test_a_form_too_large_to_read_is_refused(client, table):
+    answer = posted(client, "/retry", {"id": "1" * (jobs.web.wsgi.FORM_MAX + 1)})
+    assert answer.status_code == 413
+
+
+def test_the_queues_page_shows_each_queue_s_figures_and_refreshes_its_table_in_place(client, table):
+    page = get(client, "/")
+    assert '<script src="/refresh.js"></script>' in page.text
+    assert 'data-refresh="/queues.fragment"' in page.text
+    fragment = get(client, "/queues.fragment").text
+    assert fragment in page.text and not fragment.startswith("<!doctype")
+    cells = re.findall(r'<tr><td data-label="Queue">(\w+)</td>(.*?)</tr>', fragment)
+    assert [name for name, _ in cells] == ["mail", "reports"]
+    assert [re.sub(r"<[^>]+>", " ", cells[0][1]).split()[:4], "Resume" in cells[1][1]] == [["1", "0", "0", "1"], True]
+
+
+def test_the_shelf_shows_reasons_and_the_traceback_on_demand_never_the_arguments(client, db):
+    first = shelved(db, args={"link": SECRET})
+    second = shelved(db)
+    page = get(client, "/failed").text
+    assert page.index(f"/job/{second}") < page.index(f"/job/{first}"), "newest first"
+    assert "<details><summary>traceback</summary><pre>Traceback" in page
+    assert SECRET not in page
+
+
+def test_the_shelf_pages_by_keyset(client, db):
+    ids = [shelved(db) for _ in range(3)]
+    first = get(client, "/failed?limit=2").text
+    assert re.findall(r'name="id" value="(\d+)"', first) == [str(ids[2]), str(ids[1])]
+    assert f'href="/failed?after={ids[1]}"' in first
+    assert re.findall(r'name="id" value="(\d+)"', get(client, f"/failed?after={ids[1]}").text) == [str(ids[0])]
+
+
+def test_a_job_s_page_hides_its_arguments_until_asked(client, table):
+    assert SECRET not in get(client, "/job/1").text
+    assert SECRET in get(client, "/job/1?args=shown").text
+    assert "job 99 is not in the table" in get(client, "/job/99").text
+
+
+def test_retry_takes_one_job_a_selection_or_all_shown_and_says_what_it_changed(client, db):
+    ids = [shelved(db) for _ in range(4)]
+    assert "1 of 1 back in the queue" in posted(client, "/retry", {"id": str(ids[0])}).text
+    assert "1 of 2 back in the queue" in posted(client, "/retry", {"id": [str(ids[0]), str(ids[1])]}).text
+    answer = posted(client, "/retry", {"all_shown": "1", "shown": [str(ids[2]), str(ids[3])], "id": str(ids[2])})
+    assert "2 of 2 back in the queue" in answer.text
+    assert jobs.failed(db) == []
+
+
+def test_discard_says_how_many_it_deleted(client, db):
+    ids = [shelved(db) for _ in range(2)]
+    answer = posted(client, "/discard", {"id": [str(ids[0]), "999"]})
+    assert "1 of 2 discarded" in answer.text and "1 were not on the shelf" in answer.text
+    assert [j["id"] for j in jobs.failed(db)] == [ids[1]]
+
+
+def test_cancel_pause_and_resume_say_what_they_changed(client, table):
+    assert "on the failed shelf as cancelled" in posted(client, "/cancel", {"id": "2"}).text
+    assert "Queue mail paused" in posted(client, "/pause", {"queue": "mail"}).text
+    assert "Queue mail was paused already" in posted(client, "/pause", {"queue": "mail"}).text
+    assert "Queue reports resumed" in posted(client, "/resume", {"queue": "reports"}).text
+    assert jobs.paused_queues(table) == {"mail"}
+    assert [j["id"] for j in jobs.failed(table)] == [2, 1]
+
+
+def test_the_batches_page_shows_each_batch_s_progress(client, table):
+    jobs.worked(table, "reports", {"note": lambda *_: None}, jobs.now_ms())
+    page = get(client, "/batches").text
+    assert '<progress value="1" max="2"></progress> 1 of 2' in page
+
+
+def test_metrics_give_each_queue_s_figures_and_the_worker_s_counters(connect, table):
+    class Held:  # what the dashboard reads of a worker
+        counts = jobs.Counts(processed=7, failed=1)
+
+    answer = Client(jobs.web.app(connect, authorize=operator, worker=Held())).get("/metrics", environ_base=OPERATOR)
+    assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+    lines = answer.text.splitlines()
+    assert 'jobs_count{queue="mail",state="failed"} 1' in lines
+    assert 'jobs_count{queue="mail",state="due"} 1' in lines
+    assert 'jobs_queue_paused{queue="reports"} 1' in lines
+    assert 'jobs_worker_attempts_total{outcome="processed"} 7' in lines
+    assert all(line.startswith("#") or re.fullmatch(r'[a-z_]+\{[^}]*\} [0-9.]+', line) for line in lines)
+
+
+def test_a_database_out_of_reach_gets_a_503_page():
+    unreachable = lambda: psycopg.connect("postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=5")  # noqa: E731
+    answer = Client(jobs.web.app(unreachable, development=True)).get("/")
+    assert answer.status_code == 503
+    assert "could not be reached" in answer.text
+
+
+def test_the_dashboard_links_from_where_it_is_mounted(connect, table):
+    answer = Client(jobs.web.app(connect, authorize=operator)).get("/", base_url="http://localhost/jobs/",
+                                                                    environ_base=OPERATOR)
+    assert 'href="/jobs/style.css"' in answer.text and 'action="/jobs/resume"' in answer.text
+    assert "Path=/jobs;" in answer.headers["Set-Cookie"]
