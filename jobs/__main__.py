@@ -1,17 +1,19 @@
 """The command line: a worker as a process of its own, and a look at the queue, on DATABASE_URL.
 
   python -m jobs work QUEUE[,QUEUE...] --performers MODULE:ATTRIBUTE   run a worker
+  python -m jobs prepare                           make the tables, or bring them up to date
   python -m jobs status                            count each queue's jobs by state
   python -m jobs failed [--queue QUEUE] [--full]   list the jobs that failed for good
   python -m jobs retry ID [ID ...] | --all         put failed jobs back in the queue
   python -m jobs discard ID [ID ...] | --all       delete failed jobs
 
-`work` makes the jobs table first when it is missing; SIGTERM or SIGINT lets the jobs
-in hand finish and settle, then the process exits 0. The other commands exit, for
-scripts: EXIT_OK (0) done, and for `failed` the shelf is empty; EXIT_NOTICE (1) `failed`
-found jobs on the shelf, or `retry`/`discard` changed no job; EXIT_USAGE (2) the command
-line was wrong or DATABASE_URL is unset; EXIT_DATABASE (3) the database could not be
-reached or refused a statement. They never print a job's arguments.
+`work` prepares the tables (jobs.prepared) and checks that it can claim, or exits
+EXIT_DATABASE with the server's message; SIGTERM or SIGINT lets the jobs in hand finish
+and settle, then it exits 0. The other commands exit, for scripts: EXIT_OK (0) done,
+and for `failed` the shelf is empty; EXIT_NOTICE (1) `failed` found jobs on the shelf,
+or `retry`/`discard` changed no job; EXIT_USAGE (2) the command line was wrong or
+DATABASE_URL is unset; EXIT_DATABASE (3) the database could not be reached or refused a
+statement. They never print a job's arguments.
 """
 
 import argparse
@@ -24,7 +26,7 @@ from datetime import datetime, timezone
 
 import psycopg
 
-from . import shelf, store
+from . import complaints, schema, shelf, store
 from .worker import POLL_INTERVAL, Worker
 
 APPLICATION_NAME = "jobs worker"  # how a worker's connections show in pg_stat_activity
@@ -32,7 +34,7 @@ COMMAND_NAME = "jobs command"  # how the connection of status, failed, retry and
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
 EXIT_NOTICE = 1  # `failed` found jobs on the shelf; `retry` or `discard` changed no job
 EXIT_USAGE = 2  # the command line was wrong (argparse's own code), or DATABASE_URL is unset
-EXIT_DATABASE = 3  # the database could not be reached, or refused a statement
+EXIT_DATABASE = 3  # the database could not be reached, or refused a statement (for `work`: one it must run)
 REASON_WIDTH = 60  # characters of a reason the `failed` table shows; --full shows all of it
 
 
@@ -62,6 +64,10 @@ def parser() -> argparse.ArgumentParser:
     work.add_argument("--poll", type=float, default=POLL_INTERVAL, metavar="SECONDS", help=f"idle look-up interval (default {POLL_INTERVAL:g})")
     work.add_argument("--no-listen", dest="listen", action="store_false", help="poll only (for PgBouncer in transaction mode)")
     work.set_defaults(command=work_command)
+    prepare = commands.add_parser("prepare", help="make the tables, or bring them up to date", description=(
+        "Make the jobs tables, or take the steps of their schema they lack, as their owner; "
+        "once it has run, a role that may only SELECT, INSERT, UPDATE and DELETE can work and queue jobs."))
+    prepare.set_defaults(command=prepare_command)
     shelf_commands_added(commands)
     return top
 
@@ -90,10 +96,18 @@ def shelf_commands_added(commands) -> None:
 
 
 def work_command(args, url: str) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(process)d %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(process)d %(message)s")
     performers = imported(args.performers)
-    with psycopg.connect(url, autocommit=True) as db:
-        store.prepared(db)
+    try:
+        with psycopg.connect(url, autocommit=True) as db:
+            schema.prepared(db)
+            refused = complaints.refusal(db, args.queues)
+    except (psycopg.Error, schema.SchemaError) as error:
+        print(f"jobs: the worker cannot start: {error}", file=sys.stderr)
+        return EXIT_DATABASE
+    if refused is not None:
+        print(f"jobs: the worker cannot work: {complaints.described(refused)}", file=sys.stderr)
+        return EXIT_DATABASE
     # Polling is for PgBouncer in transaction mode, where prepared statements would
     # meet server connections that never prepared them: psycopg is told not to prepare.
     options = {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
@@ -113,9 +127,17 @@ def inspected(args, url: str) -> int:
     try:
         with psycopg.connect(url, autocommit=True, application_name=COMMAND_NAME) as db:
             return args.command(args, db)
-    except psycopg.Error as error:
+    except (psycopg.Error, schema.SchemaError) as error:
         print(f"jobs: the database failed: {error}", file=sys.stderr)
         return EXIT_DATABASE
+
+
+def prepare_command(args, db) -> int:
+    """Makes or upgrades the tables, and says at which version they were and are."""
+    before = schema.version(db)
+    schema.prepared(db)
+    print(f"jobs tables at version {schema.version(db)}" + (f" (were at {before})" if before < schema.VERSION else ""))
+    return EXIT_OK
 
 
 def status_command(args, db) -> int:

@@ -1,74 +1,7 @@
--- The SQL of the job queue: every statement the package sends, each under its name.
+-- The SQL of the job queue: every statement the package sends, each under its name,
+-- but those that make and upgrade its tables (schema.sql).
 -- Moments (run_at) are integer milliseconds since the epoch, chosen by the caller,
 -- so a test can work a queue at any moment it likes.
-
--- name: prepare
--- One transaction, serialised by an advisory lock, so that many processes starting
--- at once do not race each other's CREATE TABLE IF NOT EXISTS (which can fail with a
--- duplicate key on the catalogue when two run side by side).
-SELECT pg_advisory_xact_lock(7468021459);
-CREATE TABLE IF NOT EXISTS jobs (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- in the order jobs were queued
-    queue text NOT NULL,             -- the queue it waits on
-    name text NOT NULL,              -- which performer runs it
-    args jsonb NOT NULL,             -- its arguments
-    priority smallint NOT NULL DEFAULT 0,  -- among due jobs, lower runs first
-    run_at bigint NOT NULL,          -- ms: when it may run next, or when its lease runs out
-    attempts integer NOT NULL DEFAULT 0,   -- attempts begun, counted at the claim
-    max_attempts integer NOT NULL DEFAULT 5,  -- at attempts >= max_attempts it failed for good
-    claim bigint,                    -- the latest claim's token; settling needs it unchanged
-    failure text NOT NULL DEFAULT '',      -- why the last attempt failed
-    traceback text NOT NULL DEFAULT '',    -- where it failed
-    reasons jsonb NOT NULL DEFAULT '[]',   -- every failed attempt's reason
-    key text,                        -- concurrency key: one job of a key runs at a time
-    unique_key text,                 -- at most one job per unique key waits or runs
-    batch bigint,                    -- the batch it belongs to (flows.py)
-    flow jsonb,                      -- a chain's steps after this one, or a callback's mark
-    scheduled boolean NOT NULL DEFAULT false  -- waits for a later moment, out of the claim's index
-);
-ALTER TABLE jobs ADD COLUMN IF NOT EXISTS scheduled boolean NOT NULL DEFAULT false;
--- The claim's index. Only rows with attempts left are in it, so jobs that failed for
--- good cost the claim nothing however many there are; within a queue it is in the
--- claim's own order, so the claim reads the first due entries and stops.
--- Jobs waiting for a later moment are out of it too, until a worker promotes them (see
--- promote), so a million jobs scheduled for tomorrow cost a claim today nothing either.
-DROP INDEX IF EXISTS jobs_due;
-CREATE INDEX IF NOT EXISTS jobs_ready ON jobs (queue, priority, run_at, id)
-    WHERE attempts < max_attempts AND NOT scheduled;
--- Scheduled jobs by the moment they are due, for the promotion.
-CREATE INDEX IF NOT EXISTS jobs_scheduled ON jobs (run_at) WHERE scheduled;
--- Jobs under a claim: few at any time, so the reaper and the status read them cheaply.
-CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (run_at) WHERE claim IS NOT NULL;
--- At most one job of a concurrency key under a claim at once: the guard behind the
--- claim's own check, which two claims running side by side could both pass.
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_in_work ON jobs (key)
-    WHERE key IS NOT NULL AND claim IS NOT NULL;
--- At most one job waiting or in work per unique key; one failed for good no longer
--- counts. A job in its last attempt has attempts = max_attempts, so "in work" is
--- also said with its claim.
-DROP INDEX IF EXISTS jobs_unique;
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique_key ON jobs (unique_key)
-    WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL);
-
--- Batches: one row each, counting down its pending jobs (flows.py).
-CREATE TABLE IF NOT EXISTS job_batches (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    queue text NOT NULL,
-    total integer NOT NULL,
-    pending integer NOT NULL,
-    failed integer NOT NULL DEFAULT 0,
-    cancelled integer NOT NULL DEFAULT 0,
-    on_success jsonb,
-    on_failure jsonb,
-    always jsonb,
-    created_at bigint NOT NULL,
-    cancelled_at bigint,
-    finished_at bigint
-);
-CREATE INDEX IF NOT EXISTS job_batches_finished ON job_batches (finished_at)
-    WHERE finished_at IS NOT NULL;
--- For cancelling a batch: its jobs, found without reading the others.
-CREATE INDEX IF NOT EXISTS jobs_batch ON jobs (batch) WHERE batch IS NOT NULL;
 
 -- name: later
 -- The insert and the notification in one statement, one round trip. NOTIFY is
@@ -78,9 +11,9 @@ CREATE INDEX IF NOT EXISTS jobs_batch ON jobs (batch) WHERE batch IS NOT NULL;
 -- A job with a unique key that is already waiting or in work inserts nothing, so
 -- nothing comes back and nobody is notified.
 WITH queued AS (
-    INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, key, unique_key, batch, flow)
-    VALUES (%(queue)s, %(name)s, %(args)s, %(run_at)s, %(scheduled)s, %(priority)s, %(key)s, %(unique)s,
-        %(batch)s, %(flow)s)
+    INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, max_attempts, key, unique_key, batch, flow)
+    VALUES (%(queue)s, %(name)s, %(args)s, %(run_at)s, %(scheduled)s, %(priority)s, %(max_attempts)s, %(key)s,
+        %(unique)s, %(batch)s, %(flow)s)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL)
     DO NOTHING
     RETURNING id
@@ -237,7 +170,7 @@ DELETE FROM job_batches WHERE finished_at IS NOT NULL AND finished_at < %(before
 -- name: later_many
 -- Many jobs at once: COPY is the fastest way into a table, several times faster
 -- than INSERTs, and one notification wakes the workers for all of them.
-COPY jobs (queue, name, args, run_at, scheduled, priority) FROM STDIN
+COPY jobs (queue, name, args, run_at, scheduled, priority, max_attempts) FROM STDIN
 
 -- name: notify
 SELECT pg_notify('jobs', %(queue)s)

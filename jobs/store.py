@@ -1,4 +1,4 @@
-"""The queue's side that only speaks SQL: making the table, queueing, claiming and settling.
+"""The queue's side that only speaks SQL: queueing, claiming and settling (schema.py makes the tables).
 
 `later` writes a job as a row; a worker (worker.py) calls `claimed` to take due rows
 under a lease, runs them, and settles each with `finished` or `failed`. Nothing here
@@ -20,7 +20,7 @@ from psycopg import sql
 from .sql import queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
-ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise
+ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise; written on every insert
 
 
 def now_ms() -> int:
@@ -47,20 +47,6 @@ class Job:
     final: bool = field(default=False)  # set by the worker: a failure now ends the job
 
 
-def prepared(db):
-    """Creates the jobs table and its indexes when they are missing, and returns `db`.
-
-    The columns, each with what it holds, are in the `prepare` statement of
-    queries.sql (and in the README's table).
-
-    Safe to call from many processes at once and on every start; it commits on a
-    connection that is not in a transaction, and joins the caller's otherwise.
-    """
-    with db.transaction():
-        db.execute(queries["prepare"])
-    return db
-
-
 def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0,
           unique: str | None = None, key: str | None = None, batch: int | None = None,
           flow: dict | None = None) -> int | None:
@@ -82,7 +68,7 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     run_at = now_ms() if at is None else at
     params = {
         "queue": queue, "name": name, "args": text, "run_at": run_at, "scheduled": scheduled(run_at),
-        "priority": priority,
+        "priority": priority, "max_attempts": ATTEMPTS,
         "key": key, "unique": unique, "batch": batch, "flow": None if flow is None else json.dumps(flow),
     }
     row = db.execute(queries["later"], params).fetchone()
@@ -103,7 +89,7 @@ def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, p
     with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
         with cursor.copy(queries["later_many"]) as copy:
             for text in texts:
-                copy.write_row((queue, name, text, run_at, later_on, priority))
+                copy.write_row((queue, name, text, run_at, later_on, priority, ATTEMPTS))
         cursor.execute(queries["notify"], {"queue": queue})
     return len(texts)
 

@@ -15,7 +15,7 @@ import time
 
 import psycopg
 
-from . import flows, store
+from . import complaints, flows, schema, store
 from .runner import Counts, performed
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
@@ -65,6 +65,7 @@ class Worker:
         self.connect, self.queues, self.performers = connect, list(queues), performers
         self.threads, self.lease, self.poll, self.listen = threads, lease, poll, listen
         self.counts = Counts()
+        self.complaints = complaints.Complaints()  # each refusal of the database logged once
         self._stopping = threading.Event()
         self._draining = False
         self._wake = threading.Event()
@@ -162,19 +163,20 @@ class Worker:
                         busy = True
                         limit = self._ran(db, n, jobs)
                 pause = RECONNECT_FIRST
+                self.complaints.mended()
                 if not busy:
                     if self._draining:
                         break
                     self._wake.wait(self.poll)
             except Exception as error:
-                # Don't let a lost connection, or a bug in a policy or a hook, end the work
-                # loop: the jobs in hand return when their lease runs out.
+                # Don't let a lost connection, a refused statement, or a bug in a policy or a
+                # hook end the work loop: the jobs in hand return when their lease runs out.
                 self._hold(n, [])
                 if isinstance(error, psycopg.Error):
-                    log.warning("worker lost its database connection (%s); reconnecting in %.1f s", error, pause)
+                    self.complaints.heard(error, "worker", pause)
                 else:
                     log.exception("worker hit an error outside any job; reconnecting in %.1f s", pause)
-                db = self._closed(db)
+                db = db if complaints.kept(db, error) else self._closed(db)
                 self._stopping.wait(pause)
                 pause = min(pause * 2, RECONNECT_MAX)
         self._closed(db)
@@ -228,7 +230,7 @@ class Worker:
                         next_beat = time.monotonic() + self.lease / 2
                     pause = RECONNECT_FIRST
                 except Exception as error:
-                    log.warning("worker's listener lost its connection (%s); reconnecting in %.1f s", error, pause)
+                    self.complaints.heard(error, "worker's listener", pause)
                     if fd is not None:
                         selector.unregister(fd)
                         fd = None
@@ -281,7 +283,7 @@ def beside(connect, queue: str, performers: dict, serve, **options):
     in hand finishes) and `beside` returns or raises what `serve` did.
     """
     with connect() as db:
-        store.prepared(db)
+        schema.prepared(db)
     running = worker(connect, [queue], performers, **options)
     try:
         return serve()
