@@ -5,7 +5,8 @@ How a job travels, file by file:
   store.py   `later` writes the row on the caller's transaction and notifies on commit;
              `claimed` takes due rows under a lease (queries.sql holds every statement).
   worker.py  a Worker's listener hears the notification and wakes a work thread,
-             which claims a batch of due jobs.
+             which claims a batch of due jobs; complaints.py says why when the
+             database refuses it.
   runner.py  each job runs in a savepoint of a settlement transaction: success deletes
              the row, failure keeps its reason and schedules a retry (policy.py).
   flows.py   on that same transaction, a chain queues its next step and a batch counts

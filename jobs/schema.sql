@@ -125,7 +125,8 @@ CREATE INDEX IF NOT EXISTS job_batches_finished ON job_batches (finished_at)
 --     a fifth of the table to be dead (plus 50): beside a shelf of a million failed
 --     jobs that is 200,000 dead rows, whose entries every claim then steps over.
 --   fillfactor = 80: a fifth of each page is left free when rows are inserted. A claim
---     changes run_at, which the claim's index holds, so it is never a HOT update; but
---     with room on the page the row's new version stays beside the old one, so a claim
---     dirties one page instead of two, and the space vacuum frees is reused in place.
+--     changes run_at, which the claim's index holds, so it is never a HOT update and
+--     writes its index entries anyway; but with room on the page the row's new version
+--     is written beside the old one, not on another page, and the space vacuum frees
+--     is reused in place.
 ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, fillfactor = 80);

@@ -70,3 +70,9 @@ def test_a_refusal_is_logged_once_at_error_then_counted(db, private_url, app_rol
 ])
 def test_a_lost_connection_is_told_apart_from_a_refusal(error, lost):
     assert complaints.lost(error) is lost
+
+
+def test_a_worker_that_cannot_reach_the_database_exits_3():
+    worker = start_worker("postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=5", "mail")
+    assert worker.wait(timeout=WAIT) == 3
+    assert stopped(worker).startswith("jobs: the worker cannot start: connection failed")
