@@ -141,7 +141,7 @@ def test_tables_an_older_copy_made_are_brought_up_to_date_and_keep_their_jobs(pr
 
 def test_the_table_is_set_up_for_churn(db):
     options = scalar(db, "SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass")
-    assert sorted(options) == ["autovacuum_vacuum_scale_factor=0", "autovacuum_vacuum_threshold=1000", "fillfactor=80"]
+    assert sorted(options) == ["autovacuum_vacuum_scale_factor=0", "autovacuum_vacuum_threshold=1000", "fillfactor=50"]
 
 
 def test_processes_preparing_a_new_database_at_once_take_each_step_once(private_url):
