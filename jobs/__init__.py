@@ -2,6 +2,8 @@
 
 How a job travels, file by file (the modules marked SQL send statements, each one
 named in queries.sql and read by sql.py; the others never touch SQL themselves):
+  schema.py       SQL: `prepared` makes the tables, or takes the steps of schema.sql
+                  they lack, without locking a current schema.
   arguments.py    `later` first checks the queue, name and arguments, writing nothing
                   if they could not survive the trip through the table.
   store.py        SQL: `later` writes the row on the caller's transaction and notifies
@@ -10,7 +12,8 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   it also promotes scheduled jobs, beats the heartbeat and reaps.
   workers.py      a work thread claims a batch of due jobs and hands it to the runner;
                   `worked` does the same once, for a caller's own loop.
-  connections.py  the loop that keeps each of those threads' connections open.
+  connections.py  the loop that keeps each of those threads' connections open;
+                  complaints.py says why when the database refuses a statement.
   runner.py       each job runs in a savepoint of a settlement transaction
                   (settlement.py): success deletes the row, failure keeps its reason
                   and schedules a retry (policies.py).
@@ -36,14 +39,15 @@ from .listener import POLL_INTERVAL
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .runner import Counts, current_job
 from .schedules import Schedule, every
+from .schema import SchemaError, prepared
 from .shelf import PAGE, discarded, failed, retried, status
 from .sql import load as load_queries
-from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms, prepared
+from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms
 from .workers import Worker, beside, worked, worker
 
 __all__ = [
     "ATTEMPTS", "CANCELLED", "LEASE", "NO_RETRY", "PAGE", "POLL_INTERVAL", "Cancellation", "Counts", "Job",
-    "Policy", "Schedule", "Worker", "batch", "batch_status", "beside", "cancel_batch", "cancelled", "chain",
+    "Policy", "Schedule", "SchemaError", "Worker", "batch", "batch_status", "beside", "cancel_batch", "cancelled", "chain",
     "current_job", "discarded", "every", "exponential", "failed", "intervals", "later", "later_many", "listed",
     "load_queries", "now_ms", "paused", "paused_queues", "policy", "polynomial", "prepared", "pruned", "resumed",
     "retried", "status", "worked", "worker",

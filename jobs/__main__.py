@@ -2,6 +2,7 @@
 
   python -m jobs work QUEUE[,QUEUE...] --performers MODULE:ATTRIBUTE [--schedules MODULE:ATTRIBUTE]
   python -m jobs schedules [--schedules MODULE:ATTRIBUTE]   each schedule's last and next run
+  python -m jobs prepare                           make the tables, or bring them up to date
   python -m jobs status                            count each queue's jobs by state
   python -m jobs failed [--queue QUEUE] [--full] [--limit N] [--after ID]
                                                    a page of the jobs that failed for good
@@ -10,12 +11,13 @@
   python -m jobs pause QUEUE | resume QUEUE        stop and start the claims of a queue
   python -m jobs cancel ID [ID ...]                cancel jobs that wait or run
 
-`work` makes the jobs table first when it is missing; SIGTERM or SIGINT lets the jobs
-in hand finish and settle for up to --grace seconds (GRACE), gives back whatever still
-runs then, and exits 0; a second signal gives everything back at once. The other
-commands (commands.py) exit, for scripts: EXIT_OK (0) done, and for `failed` the shelf
-is empty; EXIT_NOTICE (1) `failed` found jobs on the shelf, or `retry`/`discard`/
-`pause`/`resume`/`cancel` changed nothing; EXIT_USAGE (2) the command line was wrong or
+`work` prepares the tables (jobs.prepared) and checks that it can claim, or exits
+EXIT_DATABASE with the server's message; SIGTERM or SIGINT lets the jobs in hand finish
+and settle for up to --grace seconds (GRACE), gives back whatever still runs then, and
+exits 0; a second signal gives everything back at once. The other commands
+(commands.py) exit, for scripts: EXIT_OK (0) done, and for `failed` the shelf is empty;
+EXIT_NOTICE (1) `failed` found jobs on the shelf, or `retry`/`discard`/`pause`/`resume`/
+`cancel` changed nothing; EXIT_USAGE (2) the command line was wrong or
 DATABASE_URL is unset; EXIT_DATABASE (3) the database could not be reached or refused a
 statement. They never print a job's arguments.
 """
@@ -28,7 +30,7 @@ import sys
 
 import psycopg
 
-from . import store
+from . import complaints, schema, store
 from .commands import commands_added, imported
 from .listener import POLL_INTERVAL
 from .workers import Worker
@@ -36,7 +38,7 @@ from .workers import Worker
 APPLICATION_NAME = "jobs worker"  # how a worker's connections show in pg_stat_activity
 COMMAND_NAME = "jobs command"  # how the connection of status, failed, retry and discard shows there
 EXIT_USAGE = 2  # the command line was wrong (argparse's own code), or DATABASE_URL is unset
-EXIT_DATABASE = 3  # the database could not be reached, or refused a statement
+EXIT_DATABASE = 3  # the database could not be reached, or refused a statement (for `work`: one it must run)
 GRACE = 30.0  # seconds a SIGTERM lets the jobs in hand run on: Kubernetes' default grace period
 
 
@@ -77,11 +79,19 @@ def parser() -> argparse.ArgumentParser:
 
 
 def work_command(args, url: str) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(process)d %(message)s")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(process)d %(message)s")
     performers = imported(args.performers)
     held = imported(args.schedules, "--schedules") if args.schedules else ()
-    with psycopg.connect(url, autocommit=True) as db:
-        store.prepared(db)
+    try:
+        with psycopg.connect(url, autocommit=True) as db:
+            schema.prepared(db)
+            refused = complaints.refusal(db, args.queues)
+    except (psycopg.Error, schema.SchemaError) as error:
+        print(f"jobs: the worker cannot start: {error}", file=sys.stderr)
+        return EXIT_DATABASE
+    if refused is not None:
+        print(f"jobs: the worker cannot work: {complaints.described(refused)}", file=sys.stderr)
+        return EXIT_DATABASE
     # Polling is for PgBouncer in transaction mode, where prepared statements would
     # meet server connections that never prepared them: psycopg is told not to prepare.
     options = {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
@@ -108,7 +118,7 @@ def inspected(args, url: str) -> int:
     try:
         with psycopg.connect(url, autocommit=True, application_name=COMMAND_NAME) as db:
             return args.command(args, db)
-    except psycopg.Error as error:
+    except (psycopg.Error, schema.SchemaError) as error:
         print(f"jobs: the database failed: {error}", file=sys.stderr)
         return EXIT_DATABASE
 

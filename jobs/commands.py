@@ -8,7 +8,7 @@ and answers the exit code.
 import argparse
 import importlib
 
-from . import control, schedules, shelf
+from . import control, schedules, schema, shelf
 from .tables import table, in_full, moment, when, age, first_line, jobs_counted
 
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
@@ -25,6 +25,10 @@ def commands_added(commands) -> None:
         "with --schedules, the code's definition and next run too. Exits 0."))
     listing.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="the code's schedules, for their next runs")
     listing.set_defaults(command=schedules_command)
+    prepare = commands.add_parser("prepare", help="make the tables, or bring them up to date", description=(
+        "Make the jobs tables, or take the steps of their schema they lack, as their owner; "
+        "once it has run, a role that may only SELECT, INSERT, UPDATE and DELETE can work and queue jobs."))
+    prepare.set_defaults(command=prepare_command)
 
 
 def shelf_commands_added(commands) -> None:
@@ -178,6 +182,14 @@ def cancel_command(args, db) -> int:
         else:
             print(f"job {id} is neither waiting nor running: no such job, or on the failed shelf already")
     return EXIT_OK if done else EXIT_NOTICE
+
+
+def prepare_command(args, db) -> int:
+    """Makes or upgrades the tables, and says at which version they were and are."""
+    before = schema.version(db)
+    schema.prepared(db)
+    print(f"jobs tables at version {schema.version(db)}" + (f" (were at {before})" if before < schema.VERSION else ""))
+    return EXIT_OK
 
 
 def schedules_command(args, db) -> int:

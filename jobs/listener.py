@@ -33,14 +33,15 @@ class Listener:
     WATCH_INTERVAL while there are any.
     stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
     doorbell: how the work threads are woken (doorbell.py): one ring per notification.
+    complaints: the worker's record of the database's refusals (complaints.py).
     schedules: the worker's schedules (schedules.py), whose due ticks it queues every poll.
     """
 
     def __init__(self, connect, queues, *, poll, lease, listen, held, watch, stopping: threading.Event,
-                 doorbell, schedules=()):
+                 doorbell, complaints, schedules=()):
         self.connect, self.queues, self.poll, self.lease, self.listen = connect, queues, poll, lease, listen
         self.held, self.watch, self.stopping, self.doorbell = held, watch, stopping, doorbell
-        self.schedules = schedules
+        self.complaints, self.schedules = complaints, schedules
         self._wakeup_r, self._wakeup_w = os.pipe()  # a byte written here ends the wait in select
         self._selector: selectors.BaseSelector | None = None
         self._fd: int | None = None
@@ -52,7 +53,7 @@ class Listener:
         with selectors.DefaultSelector() as self._selector:
             self._selector.register(self._wakeup_r, selectors.EVENT_READ)
             kept_running(self.connect, self.stopping, self._step, who="worker's listener",
-                         on_open=self._listening, on_lost=self._unlistened)
+                         complaints=self.complaints, on_open=self._listening, on_lost=self._unlistened)
 
     def interrupted(self) -> None:
         """Ends the listener's wait at once (it then sees `stopping`)."""

@@ -1,76 +1,9 @@
--- The SQL of the job queue: every statement the package sends, each under its name.
+-- The SQL of the job queue: every statement the package sends, each under its name,
+-- but those that make and upgrade its tables (schema.sql).
 -- Moments (run_at) are integer milliseconds since the epoch on the database's clock:
 -- {now} and {clock} stand for it (sql.py writes them out), so workers on machines
 -- whose clocks disagree still agree on every lease. A caller may fix %(now)s instead,
 -- so a test can work a queue at any moment it likes.
-
--- name: prepare
--- One transaction, serialised by an advisory lock, so that many processes starting
--- at once do not race each other's CREATE TABLE IF NOT EXISTS (which can fail with a
--- duplicate key on the catalogue when two run side by side).
-SELECT pg_advisory_xact_lock(7468021459);
-CREATE TABLE IF NOT EXISTS jobs (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- in the order jobs were queued
-    queue text NOT NULL,             -- the queue it waits on
-    name text NOT NULL,              -- which performer runs it
-    args jsonb NOT NULL,             -- its arguments
-    priority smallint NOT NULL DEFAULT 0,  -- among due jobs, lower runs first
-    run_at bigint NOT NULL,          -- ms: when it may run next, or when its lease runs out
-    attempts integer NOT NULL DEFAULT 0,   -- attempts begun, counted at the claim
-    max_attempts integer NOT NULL DEFAULT 5,  -- at attempts >= max_attempts it failed for good
-    claim bigint,                    -- the latest claim's token; settling needs it unchanged
-    failure text NOT NULL DEFAULT '',      -- why the last attempt failed
-    traceback text NOT NULL DEFAULT '',    -- where it failed
-    reasons jsonb NOT NULL DEFAULT '[]',   -- every failed attempt's reason
-    key text,                        -- concurrency key: one job of a key runs at a time
-    unique_key text,                 -- at most one job per unique key waits or runs
-    batch bigint,                    -- the batch it belongs to (flows.py)
-    flow jsonb,                      -- a chain's steps after this one, or a callback's mark
-    scheduled boolean NOT NULL DEFAULT false  -- waits for a later moment, out of the claim's index
-);
-ALTER TABLE jobs ADD COLUMN IF NOT EXISTS scheduled boolean NOT NULL DEFAULT false;
--- The claim's index. Only rows with attempts left are in it, so jobs that failed for
--- good cost the claim nothing however many there are; within a queue it is in the
--- claim's own order, so the claim reads the first due entries and stops.
--- Jobs waiting for a later moment are out of it too, until a worker promotes them (see
--- promote), so a million jobs scheduled for tomorrow cost a claim today nothing either.
-DROP INDEX IF EXISTS jobs_due;
-CREATE INDEX IF NOT EXISTS jobs_ready ON jobs (queue, priority, run_at, id)
-    WHERE attempts < max_attempts AND NOT scheduled;
--- Scheduled jobs by the moment they are due, for the promotion.
-CREATE INDEX IF NOT EXISTS jobs_scheduled ON jobs (run_at) WHERE scheduled;
--- Jobs under a claim: few at any time, so the reaper and the status read them cheaply.
-CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (run_at) WHERE claim IS NOT NULL;
--- At most one job of a concurrency key under a claim at once: the guard behind the
--- claim's own check, which two claims running side by side could both pass.
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_in_work ON jobs (key)
-    WHERE key IS NOT NULL AND claim IS NOT NULL;
--- At most one job waiting or in work per unique key; one failed for good no longer
--- counts. A job in its last attempt has attempts = max_attempts, so "in work" is
--- also said with its claim.
-DROP INDEX IF EXISTS jobs_unique;
-CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique_key ON jobs (unique_key)
-    WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL);
-
--- Batches: one row each, counting down its pending jobs (flows.py).
-CREATE TABLE IF NOT EXISTS job_batches (
-    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    queue text NOT NULL,
-    total integer NOT NULL,
-    pending integer NOT NULL,
-    failed integer NOT NULL DEFAULT 0,
-    cancelled integer NOT NULL DEFAULT 0,
-    on_success jsonb,
-    on_failure jsonb,
-    always jsonb,
-    created_at bigint NOT NULL,
-    cancelled_at bigint,
-    finished_at bigint
-);
-CREATE INDEX IF NOT EXISTS job_batches_finished ON job_batches (finished_at)
-    WHERE finished_at IS NOT NULL;
--- For cancelling a batch: its jobs, found without reading the others.
-CREATE INDEX IF NOT EXISTS jobs_batch ON jobs (batch) WHERE batch IS NOT NULL;
 
 -- name: later
 -- The insert and the notification in one statement, one round trip. NOTIFY is
@@ -80,9 +13,9 @@ CREATE INDEX IF NOT EXISTS jobs_batch ON jobs (batch) WHERE batch IS NOT NULL;
 -- A job with a unique key that is already waiting or in work inserts nothing, so
 -- nothing comes back and nobody is notified.
 WITH queued AS (
-    INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, key, unique_key, batch, flow)
+    INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, max_attempts, key, unique_key, batch, flow)
     VALUES (%(queue)s, %(name)s, %(args)s, COALESCE(%(run_at)s, {now}), COALESCE(%(run_at)s > {now}, false),
-        %(priority)s, %(key)s, %(unique)s, %(batch)s, %(flow)s)
+        %(priority)s, %(max_attempts)s, %(key)s, %(unique)s, %(batch)s, %(flow)s)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL)
     DO NOTHING
     RETURNING id
@@ -260,7 +193,7 @@ DELETE FROM job_batches WHERE finished_at IS NOT NULL AND finished_at < {now} - 
 -- name: later_many
 -- Many jobs at once: COPY is the fastest way into a table, several times faster
 -- than INSERTs, and one notification wakes the workers for all of them.
-COPY jobs (queue, name, args, run_at, scheduled, priority) FROM STDIN
+COPY jobs (queue, name, args, run_at, scheduled, priority, max_attempts) FROM STDIN
 
 -- name: notify
 SELECT pg_notify('jobs', %(queue)s)
@@ -437,40 +370,6 @@ FROM pg_class
 WHERE oid IN (to_regclass('jobs_ready'), to_regclass('jobs_scheduled'), to_regclass('jobs_shelf'))
 
 -- Operating the queue (control.py): pausing queues, cancelling jobs ---------------
-
--- name: prepare_operator
--- What shelf.py and control.py need beyond the table itself: the shelf's indexes, the
--- scheduled jobs by queue, the paused queues and the mark of a cancelled job in work.
--- Each is made only when the catalogue lacks it, so a schema that is current takes
--- no lock on the jobs table here (ALTER TABLE and CREATE INDEX would take one even
--- when they change nothing). Run by prepared, under its advisory lock.
-DO $$
-BEGIN
-    -- The shelf in id order, for its pages newest first and for emptying it in
-    -- batches; and by queue, for one queue's pages and the counts of status.
-    IF to_regclass('jobs_shelf') IS NULL THEN
-        CREATE INDEX jobs_shelf ON jobs (id) WHERE attempts >= max_attempts AND claim IS NULL;
-    END IF;
-    IF to_regclass('jobs_shelf_queue') IS NULL THEN
-        CREATE INDEX jobs_shelf_queue ON jobs (queue, id) WHERE attempts >= max_attempts AND claim IS NULL;
-    END IF;
-    -- Scheduled jobs by queue, for status (jobs_scheduled is in run_at order alone,
-    -- the promotion's order).
-    IF to_regclass('jobs_scheduled_queue') IS NULL THEN
-        CREATE INDEX jobs_scheduled_queue ON jobs (queue, run_at) WHERE scheduled;
-    END IF;
-    -- When a job in work was asked to stop (cancelled, below); NULL for every other job.
-    IF NOT EXISTS (SELECT FROM pg_attribute
-                   WHERE attrelid = 'jobs'::regclass AND attname = 'cancelled_at' AND NOT attisdropped) THEN
-        ALTER TABLE jobs ADD COLUMN cancelled_at bigint;
-    END IF;
-END
-$$;
--- A paused queue is a row here: workers claim nothing from it until it is resumed.
-CREATE TABLE IF NOT EXISTS job_paused_queues (
-    queue text PRIMARY KEY,
-    paused_at bigint NOT NULL  -- ms since the epoch
-);
 
 -- name: pause
 -- Pausing a paused queue changes nothing and answers no row.

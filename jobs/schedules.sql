@@ -3,17 +3,6 @@
 -- Moments here are timestamptz read from the database's own clock (now()), so
 -- workers whose clocks disagree still agree on which tick is due.
 
--- name: prepare_schedules
--- Run by store.prepared in the transaction that makes the jobs table, under its lock.
-CREATE TABLE IF NOT EXISTS job_schedules (
-    key text PRIMARY KEY,              -- the schedule's key in the code
-    fingerprint text NOT NULL,         -- a digest of its definition as last seen
-    definition text NOT NULL,          -- that definition as people read it: "17 3 * * * (UTC)"
-    last_tick timestamptz,             -- the tick last fired (or skipped); NULL until the first
-    created_at timestamptz NOT NULL DEFAULT now(),  -- first seen: no tick before it fires
-    seen_at timestamptz NOT NULL DEFAULT now()      -- when a worker holding it last said so
-);
-
 -- name: schedules_read
 -- Every poll, each worker reads the rows of the schedules it holds, and the database's
 -- clock; nothing is written unless a tick is due. A key with no row yet comes back

@@ -1,4 +1,4 @@
-"""The statements of a job's own life: making the table, queueing, claiming and settling.
+"""The statements of a job's own life: queueing, claiming and settling (schema.py makes the tables).
 
 `later` writes a job as a row; a work thread (workers.py) calls `claimed` to take due
 rows under a lease, and the runner settles each with `finished` or `attempt_failed`.
@@ -22,7 +22,7 @@ from .arguments import encoded, encoded_args, named
 from .sql import queries, schedule_queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
-ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise
+ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise; written on every insert
 
 
 def now_ms() -> int:
@@ -62,22 +62,6 @@ class Job:
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)  # set when it should stop
 
 
-def prepared(db):
-    """Creates the jobs table and its indexes when they are missing, and returns `db`.
-
-    The columns, each with what it holds, are in the `prepare` statement of
-    queries.sql (and in the README's table).
-
-    Safe to call from many processes at once and on every start; it commits on a
-    connection that is not in a transaction, and joins the caller's otherwise.
-    """
-    with db.transaction():
-        db.execute(queries["prepare"])
-        db.execute(schedule_queries["prepare_schedules"])  # the schedules' table (schedules.py)
-        db.execute(queries["prepare_operator"])  # the shelf's indexes, paused queues, cancelling (control.py)
-    return db
-
-
 def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0,
           unique: str | None = None, key: str | None = None, batch: int | None = None,
           flow: dict | None = None) -> int | None:
@@ -101,6 +85,7 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     text = encoded(queue, name, args)
     params = {
         "queue": queue, "name": name, "args": text, "run_at": at, "now": None, "priority": priority,
+        "max_attempts": ATTEMPTS,
         "key": key, "unique": unique, "batch": batch, "flow": None if flow is None else json.dumps(flow),
     }
     row = db.execute(queries["later"], params).fetchone()
@@ -121,7 +106,7 @@ def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, p
         run_at, later_on = (now, False) if at is None else (at, at > now)
         with cursor.copy(queries["later_many"]) as copy:
             for text in texts:
-                copy.write_row((queue, name, text, run_at, later_on, priority))
+                copy.write_row((queue, name, text, run_at, later_on, priority, ATTEMPTS))
         cursor.execute(queries["notify"], {"queue": queue})
     return len(texts)
 

@@ -52,7 +52,7 @@ class WorkThread:
     def _run(self) -> None:
         try:
             kept_running(self.worker.connect, self.ending, self._claimed_and_ran, who="worker",
-                         on_open=self._opened, on_lost=self._lost)
+                         complaints=self.worker.complaints, on_open=self._opened, on_lost=self._lost)
         finally:
             if not self.abandoned:
                 self.worker.thread_ended(self)

@@ -13,7 +13,8 @@ import time
 
 import psycopg
 
-from . import store
+from . import schema, store
+from .complaints import Complaints
 from .doorbell import Doorbell
 from .listener import POLL_INTERVAL, Listener
 from .pace import Pace
@@ -67,6 +68,7 @@ class Worker:
         self.connect, self.queues, self.performers = connect, list(queues), performers
         self.threads, self.lease, self.poll, self.timeout = threads, lease, poll, timeout
         self.counts = Counts()
+        self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
         self.pace = Pace()  # which job names are quick enough to share a settlement transaction
         self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
         self.draining = False
@@ -76,7 +78,7 @@ class Worker:
         self._lock = threading.Lock()
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self._listener = Listener(connect, self.queues, poll=poll, lease=lease, listen=listen, held=self._batches_held,
-                                  watch=self._watched, stopping=self._ended, doorbell=self.doorbell,
+                                  watch=self._watched, stopping=self._ended, doorbell=self.doorbell, complaints=self.complaints,
                                   schedules=held(schedules))
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
 
@@ -219,7 +221,7 @@ def beside(connect, queue: str, performers: dict, serve, **options):
     in hand finishes) and `beside` returns or raises what `serve` did.
     """
     with connect() as db:
-        store.prepared(db)
+        schema.prepared(db)
     running = worker(connect, [queue], performers, **options)
     try:
         return serve()

@@ -7,4 +7,6 @@ as issue 7's table has them. How a run is put together, file by file:
   plain.sql    the statements of the plain-SQL limits; plain.py runs them.
   queue.py     the same measurements made through jobs; checks.py the scale and memory checks.
   report.py    the table, the ratios and a verdict for each goal of the issue.
+Run apart: signup.py (a sign-up beside a slow mail server) and fillfactor.py (where a
+claim writes a row's new version, at each fillfactor).
 """

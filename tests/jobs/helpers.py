@@ -7,19 +7,29 @@ import tempfile
 import time
 from pathlib import Path
 
+from psycopg import sql
+
 PROJECT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds a test waits on a condition before it fails
+PRIVATE = "jobs_private"  # the schema of a test's own tables (the private_url fixture)
+APP_ROLE = "jobs_app"  # the role of an app that may only SELECT, INSERT, UPDATE and DELETE (app_role)
 
 
 def start_worker(database_url, queue, *options, env=None):
-    """Starts `python -m jobs work` on `queue` with the test performers, as its own process.
+    """Starts `python -m jobs work` on `queue` with the test performers, as its own process; `env` adds to its environment."""
+    return start_command(database_url, "work", queue, "--performers", "tests.jobs.performers:performers", *options,
+                         env=env)
 
-    Its log goes to a file, not a pipe: a worker logging thousands of jobs would fill a
-    pipe nobody reads yet, and block. `env` adds to its environment.
+
+def start_command(database_url, *args, env=None):
+    """Starts `python -m jobs ARGS` on `database_url` as its own process; its output goes to `process.log`.
+
+    The output goes to a file, not a pipe: a worker logging thousands of jobs would
+    fill a pipe nobody reads yet, and block. `env` adds to its environment.
     """
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(PROJECT), **(env or {})}
-    command = [sys.executable, "-m", "jobs", "work", queue, "--performers", "tests.jobs.performers:performers", *options]
     log = tempfile.TemporaryFile(mode="w+")
+    command = [sys.executable, "-m", "jobs", *args]
     process = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
     process.log = log
     return process
@@ -48,3 +58,19 @@ def stopped(process, timeout: float = WAIT) -> str:
 def scalar(db, query, params=()):
     """The single value a query answers."""
     return db.execute(query, params).fetchone()[0]
+
+
+def granted(db, privileges: str, schema: str = "public") -> None:
+    """Grants APP_ROLE `privileges` (such as "SELECT, UPDATE") on every table of `schema`, and its use."""
+    role, where = sql.Identifier(APP_ROLE), sql.Identifier(schema)
+    db.execute(sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(where, role))
+    db.execute(sql.SQL("GRANT {} ON ALL TABLES IN SCHEMA {} TO {}").format(sql.SQL(privileges), where, role))
+
+
+def worker_log(process) -> str:
+    """What a running process of start_command has printed so far.
+
+    Read with pread: the process writes through the same file offset, which a seek would move.
+    """
+    fd = process.log.fileno()
+    return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace")

@@ -76,9 +76,9 @@ def test_sigterm_gives_back_a_job_still_running_when_the_grace_period_ends(db, d
     worker, job = started_job(db, database_url, "--grace", "1")
     began = time.monotonic()
     worker.send_signal(signal.SIGTERM)
-    output = stopped(worker, timeout=15)
+    output = stopped(worker, timeout=40)
     assert worker.returncode == 0, output
-    assert 1 <= time.monotonic() - began < 10
+    assert 1 <= time.monotonic() - began < 30, "the grace period ended it, not the job of 60 s"
     assert given_back(db, job), "another worker may take it at once, without waiting out the lease"
     assert scalar(db, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 0, "a shutdown spends no attempt"
 
@@ -88,9 +88,9 @@ def test_a_second_signal_gives_everything_back_at_once(db, database_url):
     began = time.monotonic()
     worker.send_signal(signal.SIGTERM)
     worker.send_signal(signal.SIGINT)  # as a person pressing Ctrl-C after the deploy's SIGTERM
-    output = stopped(worker, timeout=15)
+    output = stopped(worker, timeout=40)
     assert worker.returncode == 0, output
-    assert time.monotonic() - began < 10
+    assert time.monotonic() - began < 30, "at once, not after the grace of 60 s"
     assert given_back(db, job)
 
 

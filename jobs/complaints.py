@@ -1,0 +1,102 @@
+"""What a worker says when the database will not let it work: a lost connection, or a refusal.
+
+A lost connection mends by reconnecting, and is logged as a warning each time. A
+statement the server refused (permission denied, a missing table or column) does not
+mend by itself: it is logged at ERROR with its SQLSTATE once, then counted.
+"""
+
+import logging
+import threading
+import time
+
+import psycopg
+
+from . import store
+from .sql import queries
+
+# SQLSTATEs that mean the connection is gone, not that a statement was refused: the
+# class "connection exception", and the server shutting down or not yet accepting.
+LOST_CLASS = "08"
+LOST_STATES = {"57P01", "57P02", "57P03"}  # admin_shutdown, crash_shutdown, cannot_connect_now
+COMPLAINT_REPEAT = 300.0  # seconds a refusal is counted in silence before it is logged again, with its count
+NOTHING_DUE = -1  # ms: the moment `refusal` claims at, before any job's run_at, so it finds nothing
+
+log = logging.getLogger("jobs")
+
+
+def lost(error: BaseException) -> bool:
+    """Whether `error` is a lost connection (or no database error at all) rather than a refusal."""
+    if not isinstance(error, psycopg.Error):
+        return True
+    state = error.sqlstate
+    if state is None:
+        return isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)  # said by psycopg, not the server
+    return state.startswith(LOST_CLASS) or state in LOST_STATES
+
+
+def described(error: psycopg.Error) -> str:
+    """The SQLSTATE and the server's message, as one line: "42501 permission denied for table jobs"."""
+    message = error.diag.message_primary or str(error).strip()
+    return f"{error.sqlstate or 'no SQLSTATE'} {message}"
+
+
+def kept(db, error: BaseException) -> bool:
+    """Whether `db` still serves after `error`: a refusal leaves the connection idle and sound."""
+    return (db is not None and not lost(error) and not db.closed and not db.broken
+            and db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
+
+
+class Complaints:
+    """The refusals one worker has met, so that each is logged once and then counted.
+
+    Its threads share it: the same refusal met by the work threads and the listener is
+    logged once. `mended` ends the count, with a line saying how often it was met.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._refusals: dict[str, list] = {}  # described refusal -> [times met since logged, when logged]
+
+    def heard(self, error: psycopg.Error, who: str, pause: float) -> None:
+        """Logs `error`, met by `who` ("worker", "worker's listener"), who tries again in `pause` s."""
+        if lost(error):
+            log.warning("%s lost its database connection (%s); reconnecting in %.1f s", who, error, pause)
+            return
+        refusal = described(error)
+        with self._lock:
+            seen = self._refusals.get(refusal)
+            if seen is not None and time.monotonic() - seen[1] < COMPLAINT_REPEAT:
+                seen[0] += 1
+                return
+            since = "" if seen is None else f" (seen {seen[0]} times since)"
+            self._refusals[refusal] = [0, time.monotonic()]
+        log.error("the database refused a statement of the %s: %s%s; trying again in %.1f s", who, refusal, since, pause)
+
+    def mended(self) -> None:
+        """Says that the refusals met so far have stopped, with how often each came back."""
+        if not self._refusals:  # the usual case, read without the lock
+            return
+        with self._lock:
+            refusals, self._refusals = self._refusals, {}
+        for refusal, (again, _) in refusals.items():
+            log.info("the database accepts the worker's statements again, after: %s (seen %s times since)",
+                     refusal, again)
+
+
+def refusal(db, queues: list[str]) -> psycopg.Error | None:
+    """The refusal a worker on `queues` would meet on `db`, or None when it can work.
+
+    It claims, settles and promotes as a worker does, at NOTHING_DUE and in a
+    transaction rolled back at the end, so it finds nothing and changes nothing.
+    """
+    try:
+        with db.transaction(force_rollback=True):
+            for queue in queues:
+                store.claimed(db, queue, NOTHING_DUE)
+            db.execute(queries["finish"], {"ids": [], "claim": 0})
+            store.promoted(db, NOTHING_DUE)
+    except psycopg.Error as error:
+        if lost(error):
+            raise
+        return error
+    return None

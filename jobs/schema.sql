@@ -1,0 +1,162 @@
+-- The tables of the job queue, as numbered steps (schema.py runs them in order).
+-- A database records each step it has taken in job_schema, so a process that starts
+-- beside a current schema reads that record and changes nothing. Add a step to change
+-- the schema; never edit one that has shipped, since databases have already taken it.
+-- Every step is written so that it also succeeds on tables an older copy of this
+-- package made before it kept a version (IF NOT EXISTS, IF EXISTS).
+
+-- name: recorded
+-- Whether this database keeps the record at all, read from the catalogue under the
+-- statement's own snapshot. Not with to_regclass: a session caches its answer, and one
+-- that waited for another process's first step would go on not seeing the new table.
+SELECT EXISTS (
+    SELECT FROM pg_catalog.pg_class
+    WHERE relname = 'job_schema'
+        AND relnamespace IN (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = ANY (current_schemas(false)))
+)
+
+-- name: version
+-- The last step this database has taken. A plain read of a small table of its own,
+-- which no statement of the queue ever locks against.
+SELECT coalesce(max(version), 0) FROM job_schema
+
+-- name: lock_timeout
+-- How long each statement of the step may wait for a lock before it gives up, for the
+-- rest of this transaction only (see LOCK_TIMEOUT in schema.py).
+SELECT set_config('lock_timeout', %(timeout)s, true)
+
+-- name: serialised
+-- One upgrader at a time (see UPGRADE_LOCK in schema.py), held to the end of the step.
+SELECT pg_advisory_xact_lock(%(key)s)
+
+-- name: record
+INSERT INTO job_schema (version) VALUES (%(version)s)
+
+-- name: step 1
+-- The tables and the record of steps. A database whose tables an older copy made keeps
+-- them as they are here; step 2 brings them up to date.
+CREATE TABLE IF NOT EXISTS job_schema (
+    version integer PRIMARY KEY,           -- a step this database has taken
+    taken_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS jobs (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,  -- in the order jobs were queued
+    queue text NOT NULL,             -- the queue it waits on
+    name text NOT NULL,              -- which performer runs it
+    args jsonb NOT NULL,             -- its arguments
+    priority smallint NOT NULL DEFAULT 0,  -- among due jobs, lower runs first
+    run_at bigint NOT NULL,          -- ms: when it may run next, or when its lease runs out
+    attempts integer NOT NULL DEFAULT 0,   -- attempts begun, counted at the claim
+    -- At attempts >= max_attempts it failed for good. Every insert of this package
+    -- writes it from ATTEMPTS (store.py); the default serves only writers that leave
+    -- it out, such as a copy of the package from before it kept a schema version that
+    -- still runs beside this one during a rolling deploy.
+    max_attempts integer NOT NULL DEFAULT 5,
+    claim bigint,                    -- the latest claim's token; settling needs it unchanged
+    failure text NOT NULL DEFAULT '',      -- why the last attempt failed
+    traceback text NOT NULL DEFAULT '',    -- where it failed
+    reasons jsonb NOT NULL DEFAULT '[]',   -- every failed attempt's reason
+    key text,                        -- concurrency key: one job of a key runs at a time
+    unique_key text,                 -- at most one job per unique key waits or runs
+    batch bigint,                    -- the batch it belongs to (flows.py)
+    flow jsonb,                      -- a chain's steps after this one, or a callback's mark
+    scheduled boolean NOT NULL DEFAULT false  -- waits for a later moment, out of the claim's index
+);
+-- Batches: one row each, counting down its pending jobs (flows.py).
+CREATE TABLE IF NOT EXISTS job_batches (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    queue text NOT NULL,
+    total integer NOT NULL,
+    pending integer NOT NULL,
+    failed integer NOT NULL DEFAULT 0,
+    cancelled integer NOT NULL DEFAULT 0,
+    on_success jsonb,
+    on_failure jsonb,
+    always jsonb,
+    created_at bigint NOT NULL,
+    cancelled_at bigint,
+    finished_at bigint
+);
+
+-- name: step 2
+-- Jobs for later came after the first tables: a table made before them lacks the column.
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS scheduled boolean NOT NULL DEFAULT false;
+
+-- name: step 3
+-- The indexes. Two replace indexes of older copies, dropped first: jobs_due, the claim's
+-- index before scheduled jobs were left out of it, and jobs_unique, which stopped
+-- counting a job in its last attempt as in work.
+--
+-- The claim's index. Only rows with attempts left are in it, so jobs that failed for
+-- good cost the claim nothing however many there are; within a queue it is in the
+-- claim's own order, so the claim reads the first due entries and stops.
+-- Jobs waiting for a later moment are out of it too, until a worker promotes them (see
+-- promote), so a million jobs scheduled for tomorrow cost a claim today nothing either.
+DROP INDEX IF EXISTS jobs_due;
+CREATE INDEX IF NOT EXISTS jobs_ready ON jobs (queue, priority, run_at, id)
+    WHERE attempts < max_attempts AND NOT scheduled;
+-- Scheduled jobs by the moment they are due, for the promotion.
+CREATE INDEX IF NOT EXISTS jobs_scheduled ON jobs (run_at) WHERE scheduled;
+-- Jobs under a claim: few at any time, so the reaper and the status read them cheaply.
+CREATE INDEX IF NOT EXISTS jobs_claimed ON jobs (run_at) WHERE claim IS NOT NULL;
+-- At most one job of a concurrency key under a claim at once: the guard behind the
+-- claim's own check, which two claims running side by side could both pass.
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_in_work ON jobs (key)
+    WHERE key IS NOT NULL AND claim IS NOT NULL;
+-- At most one job waiting or in work per unique key; one failed for good no longer
+-- counts. A job in its last attempt has attempts = max_attempts, so "in work" is
+-- also said with its claim.
+DROP INDEX IF EXISTS jobs_unique;
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_unique_key ON jobs (unique_key)
+    WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL);
+-- For cancelling a batch: its jobs, found without reading the others.
+CREATE INDEX IF NOT EXISTS jobs_batch ON jobs (batch) WHERE batch IS NOT NULL;
+-- For pruning finished batches.
+CREATE INDEX IF NOT EXISTS job_batches_finished ON job_batches (finished_at)
+    WHERE finished_at IS NOT NULL;
+
+-- name: step 4
+-- Storage settings for a table that churns: every job is inserted, updated at its claim
+-- (and at each heartbeat and failure), then deleted, so the table's dead rows soon
+-- outnumber its live ones. ALTER TABLE SET takes a lock that queueing and claiming do
+-- not conflict with (SHARE UPDATE EXCLUSIVE).
+--   autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000: vacuum
+--     after 1,000 dead rows whatever the table's size. PostgreSQL's default waits for
+--     a fifth of the table to be dead (plus 50): beside a shelf of a million failed
+--     jobs that is 200,000 dead rows, whose entries every claim then steps over.
+--   fillfactor = 50: half of each page is left free when rows are inserted, room for
+--     one new version of each row. A claim changes run_at, which the claim's index
+--     holds, so it is never a HOT update; but with room on the page the new version is
+--     written beside the old one instead of on another page. Claiming 5,000 fresh jobs
+--     moved 84% of them to another page at 100, 63% at 80 and 4% at 50, for a table 31%
+--     larger (python -m tests.benchmarks.fillfactor). The price: pages of jobs that stay
+--     (the failed shelf) are kept half full.
+ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, fillfactor = 50);
+
+-- name: step 5
+-- Periodic jobs (schedules.py): one row per schedule a worker holds, with the tick it
+-- last fired, which every worker's firing reads and moves on in the database.
+CREATE TABLE IF NOT EXISTS job_schedules (
+    key text PRIMARY KEY,              -- the schedule's key in the code
+    fingerprint text NOT NULL,         -- a digest of its definition as last seen
+    definition text NOT NULL,          -- that definition as people read it: "17 3 * * * (UTC)"
+    last_tick timestamptz,             -- the tick last fired (or skipped); NULL until the first
+    created_at timestamptz NOT NULL DEFAULT now(),  -- first seen: no tick before it fires
+    seen_at timestamptz NOT NULL DEFAULT now()      -- when a worker holding it last said so
+);
+
+-- name: step 6
+-- What the shelf (shelf.py) and an operator (control.py) need beyond the table itself:
+-- the shelf in id order, for its pages newest first and for emptying it in batches,
+-- and by queue, for one queue's pages and the counts of status; the scheduled jobs by
+-- queue, for status (jobs_scheduled is in run_at order alone, the promotion's order);
+-- the mark of a job in work that was asked to stop (cancelled_at, NULL for every other
+-- job); and the paused queues, whose jobs workers claim none of until resumed.
+CREATE INDEX IF NOT EXISTS jobs_shelf ON jobs (id) WHERE attempts >= max_attempts AND claim IS NULL;
+CREATE INDEX IF NOT EXISTS jobs_shelf_queue ON jobs (queue, id) WHERE attempts >= max_attempts AND claim IS NULL;
+CREATE INDEX IF NOT EXISTS jobs_scheduled_queue ON jobs (queue, run_at) WHERE scheduled;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS cancelled_at bigint;
+CREATE TABLE IF NOT EXISTS job_paused_queues (
+    queue text PRIMARY KEY,
+    paused_at bigint NOT NULL  -- ms since the epoch
+);
