@@ -1,12 +1,10 @@
-"""The listener: the one thread beside a worker's work threads that keeps the queue's time.
+"""The listener: the one thread beside a worker's work threads that keeps the worker's time.
 
 On a connection of its own it LISTENs for the notification `later` sends on commit and
-wakes a work thread at once. Every POLL_INTERVAL it promotes the scheduled jobs whose
-moment has come (waking the threads of their queues) and queues the job of each due tick
-of the worker's schedules (schedules.py); every half lease it beats the
-heartbeat (extending the leases of the jobs in hand), frees the concurrency keys of
-leases that ran out and reaps the jobs whose worker died on their last attempt; and
-while jobs are in hand it lets the worker look for one past its timeout or grace.
+wakes a work thread at once (doorbell.py). On that connection it also runs the worker's
+chores on their timers (chores.py): every POLL_INTERVAL the poll's, every half lease the
+heartbeat's, and, while jobs are in hand, every WATCH_INTERVAL a look for one past its
+timeout or grace.
 """
 
 import logging
@@ -15,8 +13,6 @@ import selectors
 import threading
 import time
 
-from . import runner, store
-from .schedules import fired
 from .connections import kept_running
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
@@ -26,30 +22,30 @@ log = logging.getLogger("jobs")
 
 
 class Listener:
-    """Wakes the work threads of `queues` and runs the timers; `run` is the thread's body.
+    """Wakes the work threads of `queues` and runs the chores on their timers; `run` is the thread's body.
 
-    held(): the batches of jobs the work threads hold now, for the heartbeat.
+    held(): the batches of jobs the work threads hold now.
+    polled(db), beaten(db): the chores of each `poll` seconds and of each half `lease`.
     watch(db): looks at the jobs in hand for one past its timeout or grace, every
     WATCH_INTERVAL while there are any.
     stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
     doorbell: how the work threads are woken (doorbell.py): one ring per notification.
     complaints: the worker's record of the database's refusals (complaints.py).
-    schedules: the worker's schedules (schedules.py), whose due ticks it queues every poll.
     """
 
-    def __init__(self, connect, queues, *, poll, lease, listen, held, watch, stopping: threading.Event,
-                 doorbell, complaints, schedules=()):
+    def __init__(self, connect, queues, *, poll, lease, listen, held, polled, beaten, watch,
+                 stopping: threading.Event, doorbell, complaints):
         self.connect, self.queues, self.poll, self.lease, self.listen = connect, queues, poll, lease, listen
-        self.held, self.watch, self.stopping, self.doorbell = held, watch, stopping, doorbell
-        self.complaints, self.schedules = complaints, schedules
+        self.held, self.polled, self.beaten, self.watch = held, polled, beaten, watch
+        self.stopping, self.doorbell, self.complaints = stopping, doorbell, complaints
         self._wakeup_r, self._wakeup_w = os.pipe()  # a byte written here ends the wait in select
         self._selector: selectors.BaseSelector | None = None
         self._fd: int | None = None
-        self._next_promotion = self._next_beat = 0.0
+        self._next_poll = self._next_beat = 0.0
 
     def run(self) -> None:
         """Listens and keeps the timers until the worker stops, reconnecting when cut off."""
-        self._next_promotion, self._next_beat = time.monotonic(), time.monotonic() + self.lease / 2
+        self._next_poll, self._next_beat = time.monotonic(), time.monotonic() + self.lease / 2
         with selectors.DefaultSelector() as self._selector:
             self._selector.register(self._wakeup_r, selectors.EVENT_READ)
             kept_running(self.connect, self.stopping, self._step, who="worker's listener",
@@ -83,7 +79,7 @@ class Listener:
     def _step(self, db) -> None:
         """Waits for a notification or the next timer, then does what is due."""
         held = self.held()
-        timeout = max(0.0, min(self._next_beat, self._next_promotion) - time.monotonic())
+        timeout = max(0.0, min(self._next_beat, self._next_poll) - time.monotonic())
         for key, _ in self._selector.select(min(timeout, WATCH_INTERVAL) if held else timeout):
             if key.fd == self._wakeup_r:
                 os.read(self._wakeup_r, 64)  # stop() asked: kept_running's test decides
@@ -91,22 +87,10 @@ class Listener:
             for notice in db.notifies(timeout=0):
                 if notice.payload in self.queues:
                     self.doorbell.ring()
-        if time.monotonic() >= self._next_promotion:
-            if set(store.promoted(db)) & set(self.queues):
-                self.doorbell.ring()  # not only by the notification, which a polling worker misses
-            fired(db, self.schedules)  # the jobs of due ticks, once across all workers
-            self._next_promotion = time.monotonic() + self.poll
+        if time.monotonic() >= self._next_poll:
+            self.polled(db)
+            self._next_poll = time.monotonic() + self.poll
         if time.monotonic() >= self._next_beat:
-            self._beat(db)
+            self.beaten(db)
             self._next_beat = time.monotonic() + self.lease / 2
         self.watch(db)
-
-    def _beat(self, db) -> None:
-        """Extends the leases of the jobs in hand, frees keys of leases run out, reaps lost jobs."""
-        for jobs in self.held():
-            taken = store.extended(db, jobs, lease=self.lease)
-            for job in jobs:
-                if job.id in taken:
-                    log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
-        store.keys_freed(db)
-        runner.reaped(db)

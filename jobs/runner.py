@@ -38,6 +38,7 @@ class Counts:
     dropped: int = 0  # attempts that found no performer for the job's name
     lease_lost: int = 0  # settlements refused because another worker held the job
     timed_out: int = 0  # attempts that ran past their timeout (counted as rescheduled or failed too)
+    cancelled: int = 0  # jobs an operator cancelled while the worker held them
 
     def add(self, kind: str) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
@@ -118,7 +119,7 @@ def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout)
         settlement.begin()
         succeeded = [job for job, outcome in group if outcome.kind == "processed"]
         kept = store.finished(db, succeeded)
-        lost = [job.id for job in succeeded if job.id not in kept]
+        lost = [job.id for job in succeeded if job.id not in kept and not job.cancelling]
         if lost or any(outcome.kind == "lease_lost" for _, outcome in group):
             raise LeaseLost(lost)
         moved_flows_on(db, group)
@@ -138,46 +139,9 @@ def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout)
     return [outcome.line for _, outcome in group], [job for job, _ in group]
 
 
-def timed_out(db, job, performers, limit: float, counts) -> None:
-    """Records that `job` ran past its timeout of `limit` seconds, on `db` (not its own thread's connection).
-
-    The attempt fails with a TimeoutError, retried or ended by the job's policy as any
-    failure is, and its chain or batch hears of an end. The claim token fences it: if
-    the job settled meanwhile, nothing is written.
-    """
-    error = TimeoutError(f"timed out after {limit:g} s")
-    settlement = Settlement(db)
-    try:
-        outcome = recorded_failure(settlement, job, policy_of(performers.get(job.name)), error, str(error), "", None)
-        if outcome.kind != "lease_lost":
-            moved_flows_on(db, [(job, outcome)])
-        settlement.committed()
-    except BaseException:
-        settlement.rolled_back()
-        raise
-    if outcome.kind != "lease_lost":
-        counts.add(outcome.kind)
-        counts.timed_out += 1
-        log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message)
-
-
 def joins(job, started: float, pace) -> bool:
     """Whether `job` may run on the transaction of a group begun at `started`."""
     return time.monotonic() - started < COMMIT_AFTER and pace.trusted(job.name)
-
-
-def reaped(db, now: int | None = None) -> list[store.Job]:
-    """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
-
-    One transaction: the jobs leave the queue and their chains and batches hear of it
-    together, as they do of any failure the runner records.
-    """
-    with db.transaction():
-        lost = store.reaped(db, now)
-        flows.settled(db, [], lost)
-    for job in lost:
-        log.error("job %s (%s on %s) failed for good: its worker stopped during the last attempt", job.id, job.name, job.queue)
-    return lost
 
 
 def moved_flows_on(db, group) -> None:
@@ -189,7 +153,13 @@ def moved_flows_on(db, group) -> None:
 
 
 def outcome_of(settlement, job, performers, now, timeout=None) -> Outcome:
-    """Performs one job inside its savepoint and records a failure; says how it went."""
+    """Performs one job inside its savepoint and records a failure; says how it went.
+
+    A job an operator cancelled while it was held (chores.py settled it on the shelf
+    already) does not start, or if it ran, keeps none of its writes, however it ended.
+    """
+    if job.cancelling:
+        return cancelled(job)
     db = settlement.db
     perform = performers.get(job.name)
     if perform is None:
@@ -205,16 +175,26 @@ def outcome_of(settlement, job, performers, now, timeout=None) -> Outcome:
         perform(touched, job.args)
         if touched.left_failed():
             raise RuntimeError("a statement of the job failed and its error was not raised")
+        if job.cancelling:
+            touched.undone()
+            return cancelled(job)
         return Outcome("processed", f"ran {job.name}")
     except Exception as error:
         if db.broken or db.closed:
             raise  # the database is gone, not the job: its row returns when the lease runs out
         touched.undone()
+        if job.cancelling:
+            return cancelled(job)
         reason = str(error) or type(error).__name__
         return recorded_failure(settlement, job, policy, error, reason, traceback.format_exc(), now)
     finally:
         job.deadline = None  # it runs no more: no timeout can fall on it now
         current.reset(token)
+
+
+def cancelled(job) -> Outcome:
+    """The outcome of a job cancelled while held: nothing of it is kept, and it is on the shelf already."""
+    return Outcome("cancelled", f"cancelled {job.name}", logging.INFO, "was cancelled: its writes are undone")
 
 
 def recorded_failure(settlement, job, policy, error, reason, trace, now, kind=None) -> Outcome:

@@ -60,6 +60,7 @@ class Job:
     final: bool = field(default=False)  # set by the worker: a failure now ends the job
     deadline: float | None = field(default=None, compare=False)  # while it runs with a timeout: when it must end (time.monotonic())
     cancelled: threading.Event = field(default_factory=threading.Event, repr=False, compare=False)  # set when it should stop
+    cancelling: bool = field(default=False, compare=False)  # an operator cancelled it while held: it is shelved
 
 
 def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0,
@@ -206,7 +207,7 @@ def keys_freed(db, now: int | None = None) -> int:
 def reaped(db, now: int | None = None) -> list[Job]:
     """Marks jobs whose worker died on their last attempt as failed for good; returns them.
 
-    Call it through `runner.reaped`, which lets their chains and batches hear of it
+    Call it through `endings.reaped`, which lets their chains and batches hear of it
     on the same transaction.
     """
     with db.cursor(row_factory=class_row(Job)) as cursor:

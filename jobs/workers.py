@@ -13,13 +13,14 @@ import time
 
 import psycopg
 
-from . import schema, store
+from . import chores, schema, store
 from .complaints import Complaints
 from .doorbell import Doorbell
 from .listener import POLL_INTERVAL, Listener
 from .pace import Pace
 from .policies import policy_of
-from .runner import Counts, performed, timed_out
+from .endings import timed_out
+from .runner import Counts, performed
 from .schedules import held
 from .threads import WorkThread
 
@@ -77,9 +78,12 @@ class Worker:
         self._grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
         self._lock = threading.Lock()
         self._work: list[WorkThread] = []  # the work threads not abandoned
-        self._listener = Listener(connect, self.queues, poll=poll, lease=lease, listen=listen, held=self._batches_held,
-                                  watch=self._watched, stopping=self._ended, doorbell=self.doorbell, complaints=self.complaints,
-                                  schedules=held(schedules))
+        self.schedules = held(schedules)
+        self.paused: set[str] = set()  # the worker's queues paused when the listener last looked
+        self._listener = Listener(connect, self.queues, poll=poll, lease=lease, listen=listen, held=self.batches_held,
+                                  polled=lambda db: chores.polled(db, self),
+                                  beaten=lambda db: chores.beaten(db, self, lease), watch=self._watched,
+                                  stopping=self._ended, doorbell=self.doorbell, complaints=self.complaints)
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
 
     def start(self) -> "Worker":
@@ -132,14 +136,22 @@ class Worker:
         with self.connect() as db:
             db.autocommit = True
             while time.monotonic() < deadline:
-                if not self._batches_held() and store.outstanding(db, self.queues) == 0:
+                if not self.batches_held() and store.outstanding(db, self.queues) == 0:
                     return True
                 self._ended.wait(0.01)
         return False
 
     def claimable(self) -> list[str]:
-        """The queues a work thread may claim from now: none once the worker stops."""
-        return [] if self._stopping.is_set() else self.queues
+        """The queues a work thread may claim from now: those not paused, and none once the worker stops."""
+        return [] if self._stopping.is_set() else [queue for queue in self.queues if queue not in self.paused]
+
+    def paused_now(self, paused: set[str]) -> None:
+        """Hears which queues are paused now (chores.py, every POLL_INTERVAL); a resumed one wakes a thread."""
+        mine = paused & set(self.queues)
+        resumed = self.paused - mine
+        self.paused = mine
+        if resumed:
+            self.doorbell.ring()
 
     def thread_ended(self, work: WorkThread) -> None:
         """Hears that a work thread ended; when the last has, the listener ends too."""
@@ -155,7 +167,8 @@ class Worker:
         with self._lock:
             return list(self._work)
 
-    def _batches_held(self) -> list[list[store.Job]]:
+    def batches_held(self) -> list[list[store.Job]]:
+        """The jobs each work thread holds now (claimed, not yet settled)."""
         return [work.held for work in self._work_threads() if work.held]
 
     def _watched(self, db) -> None:
