@@ -60,10 +60,12 @@ def current_job() -> store.Job:
     return current.get()
 
 
-def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False) -> list[str]:
+def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, settled=None) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
+    `settled(jobs)`, when given, hears of each group once its transaction has ended:
+    those rows are no longer this worker's to extend (the heartbeat drops them).
     `now` fixes the moment failures are scheduled from (for tests); else the clock.
     """
     counts = counts if counts is not None else Counts()
@@ -76,7 +78,10 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
             if stopping():
                 store.released(db, waiting, store.now_ms() if now is None else now)
                 break
+            before = len(waiting)
             lines += settled_group(db, waiting, performers, now, counts, stopping)
+            if settled is not None:
+                settled(jobs[len(jobs) - before:len(jobs) - len(waiting)])
     finally:
         if not db.closed:
             db.autocommit = autocommit

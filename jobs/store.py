@@ -193,8 +193,8 @@ def check_json(name: str, value, where: str) -> None:
         raise TypeError(f"job {name!r}: {where} is a {type(value).__name__}, which is not JSON")
 
 
-def claimed(db, queue: str, now: int, *, limit: int = 1, lease: float = LEASE) -> list[Job]:
-    """Claims up to `limit` jobs of `queue` due at `now`, in claim order, and commits.
+def claimed(db, queue: str, now: int | None, *, limit: int = 1, lease: float = LEASE) -> list[Job]:
+    """Claims up to `limit` jobs of `queue` due at `now` (None: the database's clock), in claim order, and commits.
 
     Each claimed row has its attempt counted and is held for `lease` seconds under a
     new claim token; see the claim in queries.sql.
@@ -251,6 +251,19 @@ def extended(db, jobs: list[Job], now: int, lease: float = LEASE) -> set[int]:
         return set()
     params = {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now, "lease": int(lease * 1000)}
     return {row[0] for row in db.execute(queries["extend"], params)}
+
+
+def given_back(db, jobs: list[Job]) -> int:
+    """Ends now the leases of held jobs whose worker no longer runs them; returns how many were still ours."""
+    return db.execute(queries["give_back"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim}).rowcount
+
+
+def taken(db, jobs: list[Job]) -> list[Job]:
+    """Those of `jobs` whose row another claim holds now."""
+    if not jobs:
+        return []
+    ids = {row[0] for row in db.execute(queries["taken"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim})}
+    return [job for job in jobs if job.id in ids]
 
 
 def listed(db, queue: str | None = None) -> list[dict]:

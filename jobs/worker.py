@@ -136,6 +136,22 @@ class Worker:
         with self._held_lock:
             self._held[n] = jobs
 
+    def _let_go(self, n: int, settled: list | None = None) -> list:
+        """Stops holding `settled` (all when None) for thread n; answers the jobs it held before."""
+        ids = None if settled is None else {job.id for job in settled}
+        with self._held_lock:
+            held = self._held.get(n, [])
+            self._held[n] = [] if ids is None else [job for job in held if job.id not in ids]
+        return held
+
+    @staticmethod
+    def _given_back(db, abandoned: list) -> list:
+        """Ends at once the leases of jobs a work thread held when its connection dropped; answers []."""
+        if abandoned:
+            back = store.given_back(db, abandoned)
+            log.warning("worker reconnected: %d job(s) it held when cut off are due again at once", back)
+        return []
+
     def _worked(self, n: int) -> None:
         """A work thread; when the last one ends, so does the listener."""
         try:
@@ -149,15 +165,16 @@ class Worker:
 
     def _work_loop(self, n: int) -> None:
         """Claim, run, settle; wait when nothing is due; reconnect when cut off."""
-        db, pause, limit = None, RECONNECT_FIRST, 1
+        db, pause, limit, abandoned = None, RECONNECT_FIRST, 1, []
         while not self._stopping.is_set():
             try:
                 if db is None:
                     db = self._connected()
+                    abandoned = self._given_back(db, abandoned)
                 self._wake.clear()
                 busy = False
                 for queue in self.queues:
-                    jobs = store.claimed(db, queue, store.now_ms(), limit=limit, lease=self.lease)
+                    jobs = store.claimed(db, queue, None, limit=limit, lease=self.lease)  # the database's clock
                     if jobs:
                         busy = True
                         limit = self._ran(db, n, jobs)
@@ -168,8 +185,8 @@ class Worker:
                     self._wake.wait(self.poll)
             except Exception as error:
                 # Don't let a lost connection, or a bug in a policy or a hook, end the work
-                # loop: the jobs in hand return when their lease runs out.
-                self._hold(n, [])
+                # loop. The jobs in hand no longer run: given back once reconnected (13.7).
+                abandoned = abandoned or self._let_go(n)
                 if isinstance(error, psycopg.Error):
                     log.warning("worker lost its database connection (%s); reconnecting in %.1f s", error, pause)
                 else:
@@ -188,10 +205,9 @@ class Worker:
         """
         self._hold(n, jobs)
         started = time.monotonic()
-        try:
-            performed(db, jobs, self.performers, counts=self.counts, stopping=self._stopping.is_set)
-        finally:
-            self._hold(n, [])
+        performed(db, jobs, self.performers, counts=self.counts, stopping=self._stopping.is_set,
+                  settled=lambda group: self._let_go(n, group))
+        self._hold(n, [])  # on an error, the work loop lets go of them itself
         if time.monotonic() - started > BATCH_TIME:
             return 1
         return min(BATCH_MAX, len(jobs) * 2)
@@ -243,9 +259,10 @@ class Worker:
             batches = [jobs for jobs in self._held.values() if jobs]
         for jobs in batches:
             kept = store.extended(db, jobs, store.now_ms(), self.lease)
-            for job in jobs:
-                if job.id not in kept:
-                    log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
+            # A job missing from `kept` may just have been settled by its thread since the
+            # list was read: only one whose row another claim holds is a lost lease.
+            for job in store.taken(db, [job for job in jobs if job.id not in kept]):
+                log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
         store.expired(db, store.now_ms())
         with db.transaction():
             lost = store.reaped(db, store.now_ms())
