@@ -2,6 +2,7 @@
 
 import logging
 import threading
+import time
 
 import jobs
 from tests.jobs.helpers import scalar, wait_for
@@ -69,3 +70,23 @@ def test_failure_recorded_after_the_claim_moved_on_is_refused(db, connect):
         assert jobs.worked(conn, "default", {"fails": fails_after_takeover}) == "lease lost fails"
     (row,) = jobs.listed(db)
     assert row["failure"] == "" and row["reasons"] == []
+
+
+def test_heartbeat_raises_no_false_lease_lost_for_jobs_of_its_batch_already_settled(db, connect, caplog):
+    def works(conn, args):
+        time.sleep(args["ms"] / 1000)
+
+    with caplog.at_level(logging.INFO, logger="jobs"):
+        worker = jobs.worker(connect, "default", {"works": works}, lease=0.4)  # a heartbeat every 0.2 s
+        try:
+            jobs.later(db, "default", "works", {"ms": 1})  # a quick batch of one: the next claim takes two
+            assert worker.wait_until_empty(10)
+            # One claim takes both: the first job's group commits (it ran past COMMIT_AFTER), and
+            # its row is gone while the second runs through several heartbeats.
+            jobs.later_many(db, "default", "works", [{"ms": 10}, {"ms": 1000}])
+            assert worker.wait_until_empty(10)
+        finally:
+            worker.stop()
+            assert worker.join(10)
+    assert caplog.text.count("(works on default) ran works") == 3, caplog.text
+    assert "is held by another worker" not in caplog.text, caplog.text
