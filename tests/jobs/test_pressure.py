@@ -72,18 +72,23 @@ class Run:
     def moment(self) -> float:
         return time.time() - self.began
 
+    def offered(self, seconds: float) -> None:
+        """Returns once the producer has queued `seconds` more of its offer (outages make that longer)."""
+        target = len(self.producer.committed) + seconds * RATE
+        wait_for(lambda: len(self.producer.committed) >= target, f"{seconds:g} s more of the offer", every=0.05)
+
 
 def test_the_rate_is_back_within_five_seconds_of_a_stopped_database_answering_again(private_postgres):
     server = private_postgres
     run = Run(server, 1)
     try:
-        time.sleep(STEADY)
+        run.offered(STEADY)
         server.stop()
         time.sleep(OUTAGE)  # the outage itself: nothing to wait on but the clock
         server.start()
         waited_until_up(server)
         up = run.moment()
-        time.sleep(RECOVERED_WITHIN + WATCHED)  # steady load, measured below from the completions' moments
+        run.offered(RECOVERED_WITHIN + WATCHED)
         end = run.moment()
         runs = run.finished(drained_within=10)
     finally:
@@ -97,15 +102,15 @@ def test_the_survivor_keeps_the_rate_while_its_neighbour_is_killed_twice(private
     server = private_postgres
     run = Run(server, 2, "--lease", "3")
     try:
-        time.sleep(STEADY)
+        run.offered(STEADY)
         kills = []
         for _ in range(2):
             run.workers[0].send_signal(signal.SIGKILL)
             run.workers[0].wait()
             kills.append(run.moment())
             run.workers[0] = start_worker(server.url, "default", *run.options)
-            time.sleep(STEADY)  # steady load between the kills
-        time.sleep(RECOVERED_WITHIN + WATCHED - STEADY)
+            run.offered(STEADY)
+        run.offered(RECOVERED_WITHIN + WATCHED - STEADY)
         end = run.moment()
         runs = run.finished(drained_within=10)
     finally:
@@ -120,7 +125,7 @@ def test_jobs_in_hand_when_a_workers_backends_are_killed_run_again_at_once(priva
     run = Run(server, 1)
     long_jobs = range(1_000_000, 1_000_000 + int(THREADS) // 2)
     try:
-        time.sleep(STEADY)
+        run.offered(STEADY)
         with server.connect() as db:
             jobs.later_many(db, "default", "effect", [{"n": n, "ms": LONG_JOB_MS} for n in long_jobs])
             wait_for(lambda: db.execute("SELECT count(*) FROM jobs WHERE (args->>'n')::int >= 1000000"
@@ -133,7 +138,7 @@ def test_jobs_in_hand_when_a_workers_backends_are_killed_run_again_at_once(priva
                      == len(long_jobs), "the long jobs to take effect", timeout=RECOVERED_WITHIN)
             again = time.monotonic() - cut
         kill = run.moment() - again
-        time.sleep(RECOVERED_WITHIN + WATCHED - again)
+        run.offered(RECOVERED_WITHIN + WATCHED - again)
         end = run.moment()
         runs = run.finished(drained_within=10)
     finally:
