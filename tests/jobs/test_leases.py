@@ -90,3 +90,31 @@ def test_heartbeat_raises_no_false_lease_lost_for_jobs_of_its_batch_already_sett
             assert worker.join(10)
     assert caplog.text.count("(works on default) ran works") == 3, caplog.text
     assert "is held by another worker" not in caplog.text, caplog.text
+
+
+def test_a_claim_that_waited_longer_than_its_lease_still_gets_a_live_lease(db, connect):
+    lease = 1.0
+    alive = []
+
+    def looks_at_its_lease(conn, args):
+        alive.append(scalar(conn, "SELECT run_at > (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+                                  " FROM jobs WHERE id = %s", (jobs.current_job().id,)))
+
+    job = jobs.later(db, "default", "looks", {})
+    with connect() as locker:
+        with locker.transaction():
+            locker.execute("LOCK TABLE jobs IN EXCLUSIVE MODE")  # claims (UPDATEs) wait, as behind a slow lock
+            worker = jobs.worker(connect, "default", {"looks": looks_at_its_lease}, lease=lease)
+            try:
+                wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                            " AND query LIKE '%%attempts = attempts + 1%%' AND clock_timestamp() - query_start"
+                                            " > make_interval(secs => %s)", (lease * 1.5,)), "a claim to wait past its lease")
+            except BaseException:
+                worker.stop()
+                raise
+        try:
+            wait_for(lambda: alive, "the job to run")
+        finally:
+            worker.stop()
+            assert worker.join(10)
+    assert alive == [True], f"job {job} ran under a lease that had run out before its claim returned"
