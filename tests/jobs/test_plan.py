@@ -16,13 +16,23 @@ def executed_nodes(plan: dict):
             yield from executed_nodes(child)
 
 
+def walk(plan: dict) -> dict | None:
+    """The LockRows node of the claim: the walk over due jobs, under the join that updates what it took."""
+    if plan["Node Type"] == "LockRows":
+        return plan
+    return next((found for child in plan.get("Plans", []) if (found := walk(child))), None)
+
+
 def claim_plan(db) -> list[dict]:
-    """The nodes the claim of a batch of 4 ran, in a transaction rolled back afterwards."""
+    """The nodes the claim of a batch of 4 ran to find its jobs, in a transaction rolled back afterwards.
+
+    Only the walk counts: the join above it meets at most LIMIT rows, whatever its shape.
+    """
     params = {"queue": "default", "now": jobs.now_ms(), "lease": 30_000, "claim": 1}
     with db.transaction(force_rollback=True):
         [[explained]] = db.execute(b"EXPLAIN (ANALYZE, FORMAT JSON) " + store.claim_statement(4).as_bytes(db),
                                    params).fetchone()
-    return list(executed_nodes(explained["Plan"]))
+    return list(executed_nodes(walk(explained["Plan"])))
 
 
 @pytest.mark.parametrize("quiet", [
@@ -37,6 +47,7 @@ def test_claim_walks_the_ready_index_in_order_after_statistics_of_a_quiet_queue(
     jobs.later_many(db, "default", "noop", [{"n": n} for n in range(BACKLOG)], at=jobs.now_ms() - 1000)
     nodes = claim_plan(db)
     kinds = [(node["Node Type"], node.get("Relation Name"), node.get("Index Name")) for node in nodes]
+    kinds = [kind for kind in kinds if kind[0] != "Result"]  # the due bound, computed once
     assert not [kind for kind in kinds if kind[0] == "Sort"], kinds
     assert not [kind for kind in kinds if kind[0] == "Seq Scan" and kind[1] == "jobs"], kinds
     assert ("Index Scan", "jobs", "jobs_ready") in kinds, kinds
