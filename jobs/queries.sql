@@ -38,12 +38,22 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- LIMIT is written into the statement, not passed as a parameter: a prepared
 -- statement's generic plan that does not know it expects thousands of rows and joins
 -- them by reading the whole table (90 ms beside a million jobs, against 0.5 ms).
+-- The due bound sits in a scalar subquery, which the planner cannot see into: given
+-- the moment itself, it read it against statistics taken while the queue was quiet
+-- (every row then under a lease, due later than any moment since), expected no row
+-- to be due, and sorted the whole backlog for every claim (a sequential scan and a
+-- Sort under LockRows: 3 ms for 4 rows of 3,000, against 0.3 ms). Blind, it assumes a
+-- share of the queue is due, and walks jobs_ready in order, stopping at LIMIT.
+-- With no moment given (a worker), both moments are the database's: the due bound
+-- when the statement starts, and the lease from the instant each row is updated, so
+-- a claim that waited (on a lock, or on a server coming back) never commits a lease
+-- that has already run out.
 UPDATE jobs
 SET run_at = {clock} + %(lease)s, attempts = attempts + 1, claim = %(claim)s
 FROM (
     SELECT id, run_at AS due_at
     FROM jobs
-    WHERE queue = %(queue)s AND run_at <= {now} AND attempts < max_attempts AND NOT scheduled
+    WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now})
         AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT {limit}
@@ -80,10 +90,11 @@ WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 -- name: lapse
 -- The leases of jobs a worker was cut off from (its connection dropped while it held
 -- them) run out now instead of a lease from now: the attempt stays counted, as after
--- a crash, and the jobs are due again at once. One on its last attempt is reaped onto
--- the shelf by the next heartbeat, a keyed one gives its key back then, as any job
--- whose lease ran out. The claim token keeps it from touching jobs another worker holds.
-UPDATE jobs SET run_at = {now}
+-- a crash, and the jobs are due again at once. A job with attempts left gives up its
+-- claim, and with it its concurrency key; one on its last attempt keeps it, for the
+-- next heartbeat's reaper to shelve with its reason, as after a crash. The claim token
+-- keeps it from touching jobs another worker holds, or rows already settled.
+UPDATE jobs SET run_at = {now}, claim = CASE WHEN attempts < max_attempts THEN NULL ELSE claim END
 WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 
 -- name: extend

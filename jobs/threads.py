@@ -62,7 +62,8 @@ class WorkThread:
         self.backend_pid = db.info.backend_pid
         if self.cut_off:
             store.lapsed(db, self.cut_off)
-            log.info("jobs %s, held when the connection was lost, are due again", [job.id for job in self.cut_off])
+            log.info("%d job(s) it held when cut off are due again at once: %s", len(self.cut_off),
+                     [job.id for job in self.cut_off])
             self.cut_off = []
 
     def _lost(self) -> None:

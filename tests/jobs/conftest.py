@@ -1,4 +1,5 @@
-"""Fixtures of the queue's deployment tests: tables of their own, and a role that may only read and write.
+"""Fixtures of the queue's deployment and chaos tests: tables of their own, a role that may only
+read and write, and a PostgreSQL of the test's own for tests that restart or break it.
 
 Tests that break the tables (drop a column, take a step back) do it in a schema of
 their own, reached through the connection's search_path, so the shared tables stay whole.
@@ -13,7 +14,8 @@ from psycopg.conninfo import make_conninfo
 
 import jobs
 from tests.jobs.helpers import APP_ROLE, PRIVATE
-from tests.jobs.performers import RUNS
+from tests.jobs.performers import EFFECTS, RUNS
+from tests.jobs.private_pg import removed, started
 
 
 @pytest.fixture
@@ -47,3 +49,16 @@ def dropped(db) -> None:
     if db.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (APP_ROLE,)).fetchone():
         db.execute(sql.SQL("DROP OWNED BY {0}; DROP ROLE {0}").format(sql.Identifier(APP_ROLE)))
 
+
+@pytest.fixture
+def private_postgres():
+    """A started PrivatePostgres with the jobs table and the performers' tables made; removed afterwards."""
+    server = started()
+    try:
+        with server.connect() as db:
+            jobs.prepared(db)
+            db.execute(RUNS)
+            db.execute(EFFECTS)
+        yield server
+    finally:
+        removed(server)

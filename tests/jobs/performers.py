@@ -134,3 +134,21 @@ def tick(db, args):
 
 
 performers["tick"] = tick
+
+
+EFFECTS = """CREATE TABLE IF NOT EXISTS effects (
+    n int PRIMARY KEY, runs int NOT NULL DEFAULT 1, pid int NOT NULL, done_at timestamptz NOT NULL DEFAULT clock_timestamp())"""
+
+
+def effect(db, args):
+    """Works `ms` milliseconds, then writes the row of its `n` on the job's transaction.
+
+    A second run of the same `n` that commits counts in `runs` instead of failing, so
+    a test can count every duplicate; `done_at` gives the completions per second.
+    """
+    time.sleep(args.get("ms", 0) / 1000)
+    db.execute("INSERT INTO effects (n, pid) VALUES (%s, %s) ON CONFLICT (n) DO UPDATE SET runs = effects.runs + 1",
+               (args["n"], os.getpid()))
+
+
+performers["effect"] = effect

@@ -2,6 +2,7 @@
 
 import logging
 import threading
+import time
 
 import jobs
 from tests.jobs.helpers import scalar, wait_for
@@ -84,3 +85,51 @@ def test_a_healthy_run_logs_no_lease_lost(db, connect, caplog):
             worker.join(10)
     assert sorted(ran) == list(range(3000)) and worker.counts.lease_lost == 0
     assert "lease lost" not in caplog.text
+
+
+def test_heartbeat_raises_no_false_lease_lost_for_jobs_of_its_batch_already_settled(db, connect, caplog):
+    def works(conn, args):
+        time.sleep(args["ms"] / 1000)
+
+    with caplog.at_level(logging.INFO, logger="jobs"):
+        worker = jobs.worker(connect, "default", {"works": works}, lease=0.4)  # a heartbeat every 0.2 s
+        try:
+            jobs.later(db, "default", "works", {"ms": 1})  # a quick batch of one: the next claim takes two
+            assert worker.wait_until_empty(10)
+            # One claim takes both: the first job's group commits (it ran past COMMIT_AFTER), and
+            # its row is gone while the second runs through several heartbeats.
+            jobs.later_many(db, "default", "works", [{"ms": 10}, {"ms": 1000}])
+            assert worker.wait_until_empty(10)
+        finally:
+            worker.stop()
+            assert worker.join(10)
+    assert caplog.text.count("(works on default) ran works") == 3, caplog.text
+    assert "is held by another worker" not in caplog.text, caplog.text
+
+
+def test_a_claim_that_waited_longer_than_its_lease_still_gets_a_live_lease(db, connect):
+    lease = 1.0
+    alive = []
+
+    def looks_at_its_lease(conn, args):
+        alive.append(scalar(conn, "SELECT run_at > (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+                                  " FROM jobs WHERE id = %s", (jobs.current_job().id,)))
+
+    job = jobs.later(db, "default", "looks", {})
+    with connect() as locker:
+        with locker.transaction():
+            locker.execute("LOCK TABLE jobs IN EXCLUSIVE MODE")  # claims (UPDATEs) wait, as behind a slow lock
+            worker = jobs.worker(connect, "default", {"looks": looks_at_its_lease}, lease=lease)
+            try:
+                wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                                            " AND query LIKE '%%attempts = attempts + 1%%' AND clock_timestamp() - query_start"
+                                            " > make_interval(secs => %s)", (lease * 1.5,)), "a claim to wait past its lease")
+            except BaseException:
+                worker.stop()
+                raise
+        try:
+            wait_for(lambda: alive, "the job to run")
+        finally:
+            worker.stop()
+            assert worker.join(10)
+    assert alive == [True], f"job {job} ran under a lease that had run out before its claim returned"

@@ -1,0 +1,130 @@
+"""A PostgreSQL of a test's own, for tests that stop, restart or break the server.
+
+The shared test database must never be restarted under other tests, so a test that
+does so starts one here: initdb in a temporary folder and pg_ctl on a free TCP port,
+with the binaries of the `pgserver` wheel. Its address stays the same across restarts,
+and its log (slow statements and lock waits included) is kept for the test to read.
+"""
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+import psycopg
+
+# Statements slower than this show in the server log, with the lock waits behind them.
+SLOW_STATEMENT = 200  # ms
+READY = 30.0  # seconds pg_ctl waits for the server to start or stop
+SETTINGS = {
+    "listen_addresses": "'127.0.0.1'",
+    "unix_socket_directories": "''",  # TCP only: workers meet a restart as an app would
+    "max_connections": "200",
+    "fsync": "off",  # a test's data need not survive the machine; a fast shutdown still flushes it
+    "log_min_duration_statement": str(SLOW_STATEMENT),
+    "log_lock_waits": "on",
+    "deadlock_timeout": "100ms",  # how soon a lock wait is logged
+    "log_line_prefix": "'%m [%p] %a: '",
+}
+
+
+class PrivatePostgres:
+    """A PostgreSQL server in a folder of its own, on a port of its own."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.data = folder / "data"
+        self.log = folder / "server.log"
+        self.port = free_port()
+        self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        self.user = server_user()
+        self.bin = binaries()
+        self.data.mkdir()
+        if self.user:
+            shutil.chown(self.folder, self.user)
+            shutil.chown(self.data, self.user)
+            os.chmod(self.folder, 0o755)
+        self._run("initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--encoding=utf8")
+        with open(self.data / "postgresql.conf", "a") as conf:
+            conf.write(f"port = {self.port}\n")
+            conf.writelines(f"{name} = {value}\n" for name, value in SETTINGS.items())
+
+    def start(self) -> "PrivatePostgres":
+        self._run("pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", str(int(READY)), "start")
+        return self
+
+    def stop(self) -> None:
+        """A fast shutdown: open transactions roll back, sessions are cut off, nothing is lost."""
+        self._run("pg_ctl", "-D", self.data, "-w", "-t", str(int(READY)), "-m", "fast", "stop")
+
+    def restart(self) -> None:
+        self._run("pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", str(int(READY)), "-m", "fast", "restart")
+
+    def running(self) -> bool:
+        return (self.data / "postmaster.pid").exists()
+
+    def connect(self, **options) -> psycopg.Connection:
+        return psycopg.connect(self.url, autocommit=True, **options)
+
+    def logged(self) -> str:
+        return self.log.read_text(errors="replace") if self.log.exists() else ""
+
+    def _run(self, program: str, *args) -> None:
+        command = [str(self.bin / program), *map(str, args)]
+        subprocess.run(command, check=True, user=self.user, cwd=self.folder, capture_output=True, timeout=READY + 10)
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def server_user() -> str | None:
+    """The system user to run PostgreSQL as: none of our own unless we are root, which it refuses."""
+    if os.geteuid() != 0:
+        return None
+    from pgserver.utils import ensure_user_exists
+
+    ensure_user_exists("pgserver")
+    return "pgserver"
+
+
+def binaries() -> Path:
+    from pgserver._commands import POSTGRES_BIN_PATH
+
+    return Path(POSTGRES_BIN_PATH)
+
+
+def started(parent: str | None = None):
+    """A started PrivatePostgres in a new temporary folder; `removed` stops it and deletes the folder."""
+    folder = Path(tempfile.mkdtemp(prefix="jobs-private-pg-", dir=parent))
+    return PrivatePostgres(folder).start()
+
+
+def removed(server: PrivatePostgres) -> None:
+    """Stops the server if it runs and deletes its folder."""
+    if server.running():
+        try:
+            server._run("pg_ctl", "-D", server.data, "-w", "-m", "immediate", "stop")
+        except subprocess.CalledProcessError:
+            pass
+    shutil.rmtree(server.folder, ignore_errors=True)
+
+
+def waited_until_up(server: PrivatePostgres, timeout: float = READY) -> None:
+    """Returns once the server answers a query."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with server.connect() as db:
+                db.execute("SELECT 1")
+                return
+        except psycopg.OperationalError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)

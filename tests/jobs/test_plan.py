@@ -1,0 +1,54 @@
+"""The claim walks the `jobs_ready` index in order whatever the statistics say (issue 13, point 5)."""
+
+import pytest
+
+import jobs
+from jobs import store
+
+BACKLOG = 3_000  # due jobs that arrive after the statistics were taken
+
+
+def executed_nodes(plan: dict):
+    """Every node of an EXPLAIN (ANALYZE, FORMAT JSON) plan that ran at least once."""
+    if plan.get("Actual Loops", 1) > 0:
+        yield plan
+        for child in plan.get("Plans", []):
+            yield from executed_nodes(child)
+
+
+def walk(plan: dict) -> dict | None:
+    """The LockRows node of the claim: the walk over due jobs, under the join that updates what it took."""
+    if plan["Node Type"] == "LockRows":
+        return plan
+    return next((found for child in plan.get("Plans", []) if (found := walk(child))), None)
+
+
+def claim_plan(db) -> list[dict]:
+    """The nodes the claim of a batch of 4 ran to find its jobs, in a transaction rolled back afterwards.
+
+    Only the walk counts: the join above it meets at most LIMIT rows, whatever its shape.
+    """
+    params = {"queue": "default", "now": jobs.now_ms(), "lease": 30_000, "claim": 1}
+    with db.transaction(force_rollback=True):
+        [[explained]] = db.execute(b"EXPLAIN (ANALYZE, FORMAT JSON) " + store.claim_statement(4).as_bytes(db),
+                                   params).fetchone()
+    return list(executed_nodes(walk(explained["Plan"])))
+
+
+@pytest.mark.parametrize("quiet", [
+    pytest.param(0, id="analyzed-empty"),
+    pytest.param(5, id="analyzed-with-five-jobs-in-work"),
+])
+def test_claim_walks_the_ready_index_in_order_after_statistics_of_a_quiet_queue(db, quiet):
+    if quiet:
+        jobs.later_many(db, "default", "noop", [{}] * quiet)
+        assert len(store.claimed(db, "default", jobs.now_ms(), limit=quiet)) == quiet
+    db.execute("ANALYZE jobs")
+    jobs.later_many(db, "default", "noop", [{"n": n} for n in range(BACKLOG)], at=jobs.now_ms() - 1000)
+    nodes = claim_plan(db)
+    kinds = [(node["Node Type"], node.get("Relation Name"), node.get("Index Name")) for node in nodes]
+    kinds = [kind for kind in kinds if kind[0] != "Result"]  # the due bound, computed once
+    assert not [kind for kind in kinds if kind[0] == "Sort"], kinds
+    assert not [kind for kind in kinds if kind[0] == "Seq Scan" and kind[1] == "jobs"], kinds
+    assert ("Index Scan", "jobs", "jobs_ready") in kinds, kinds
+    assert [node["Actual Rows"] for node in nodes if node["Node Type"] == "LockRows"] == [4]
