@@ -58,7 +58,7 @@ def login_required(view):
 @bp.route("/signup", methods=("GET", "POST"))
 def signup():
     """Makes an unconfirmed account and queues its confirmation letter; the same answer for a taken address."""
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("auth/signup.html")
     email, password = email_field(), field("password", passwords.PASSWORD_MAX)
     problem = "" if mail.is_address(email) else "Enter an email address, like name@example.com."
@@ -85,7 +85,7 @@ def confirm(token: str):
     account = accounts.for_token(db, "confirm", token)
     if account is None:
         abort(400, "This confirmation link is not valid or has expired. Sign in to be sent a new one.")
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("auth/confirm.html", account=account)
     accounts.confirmed(db, account)
     flash("Your account is confirmed. You can sign in now.")
@@ -109,7 +109,7 @@ def confirmation_again():
 @bp.route("/signin", methods=("GET", "POST"))
 def signin():
     """Signs in with an address and password, with one answer for every kind of failure."""
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("auth/signin.html")
     email, password = email_field(), field("password", passwords.PASSWORD_MAX)
     db = get_db()

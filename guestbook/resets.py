@@ -22,7 +22,7 @@ INVALID = "This reset link is not valid: it has expired or was used already. Ask
 @bp.route("/new", methods=("GET", "POST"))
 def new():
     """Queues a reset letter to the address given, when it has an account and had none lately."""
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("resets/new.html")
     email = email_field()
     if not mail.is_address(email):
@@ -45,7 +45,7 @@ def edit(token: str):
     account = accounts.for_token(db, "reset", token)
     if account is None:
         abort(400, INVALID)
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("resets/edit.html")
     password = field("password", passwords.PASSWORD_MAX)
     problem = passwords.problem(password)
