@@ -1,8 +1,9 @@
 """The guestbook: a Flask app whose letters leave from a job queue, so no request waits on mail.
 
 How a request travels, file by file:
-  __init__.py  `create_app` builds the app: configuration, the checks every POST
-               passes (forms.py, csrf.py), and one blueprint per feature.
+  __init__.py  `create_app` builds the app: configuration, the checks every request
+               that may act passes (forms.py, csrf.py), the headers of every answer
+               (headers.py), and one blueprint per feature.
   auth.py, unlocks.py, resets.py, entries.py, outbox.py   the views.
   accounts.py  the SQL of the accounts table (queries.sql), on db.py's connection.
   tokens.py    the signed links; mailer.py queues the letters that carry them.
@@ -13,7 +14,7 @@ import os
 from flask import Flask, render_template
 from werkzeug.exceptions import HTTPException
 
-from . import auth, csrf, db, entries, forms, outbox, passwords, resets, tokens, unlocks
+from . import auth, csrf, db, entries, forms, headers, outbox, passwords, resets, tokens, unlocks
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
 
@@ -44,7 +45,7 @@ def create_app(config: dict | None = None) -> Flask:
         PASSWORD_MIN=passwords.PASSWORD_MIN, PASSWORD_MAX=passwords.PASSWORD_MAX, ENTRY_MAX=entries.ENTRY_MAX,
     )
     app.register_error_handler(HTTPException, error_page)
-    app.after_request(guarded_headers)
+    headers.init_app(app)
     return app
 
 
@@ -65,9 +66,3 @@ def error_page(error: HTTPException):
     """A page saying what was wrong with the request, with its 4xx status."""
     return render_template("error.html", error=error), error.code
 
-
-def guarded_headers(response):
-    """Keeps links with tokens out of Referer headers, and browsers from guessing content types."""
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    return response

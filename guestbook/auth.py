@@ -37,14 +37,6 @@ def load_signed_in_account() -> None:
     g.account = account
 
 
-@bp.after_app_request
-def not_stored(response):
-    """Keeps pages shown to a signed-in account out of every cache."""
-    if g.get("account") is not None:
-        response.headers["Cache-Control"] = "no-store"
-    return response
-
-
 def login_required(view):
     """Sends a visitor who is not signed in to the sign-in page instead of `view`."""
     @functools.wraps(view)
