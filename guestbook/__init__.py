@@ -10,25 +10,32 @@ How a request travels, file by file:
 """
 
 import os
+from urllib.parse import urlsplit
 
-from flask import Flask, render_template
-from werkzeug.exceptions import HTTPException
+from flask import Flask, current_app, render_template
+from werkzeug.exceptions import HTTPException, SecurityError
 
 from . import auth, csrf, db, entries, forms, headers, outbox, passwords, resets, tokens, unlocks
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
+# The Host names development answers to: a page elsewhere that points its own name at
+# 127.0.0.1 (DNS rebinding) is refused, so it cannot read /outbox and its links.
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
 
 
 def create_app(config: dict | None = None) -> Flask:
     """Builds the app from the environment, with `config` (a mapping of settings) over it.
 
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
-    (seconds), and DEVELOPMENT (True: the /outbox page, cookies without Secure).
+    (seconds), and DEVELOPMENT (True: the /outbox page, cookies without Secure, no
+    HSTS, and only the Host names LOCAL_HOSTS and BASE_URL's).
     """
     app = Flask(__name__)
     config = config or {}
     app.config.from_mapping(settings_from_environment())
     app.config["SESSION_COOKIE_SECURE"] = not config.get("DEVELOPMENT")  # cookies over HTTPS only, but locally
+    if config.get("DEVELOPMENT"):
+        app.config["TRUSTED_HOSTS"] = [*LOCAL_HOSTS, urlsplit(os.environ.get("BASE_URL", "")).hostname or LOCAL_HOSTS[0]]
     app.config.from_mapping(config)
     missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not app.config.get(name)]
     if missing:
@@ -45,6 +52,7 @@ def create_app(config: dict | None = None) -> Flask:
         PASSWORD_MIN=passwords.PASSWORD_MIN, PASSWORD_MAX=passwords.PASSWORD_MAX, ENTRY_MAX=entries.ENTRY_MAX,
     )
     app.register_error_handler(HTTPException, error_page)
+    app.register_error_handler(SecurityError, untrusted_host)
     headers.init_app(app)
     return app
 
@@ -66,3 +74,9 @@ def error_page(error: HTTPException):
     """A page saying what was wrong with the request, with its 4xx status."""
     return render_template("error.html", error=error), error.code
 
+
+
+def untrusted_host(error: SecurityError):
+    """The 400 answer to a Host name development does not answer to: plain text, as no page can be built for it."""
+    names = ", ".join(current_app.config["TRUSTED_HOSTS"])
+    return f"{error.description} This guestbook answers at {names} only.\n", 400, {"Content-Type": "text/plain"}
