@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from flask import Flask, current_app, render_template
 from werkzeug.exceptions import HTTPException, SecurityError
 
-from . import auth, csrf, db, entries, forms, headers, outbox, passwords, resets, tokens, unlocks
+from . import auth, csrf, db, entries, forms, headers, outbox, passwords, resets, sessions, tokens, unlocks
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
 # The Host names development answers to: a page elsewhere that points its own name at
@@ -67,6 +67,7 @@ def settings_from_environment() -> dict:
         "DEVELOPMENT": False,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
+        "PERMANENT_SESSION_LIFETIME": sessions.SESSION_MAX_AGE,  # the cookie's signature expires with the session
     }
 
 

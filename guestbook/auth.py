@@ -2,7 +2,8 @@
 
 Sign-up writes an unconfirmed account and queues its confirmation letter on one
 transaction, so the answer never waits on the mail server. The account signed in
-is loaded once per request into `g.account`; `login_required` guards views.
+is loaded once per request into `g.account`, from the session's row (sessions.py);
+`login_required` guards views.
 """
 
 import functools
@@ -11,7 +12,7 @@ from flask import Blueprint, abort, flash, g, redirect, render_template, request
 
 import mail
 
-from . import accounts, mailer, passwords, tokens
+from . import accounts, mailer, passwords, sessions, tokens
 from .db import get_db
 from .forms import email_field, field
 
@@ -25,12 +26,11 @@ SIGNIN_FAILED = (
 
 @bp.before_app_request
 def load_signed_in_account() -> None:
-    """Puts the signed-in account in g.account, and ends a session whose password has changed since."""
+    """Puts the signed-in account in g.account; forgets a session that has ended, or whose password has changed."""
     g.account = None
-    account_id = session.get("account_id")
-    if account_id is None:
+    if session.get("session_id") is None:
         return
-    account = accounts.by_id(get_db(), account_id)
+    account = sessions.account_of(get_db(), session["session_id"], session.get("account_id"))
     if account is None or not tokens.fits("session", session.get("password", ""), account):
         session.clear()
         return
@@ -115,6 +115,7 @@ def signin():
         return render_template("auth/unconfirmed.html", email=account.email), 403
     session.clear()  # a new session for the new account: nothing carried over from before
     session["account_id"] = account.id
+    session["session_id"] = sessions.started(db, account)
     session["password"] = tokens.fingerprint("session", tokens.state("session", account))
     return redirect(url_for("entries.index"))
 
@@ -142,7 +143,18 @@ def attempted(db, account, password: str) -> str:
 
 @bp.route("/signout", methods=("POST",))
 def signout():
-    """Ends the session."""
+    """Ends this session, on the server too: a copy of its cookie is worth nothing after."""
+    sessions.ended(get_db(), session.get("session_id"))
     session.clear()
     flash("You are signed out.")
+    return redirect(url_for("entries.index"))
+
+
+@bp.route("/signout/everywhere", methods=("POST",))
+@login_required
+def signout_everywhere():
+    """Ends every session of the signed-in account, on every device."""
+    sessions.ended_everywhere(get_db(), g.account.id)
+    session.clear()
+    flash("You are signed out everywhere: every session of your account has ended, on every device.")
     return redirect(url_for("entries.index"))

@@ -76,3 +76,37 @@ LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: entry_created
 INSERT INTO entries (account_id, body) VALUES (%(account_id)s, %(body)s)
+
+-- name: session_started
+-- A new session for the account; the account's sessions that have ended by themselves
+-- go at the same time, so the table holds little more than the live ones.
+WITH dead AS (
+    DELETE FROM sessions
+    WHERE account_id = %(account_id)s
+        AND (created_at <= now() - make_interval(secs => %(max_age)s)
+             OR seen_at <= now() - make_interval(secs => %(idle)s))
+)
+INSERT INTO sessions (account_id) VALUES (%(account_id)s)
+RETURNING id
+
+-- name: session_account
+-- The account of a live session: one whose row exists (sign-out, sign-out everywhere
+-- and a reset delete it), less than SESSION_MAX_AGE after its sign-in and SESSION_IDLE
+-- after its latest request. `stale` asks for seen_at to be moved on.
+SELECT a.id, a.email, a.password_digest, a.confirmed_at, a.locked_at,
+    coalesce(a.locked_at > now() - make_interval(secs => %(lock_duration)s), false) AS locked,
+    s.seen_at <= now() - make_interval(secs => %(seen_every)s) AS stale
+FROM sessions s JOIN accounts a ON a.id = s.account_id
+WHERE s.id = %(id)s AND s.account_id = %(account_id)s
+    AND s.created_at > now() - make_interval(secs => %(max_age)s)
+    AND s.seen_at > now() - make_interval(secs => %(idle)s)
+
+-- name: session_seen
+UPDATE sessions SET seen_at = now() WHERE id = %(id)s
+
+-- name: session_ended
+DELETE FROM sessions WHERE id = %(id)s
+
+-- name: sessions_ended
+-- Every session of the account, wherever its cookies are: sign out everywhere, and a reset.
+DELETE FROM sessions WHERE account_id = %(account_id)s

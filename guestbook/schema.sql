@@ -20,3 +20,13 @@ CREATE TABLE IF NOT EXISTS entries (
     body text NOT NULL,
     created_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- One row per signed-in session: the signed cookie only names its row, so deleting the
+-- row ends the session wherever a copy of the cookie is (see sessions.py).
+CREATE TABLE IF NOT EXISTS sessions (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    account_id bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    created_at timestamptz NOT NULL DEFAULT now(),  -- the sign-in: SESSION_MAX_AGE counts from here
+    seen_at timestamptz NOT NULL DEFAULT now()      -- its latest request (to SEEN_EVERY): SESSION_IDLE counts from here
+);
+CREATE INDEX IF NOT EXISTS sessions_account ON sessions (account_id);
