@@ -124,7 +124,9 @@ def attempted(db, account, password: str) -> str:
     """Checks a sign-in and counts it; says "signed in", "unconfirmed" or "refused".
 
     The password is hashed whatever happens (against a dummy digest for an unknown
-    address), so the answer takes as long for every address.
+    address), so the answer takes as long for every address. The right password then
+    signs in only if the row, as it is after the hash, is not locked: guesses sent at
+    once may have locked it while this one was hashed.
     """
     right = passwords.matches(account.password_digest if account else None, password)
     if account is None or account.locked:
@@ -137,7 +139,8 @@ def attempted(db, account, password: str) -> str:
             if locked is not None:
                 mailer.unlock(db, locked)
         return "refused"
-    accounts.succeeded_signin(db, account)
+    if not accounts.succeeded_signin(db, account):
+        return "refused"
     return "signed in" if account.confirmed_at is not None else "unconfirmed"
 
 

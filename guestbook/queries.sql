@@ -37,7 +37,13 @@ WHERE id = %(id)s AND locked_at IS NULL
 RETURNING locked_at
 
 -- name: signin_succeeded
-UPDATE accounts SET failed_signins = 0 WHERE id = %(id)s
+-- The right password signs in on the row as it is now, after the hash, not as it was
+-- read before it: never while a lock is in force, and only if the digest it was checked
+-- against is still the account's. Guesses sent at once serialise on the row lock, so a
+-- lock that a wrong guess committed while this one was hashed is seen here.
+UPDATE accounts SET failed_signins = 0
+WHERE id = %(id)s AND password_digest = %(digest)s
+    AND (locked_at IS NULL OR locked_at <= now() - make_interval(secs => %(lock_duration)s))
 
 -- name: lock_ended
 -- A lock older than LOCK_DURATION has ended by itself: the count starts again.
