@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from flask import Flask, current_app, render_template
 from werkzeug.exceptions import HTTPException, SecurityError
 
-from . import auth, csrf, db, entries, forms, headers, outbox, passwords, resets, sessions, tokens, unlocks
+from . import auth, csrf, db, entries, forms, headers, names, outbox, passwords, resets, sessions, tokens, unlocks
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
 # The Host names development answers to: a page elsewhere that points its own name at
@@ -50,6 +50,7 @@ def create_app(config: dict | None = None) -> Flask:
         app.register_blueprint(outbox.bp)
     app.jinja_env.globals.update(
         PASSWORD_MIN=passwords.PASSWORD_MIN, PASSWORD_MAX=passwords.PASSWORD_MAX, ENTRY_MAX=entries.ENTRY_MAX,
+        NAME_MAX=names.NAME_MAX, ANONYMOUS=names.ANONYMOUS,
     )
     app.register_error_handler(HTTPException, error_page)
     app.register_error_handler(SecurityError, untrusted_host)

@@ -31,9 +31,9 @@ def for_token(db, purpose: str, token: str):
     return account
 
 
-def created(db, email: str, digest: str):
-    """A new unconfirmed account, or None when the address already has one."""
-    return db.execute(queries["account_created"], {"email": email, "digest": digest}).fetchone()
+def created(db, email: str, digest: str, name: str = ""):
+    """A new unconfirmed account signing as `name`, or None when the address already has one."""
+    return db.execute(queries["account_created"], {"email": email, "digest": digest, "name": name}).fetchone()
 
 
 def confirmed(db, account) -> None:

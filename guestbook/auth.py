@@ -12,7 +12,7 @@ from flask import Blueprint, abort, flash, g, redirect, render_template, request
 
 import mail
 
-from . import accounts, mailer, passwords, sessions, tokens
+from . import accounts, mailer, names, passwords, sessions, tokens
 from .db import get_db
 from .forms import email_field, field
 
@@ -52,16 +52,16 @@ def signup():
     """Makes an unconfirmed account and queues its confirmation letter; the same answer for a taken address."""
     if request.method != "POST":
         return render_template("auth/signup.html")
-    email, password = email_field(), field("password", passwords.PASSWORD_MAX)
+    email, password, name = email_field(), field("password", passwords.PASSWORD_MAX), names.posted()
     problem = "" if mail.is_address(email) else "Enter an email address, like name@example.com."
-    problem = problem or passwords.problem(password)
+    problem = problem or passwords.problem(password) or names.problem(name)
     if problem:
         flash(problem, "error")
-        return render_template("auth/signup.html", email=email), 422
+        return render_template("auth/signup.html", email=email, name=name), 422
     digest = passwords.digest(password)
     db = get_db()
     with db.transaction():
-        account = accounts.created(db, email, digest)
+        account = accounts.created(db, email, digest, name)
         if account is not None:
             mailer.confirmation(db, account)
         else:

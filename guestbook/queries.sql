@@ -3,8 +3,8 @@
 
 -- name: account_created
 -- A taken address makes no row and no error: the caller answers the same either way.
-INSERT INTO accounts (email, password_digest)
-VALUES (%(email)s, %(digest)s)
+INSERT INTO accounts (email, password_digest, display_name)
+VALUES (%(email)s, %(digest)s, %(name)s)
 ON CONFLICT (email) DO NOTHING
 RETURNING id, email, password_digest, confirmed_at, locked_at, false AS locked
 
@@ -75,9 +75,11 @@ WHERE id = %(id)s AND password_digest = %(old_digest)s
 RETURNING id
 
 -- name: entries_page
--- Newest first; one row more than a page is asked for, to tell whether an older page exists.
-SELECT body, created_at AT TIME ZONE 'UTC' AS created_utc FROM entries
-ORDER BY id DESC
+-- Newest first, each with the name of the account that wrote it; one row more than a
+-- page is asked for, to tell whether an older page exists.
+SELECT e.body, e.created_at AT TIME ZONE 'UTC' AS created_utc, a.display_name
+FROM entries e JOIN accounts a ON a.id = e.account_id
+ORDER BY e.id DESC
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: entry_created

@@ -30,3 +30,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     seen_at timestamptz NOT NULL DEFAULT now()      -- its latest request (to SEEN_EVERY): SESSION_IDLE counts from here
 );
 CREATE INDEX IF NOT EXISTS sessions_account ON sessions (account_id);
+
+-- Upgrade 1: the name an account signs its entries with (names.py). A table made
+-- before it gets the column, empty for the accounts it holds (their entries are signed
+-- names.ANONYMOUS); a column with a constant default is added without rewriting rows.
+ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name text NOT NULL DEFAULT '';
