@@ -35,7 +35,7 @@ def create_app(config: dict | None = None) -> Flask:
     app.config.from_mapping(settings_from_environment())
     app.config["SESSION_COOKIE_SECURE"] = not config.get("DEVELOPMENT")  # cookies over HTTPS only, but locally
     if config.get("DEVELOPMENT"):
-        app.config["TRUSTED_HOSTS"] = [*LOCAL_HOSTS, urlsplit(os.environ.get("BASE_URL", "")).hostname or LOCAL_HOSTS[0]]
+        app.config["TRUSTED_HOSTS"] = local_hosts()
     app.config.from_mapping(config)
     missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not app.config.get(name)]
     if missing:
@@ -77,8 +77,13 @@ def error_page(error: HTTPException):
     return render_template("error.html", error=error), error.code
 
 
+def local_hosts() -> list[str]:
+    """The Host names development answers to: LOCAL_HOSTS, and BASE_URL's when it names another."""
+    base = urlsplit(os.environ.get("BASE_URL", "")).hostname
+    return [*LOCAL_HOSTS, base] if base and base not in LOCAL_HOSTS else list(LOCAL_HOSTS)
+
 
 def untrusted_host(error: SecurityError):
     """The 400 answer to a Host name development does not answer to: plain text, as no page can be built for it."""
-    names = ", ".join(current_app.config["TRUSTED_HOSTS"])
-    return f"{error.description} This guestbook answers at {names} only.\n", 400, {"Content-Type": "text/plain"}
+    hosts = ", ".join(current_app.config["TRUSTED_HOSTS"])
+    return f"{error.description} This guestbook answers at {hosts} only.\n", 400, {"Content-Type": "text/plain"}
