@@ -68,6 +68,8 @@ def test_development_refuses_host_names_that_are_not_local(client, visitor, db, 
 
     assert answer.status_code == 400
     assert "guestbook.test/confirm/" not in answer.get_data(as_text=True)
+    assert visitor.client.post("/signup", data={"email": "bo@example.com"}, headers={"Host": host}).status_code == 400
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 1
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:5000", "localhost:5000", "localhost", "guestbook.test"])
