@@ -6,6 +6,8 @@ How a request travels, file by file:
                (headers.py), and one blueprint per feature.
   auth.py, unlocks.py, resets.py, entries.py, outbox.py   the views.
   accounts.py  the SQL of the accounts table (queries.sql), on db.py's connection.
+  sessions.py  the rows that sessions are, which signing out deletes; names.py the
+               name an account signs its entries with.
   tokens.py    the signed links; mailer.py queues the letters that carry them.
 """
 
