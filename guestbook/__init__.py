@@ -1,24 +1,32 @@
 """The guestbook: a Flask app whose letters leave from a job queue, so no request waits on mail.
 
 How a request travels, file by file:
-  __init__.py  `create_app` builds the app: configuration, the checks every POST
-               passes (forms.py, csrf.py, then limits.py for the posts that cost a
-               hash or a letter), and one blueprint per feature.
+  __init__.py  `create_app` builds the app: configuration, the checks every request
+               that may act passes (forms.py, csrf.py, then limits.py for the posts
+               that cost a hash or a letter), the headers of every answer
+               (headers.py), and one blueprint per feature.
   auth.py, unlocks.py, resets.py, entries.py, outbox.py   the views.
   accounts.py  the SQL of the accounts table (queries.sql), on db.py's connection.
+  sessions.py  the rows that sessions are, which signing out deletes; names.py the
+               name an account signs its entries with.
   tokens.py    the signed links; mailer.py queues the letters that carry them.
   upkeep.py    the jobs that run on a schedule beside the server (__main__.py).
 """
 
 import os
+from urllib.parse import urlsplit
 
-from flask import Flask, render_template
-from werkzeug.exceptions import HTTPException
+from flask import Flask, current_app, render_template
+from werkzeug.exceptions import HTTPException, SecurityError
 
-from . import auth, csrf, dashboard, db, entries, forms, limits, outbox, passwords, resets, tokens, unlocks
+from . import (auth, csrf, dashboard, db, entries, forms, headers, limits, names, outbox, passwords, resets,
+               sessions, tokens, unlocks)
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
 TRUSTED_PROXIES_DEFAULT = 0  # proxies in front unless TRUSTED_PROXIES says otherwise: the client is who connects
+# The Host names development answers to: a page elsewhere that points its own name at
+# 127.0.0.1 (DNS rebinding) is refused, so it cannot read /outbox and its links.
+LOCAL_HOSTS = ("127.0.0.1", "localhost")
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -27,12 +35,15 @@ def create_app(config: dict | None = None) -> Flask:
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
     (seconds), TRUSTED_PROXIES (how many proxies in front set X-Forwarded-For),
     ADMIN_EMAILS (who may see /jobs), and DEVELOPMENT (True: the /outbox page, /jobs for
-    anyone, cookies without Secure).
+    anyone, cookies without Secure, no HSTS, and only the Host names LOCAL_HOSTS and
+    BASE_URL's).
     """
     app = Flask(__name__)
     config = config or {}
     app.config.from_mapping(settings_from_environment())
     app.config["SESSION_COOKIE_SECURE"] = not config.get("DEVELOPMENT")  # cookies over HTTPS only, but locally
+    if config.get("DEVELOPMENT"):
+        app.config["TRUSTED_HOSTS"] = local_hosts()
     app.config.from_mapping(config)
     missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not app.config.get(name)]
     if missing:
@@ -49,9 +60,11 @@ def create_app(config: dict | None = None) -> Flask:
     dashboard.init_app(app)  # the job queue's dashboard at /jobs
     app.jinja_env.globals.update(
         PASSWORD_MIN=passwords.PASSWORD_MIN, PASSWORD_MAX=passwords.PASSWORD_MAX, ENTRY_MAX=entries.ENTRY_MAX,
+        NAME_MAX=names.NAME_MAX, ANONYMOUS=names.ANONYMOUS,
     )
     app.register_error_handler(HTTPException, error_page)
-    app.after_request(guarded_headers)
+    app.register_error_handler(SecurityError, untrusted_host)
+    headers.init_app(app)
     return app
 
 
@@ -67,6 +80,7 @@ def settings_from_environment() -> dict:
         "DEVELOPMENT": False,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
+        "PERMANENT_SESSION_LIFETIME": sessions.SESSION_MAX_AGE,  # the cookie's signature expires with the session
     }
 
 
@@ -86,8 +100,13 @@ def error_page(error: HTTPException):
     return render_template("error.html", error=error), error.code, headers
 
 
-def guarded_headers(response):
-    """Keeps links with tokens out of Referer headers, and browsers from guessing content types."""
-    response.headers["Referrer-Policy"] = "no-referrer"
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    return response
+def local_hosts() -> list[str]:
+    """The Host names development answers to: LOCAL_HOSTS, and BASE_URL's when it names another."""
+    base = urlsplit(os.environ.get("BASE_URL", "")).hostname
+    return [*LOCAL_HOSTS, base] if base and base not in LOCAL_HOSTS else list(LOCAL_HOSTS)
+
+
+def untrusted_host(error: SecurityError):
+    """The 400 answer to a Host name development does not answer to: plain text, as no page can be built for it."""
+    hosts = ", ".join(current_app.config["TRUSTED_HOSTS"])
+    return f"{error.description} This guestbook answers at {hosts} only.\n", 400, {"Content-Type": "text/plain"}

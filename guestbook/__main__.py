@@ -6,7 +6,8 @@ requests also sends the letters they queue. --development is for a person runnin
 it on their own machine: an embedded PostgreSQL in .pgdata/ when DATABASE_URL is
 unset, a secret kept in .secret_key when SECRET_KEY is unset, letters written to
 the outbox when MAIL_URL is unset (the /outbox page shows them), cookies without
-Secure. Without --development, SECRET_KEY and DATABASE_URL must be set.
+Secure. Without --development, DATABASE_URL, a SECRET_KEY of SECRET_KEY_MIN
+characters or more, and an https:// BASE_URL must be set, or it refuses to start.
 """
 
 import argparse
@@ -16,6 +17,7 @@ import secrets
 import signal
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psycopg
 import waitress
@@ -23,13 +25,23 @@ import waitress
 import jobs
 import mail
 
-from . import create_app, db, embedded, settings_from_environment, upkeep
+from . import create_app, db, embedded, forms, settings_from_environment, upkeep
 
 DEFAULT_PORT = 5000  # the port served when neither --port nor PORT names one
 THREADS = db.POOL_MAX  # requests served at once: one pool connection each
 SECRET_FILE = Path(".secret_key")  # where development keeps the secret it made
 SECRET_BYTES = 32  # random bytes in a secret made for development
+SECRET_KEY_MIN = 32  # characters a SECRET_KEY needs outside development (a random one: `openssl rand -hex 32`)
 HOSTS = {True: "127.0.0.1", False: "0.0.0.0"}  # the interface listened on, in development or not
+# waitress's limits, so that a slow or hostile client cannot hold the server (see README,
+# "Passwords and tokens"): a connection idle mid-request for CHANNEL_TIMEOUT is closed,
+# looked for every CLEANUP_INTERVAL; up to CONNECTION_LIMIT are served at once, polled
+# (select() would stop at 1024 descriptors); a body is refused with a 413 as soon as it
+# is past the app's own limit, before it is read (waitress refuses at >=, Flask past >).
+CHANNEL_TIMEOUT = 10  # seconds a connection may send nothing before waitress closes it (its default: 120)
+CLEANUP_INTERVAL = 2  # seconds between waitress's looks for idle connections (its default: 30)
+CONNECTION_LIMIT = 1000  # connections open at once (its default: 100, which 100 idle clients filled)
+BODY_MAX = forms.CONTENT_MAX + 1  # waitress's max_request_body_size (its default: 1 GiB)
 
 
 def main(argv=None) -> int:
@@ -53,9 +65,9 @@ def serve_command(args) -> int:
     """Serves until SIGINT or SIGTERM; the letter in hand is sent before the process ends."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)  # its start-up is told line by line otherwise
-    missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not os.environ.get(name)]
-    if missing and not args.development:
-        print(f"guestbook: set {' and '.join(missing)}, or run with --development", file=sys.stderr)
+    problem = "" if args.development else production_problem()
+    if problem:
+        print(f"guestbook: {problem}", file=sys.stderr)
         return 2
     try:
         performers = upkeep.performers  # the letters', made from MAIL_RETRY_INTERVALS now, and the upkeep's
@@ -69,7 +81,11 @@ def serve_command(args) -> int:
     base = os.environ.setdefault("BASE_URL", f"http://127.0.0.1:{port}")  # mail.url_for reads it
     app = create_app({"DATABASE_URL": url, "SECRET_KEY": os.environ.get("SECRET_KEY") or kept_secret(),
                       "DEVELOPMENT": args.development})
-    server = waitress.create_server(app, host=HOSTS[args.development], port=port, threads=THREADS)  # listens now
+    server = waitress.create_server(  # listens now
+        app, host=HOSTS[args.development], port=port, threads=THREADS, channel_timeout=CHANNEL_TIMEOUT,
+        cleanup_interval=CLEANUP_INTERVAL, connection_limit=CONNECTION_LIMIT, asyncore_use_poll=True,
+        max_request_body_size=BODY_MAX,
+    )
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
@@ -80,6 +96,20 @@ def serve_command(args) -> int:
         server.close()
         db.closed(app)
     return 0
+
+
+def production_problem() -> str:
+    """What the environment lacks to serve in production, as a sentence; "" when nothing."""
+    missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not os.environ.get(name)]
+    if missing:
+        return f"set {' and '.join(missing)}, or run with --development"
+    if len(os.environ["SECRET_KEY"]) < SECRET_KEY_MIN:
+        return f"SECRET_KEY has {len(os.environ['SECRET_KEY'])} characters; it needs {SECRET_KEY_MIN} or more, random"
+    base = urlsplit(os.environ.get("BASE_URL", ""))
+    if base.scheme != "https" or not base.hostname:
+        return ("set BASE_URL to the site's https:// address (the links in letters point there), "
+                f"not {os.environ.get('BASE_URL', '')!r}")
+    return ""
 
 
 def kept_secret() -> str:

@@ -33,9 +33,9 @@ def for_token(db, purpose: str, token: str):
     return account
 
 
-def created(db, email: str, digest: str):
-    """A new unconfirmed account, or None when the address already has one."""
-    return db.execute(queries["account_created"], {"email": email, "digest": digest}).fetchone()
+def created(db, email: str, digest: str, name: str = ""):
+    """A new unconfirmed account signing as `name`, or None when the address already has one."""
+    return db.execute(queries["account_created"], {"email": email, "digest": digest, "name": name}).fetchone()
 
 
 def confirmed(db, account) -> None:
@@ -54,9 +54,10 @@ def failed_signin(db, account):
     return by_id(db, account.id) if row and row.locked_at else None
 
 
-def succeeded_signin(db, account) -> None:
-    """Starts the count of wrong passwords again."""
-    db.execute(queries["signin_succeeded"], {"id": account.id})
+def succeeded_signin(db, account) -> bool:
+    """Starts the count of wrong passwords again; False, changing nothing, if the account is locked now."""
+    params = {"id": account.id, "digest": account.password_digest, "lock_duration": LOCK_DURATION}
+    return db.execute(queries["signin_succeeded"], params).rowcount == 1
 
 
 def lock_ended(db, account) -> None:

@@ -2,7 +2,8 @@
 
 Sign-up writes an unconfirmed account and queues its confirmation letter on one
 transaction, so the answer never waits on the mail server. The account signed in
-is loaded once per request into `g.account`; `login_required` guards views.
+is loaded once per request into `g.account`, from the session's row (sessions.py);
+`login_required` guards views.
 """
 
 import functools
@@ -11,7 +12,7 @@ from flask import Blueprint, abort, flash, g, redirect, render_template, request
 
 import mail
 
-from . import accounts, mailer, passwords, tokens
+from . import accounts, mailer, names, passwords, sessions, tokens
 from .db import get_db
 from .forms import email_field, field
 
@@ -25,24 +26,15 @@ SIGNIN_FAILED = (
 
 @bp.before_app_request
 def load_signed_in_account() -> None:
-    """Puts the signed-in account in g.account, and ends a session whose password has changed since."""
+    """Puts the signed-in account in g.account; forgets a session that has ended, or whose password has changed."""
     g.account = None
-    account_id = session.get("account_id")
-    if account_id is None:
+    if session.get("session_id") is None:
         return
-    account = accounts.by_id(get_db(), account_id)
+    account = sessions.account_of(get_db(), session["session_id"], session.get("account_id"))
     if account is None or not tokens.fits("session", session.get("password", ""), account):
         session.clear()
         return
     g.account = account
-
-
-@bp.after_app_request
-def not_stored(response):
-    """Keeps pages shown to a signed-in account out of every cache."""
-    if g.get("account") is not None:
-        response.headers["Cache-Control"] = "no-store"
-    return response
 
 
 def login_required(view):
@@ -58,18 +50,18 @@ def login_required(view):
 @bp.route("/signup", methods=("GET", "POST"))
 def signup():
     """Makes an unconfirmed account and queues its confirmation letter; the same answer for a taken address."""
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("auth/signup.html")
-    email, password = email_field(), field("password", passwords.PASSWORD_MAX)
+    email, password, name = email_field(), field("password", passwords.PASSWORD_MAX), names.posted()
     problem = "" if mail.is_address(email) else "Enter an email address, like name@example.com."
-    problem = problem or passwords.problem(password, email)
+    problem = problem or passwords.problem(password, email) or names.problem(name)
     if problem:
         flash(problem, "error")
-        return render_template("auth/signup.html", email=email), 422
+        return render_template("auth/signup.html", email=email, name=name), 422
     digest = passwords.digest(password)
     db = get_db()
     with db.transaction():
-        account = accounts.created(db, email, digest)
+        account = accounts.created(db, email, digest, name)
         if account is not None:
             mailer.confirmation(db, account)
         elif accounts.signup_again_claimed(db, email):
@@ -85,7 +77,7 @@ def confirm(token: str):
     account = accounts.for_token(db, "confirm", token)
     if account is None:
         abort(400, "This confirmation link is not valid or has expired. Sign in to be sent a new one.")
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("auth/confirm.html", account=account)
     accounts.confirmed(db, account)
     flash("Your account is confirmed. You can sign in now.")
@@ -119,7 +111,7 @@ def confirmation_again():
 @bp.route("/signin", methods=("GET", "POST"))
 def signin():
     """Signs in with an address and password, with one answer for every kind of failure."""
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("auth/signin.html")
     email, password = email_field(), field("password", passwords.PASSWORD_MAX)
     db = get_db()
@@ -134,6 +126,7 @@ def signin():
         return render_template("auth/unconfirmed.html", email=account.email), 403
     session.clear()  # a new session for the new account: nothing carried over from before
     session["account_id"] = account.id
+    session["session_id"] = sessions.started(db, account)
     session["password"] = tokens.fingerprint("session", tokens.state("session", account))
     return redirect(url_for("entries.index"))
 
@@ -142,7 +135,9 @@ def attempted(db, account, password: str) -> str:
     """Checks a sign-in and counts it; says "signed in", "unconfirmed" or "refused".
 
     The password is hashed whatever happens (against a dummy digest for an unknown
-    address), so the answer takes as long for every address.
+    address), so the answer takes as long for every address. The right password then
+    signs in only if the row, as it is after the hash, is not locked: guesses sent at
+    once may have locked it while this one was hashed.
     """
     right = passwords.matches(account.password_digest if account else None, password)
     if account is None or account.locked:
@@ -155,13 +150,25 @@ def attempted(db, account, password: str) -> str:
             if locked is not None:
                 mailer.unlock(db, locked)
         return "refused"
-    accounts.succeeded_signin(db, account)
+    if not accounts.succeeded_signin(db, account):
+        return "refused"
     return "signed in" if account.confirmed_at is not None else "unconfirmed"
 
 
 @bp.route("/signout", methods=("POST",))
 def signout():
-    """Ends the session."""
+    """Ends this session, on the server too: a copy of its cookie is worth nothing after."""
+    sessions.ended(get_db(), session.get("session_id"))
     session.clear()
     flash("You are signed out.")
+    return redirect(url_for("entries.index"))
+
+
+@bp.route("/signout/everywhere", methods=("POST",))
+@login_required
+def signout_everywhere():
+    """Ends every session of the signed-in account, on every device."""
+    sessions.ended_everywhere(get_db(), g.account.id)
+    session.clear()
+    flash("You are signed out everywhere: every session of your account has ended, on every device.")
     return redirect(url_for("entries.index"))

@@ -1,9 +1,10 @@
 """Cross-site request forgery: a form posted from another site is refused.
 
 Each session holds a random token; every form the site renders carries it in a
-hidden `csrf_token` field, and every POST whose field does not match the session's
-token is refused before its view runs. Another site can make a browser post here,
-with its cookies, but cannot read the token to put in the form.
+hidden `csrf_token` field, and every request that may act (forms.acting: any method
+but GET, HEAD and OPTIONS) whose field does not match the session's token is refused
+before its view runs. Another site can make a browser post here, with its cookies,
+but cannot read the token to put in the form.
 """
 
 import secrets
@@ -11,12 +12,14 @@ from hmac import compare_digest
 
 from flask import abort, request, session
 
+from . import forms
+
 FIELD = "csrf_token"  # the hidden form field, and the session key, that hold the token
 TOKEN_BYTES = 32  # random bytes in a token
 
 
 def init_app(app) -> None:
-    """Checks every POST, and gives templates `csrf_token()`."""
+    """Checks every request that may act, and gives templates `csrf_token()`."""
     app.before_request(checked)
     app.jinja_env.globals["csrf_token"] = token
 
@@ -29,8 +32,8 @@ def token() -> str:
 
 
 def checked() -> None:
-    """Refuses a POST whose csrf_token field is missing or is not the session's token."""
-    if request.method != "POST":
+    """Refuses a request that may act whose csrf_token field is missing or is not the session's token."""
+    if not forms.acting():
         return
     sent = request.form.get(FIELD, "")
     kept = session.get(FIELD, "")

@@ -1,9 +1,10 @@
 """What a posted form must be before a view reads it, and how a view reads one field.
 
-Every POST is refused with a 4xx page, before its view runs, unless it is an
-ordinary form (application/x-www-form-urlencoded) in UTF-8. A view then reads each
-field with `field`, which refuses a missing, overlong or NUL-holding value. So bad
-input never reaches SQL, where it would end in a 500.
+Every request that may act (any method but the safe ones, GET, HEAD and OPTIONS,
+which only ever show a page) is refused with a 4xx page before its view runs,
+unless it is an ordinary form (application/x-www-form-urlencoded) in UTF-8. A view
+then reads each field with `field`, which refuses a missing, overlong or NUL-holding
+value. So bad input never reaches SQL, where it would end in a 500.
 """
 
 from urllib.parse import unquote_to_bytes
@@ -13,6 +14,8 @@ from flask import abort, request
 CONTENT_MAX = 64 * 1024  # bytes a request body may hold (Flask's MAX_CONTENT_LENGTH answers 413 past it)
 EMAIL_MAX = 254  # characters of an address field (mail.ADDRESS_MAX)
 FORM_TYPE = "application/x-www-form-urlencoded"
+# Methods that only read. Views act on POST alone; these show their page, whatever body they carry.
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 def init_app(app) -> None:
@@ -28,7 +31,7 @@ def checked_encoding() -> None:
     literal "%FF" text), so the raw body is checked here; a percent-decoded body is
     valid UTF-8 exactly when each of its fields is.
     """
-    if request.method != "POST":
+    if not acting():
         return
     if request.mimetype != FORM_TYPE:
         abort(415, f"This site takes forms sent as {FORM_TYPE} only.")
@@ -36,6 +39,14 @@ def checked_encoding() -> None:
         unquote_to_bytes(request.get_data(cache=True)).decode("utf-8")
     except UnicodeDecodeError:
         abort(400, "The form held text that is not valid UTF-8. Nothing was saved.")
+
+
+def acting() -> bool:
+    """Whether the request may change something: not a safe method, and on a route that takes its method.
+
+    A method no route takes (a PUT, say) is left to routing, which answers 405.
+    """
+    return request.method not in SAFE_METHODS and request.routing_exception is None
 
 
 def field(name: str, limit: int) -> str:

@@ -3,8 +3,8 @@
 
 -- name: account_created
 -- A taken address makes no row and no error: the caller answers the same either way.
-INSERT INTO accounts (email, password_digest)
-VALUES (%(email)s, %(digest)s)
+INSERT INTO accounts (email, password_digest, display_name)
+VALUES (%(email)s, %(digest)s, %(name)s)
 ON CONFLICT (email) DO NOTHING
 RETURNING id, email, password_digest, confirmed_at, locked_at, false AS locked
 
@@ -43,7 +43,13 @@ WHERE id = %(id)s AND locked_at IS NULL
 RETURNING locked_at
 
 -- name: signin_succeeded
-UPDATE accounts SET failed_signins = 0 WHERE id = %(id)s
+-- The right password signs in on the row as it is now, after the hash, not as it was
+-- read before it: never while a lock is in force, and only if the digest it was checked
+-- against is still the account's. Guesses sent at once serialise on the row lock, so a
+-- lock that a wrong guess committed while this one was hashed is seen here.
+UPDATE accounts SET failed_signins = 0
+WHERE id = %(id)s AND password_digest = %(digest)s
+    AND (locked_at IS NULL OR locked_at <= now() - make_interval(secs => %(lock_duration)s))
 
 -- name: lock_ended
 -- A lock older than LOCK_DURATION has ended by itself: the count starts again.
@@ -115,10 +121,46 @@ DELETE FROM client_tries WHERE client IN (
 )
 
 -- name: entries_page
--- Newest first; one row more than a page is asked for, to tell whether an older page exists.
-SELECT body, created_at AT TIME ZONE 'UTC' AS created_utc FROM entries
-ORDER BY id DESC
+-- Newest first, each with the name of the account that wrote it; one row more than a
+-- page is asked for, to tell whether an older page exists.
+SELECT e.body, e.created_at AT TIME ZONE 'UTC' AS created_utc, a.display_name
+FROM entries e JOIN accounts a ON a.id = e.account_id
+ORDER BY e.id DESC
 LIMIT %(limit)s OFFSET %(offset)s
 
 -- name: entry_created
 INSERT INTO entries (account_id, body) VALUES (%(account_id)s, %(body)s)
+
+-- name: session_started
+-- A new session for the account; the account's sessions that have ended by themselves
+-- go at the same time, so the table holds little more than the live ones.
+WITH dead AS (
+    DELETE FROM sessions
+    WHERE account_id = %(account_id)s
+        AND (created_at <= now() - make_interval(secs => %(max_age)s)
+             OR seen_at <= now() - make_interval(secs => %(idle)s))
+)
+INSERT INTO sessions (account_id) VALUES (%(account_id)s)
+RETURNING id
+
+-- name: session_account
+-- The account of a live session: one whose row exists (sign-out, sign-out everywhere
+-- and a reset delete it), less than SESSION_MAX_AGE after its sign-in and SESSION_IDLE
+-- after its latest request. `stale` asks for seen_at to be moved on.
+SELECT a.id, a.email, a.password_digest, a.confirmed_at, a.locked_at,
+    coalesce(a.locked_at > now() - make_interval(secs => %(lock_duration)s), false) AS locked,
+    s.seen_at <= now() - make_interval(secs => %(seen_every)s) AS stale
+FROM sessions s JOIN accounts a ON a.id = s.account_id
+WHERE s.id = %(id)s AND s.account_id = %(account_id)s
+    AND s.created_at > now() - make_interval(secs => %(max_age)s)
+    AND s.seen_at > now() - make_interval(secs => %(idle)s)
+
+-- name: session_seen
+UPDATE sessions SET seen_at = now() WHERE id = %(id)s
+
+-- name: session_ended
+DELETE FROM sessions WHERE id = %(id)s
+
+-- name: sessions_ended
+-- Every session of the account, wherever its cookies are: sign out everywhere, and a reset.
+DELETE FROM sessions WHERE account_id = %(account_id)s

@@ -3,14 +3,14 @@
 Asking for a letter answers the same whether or not the address has an account,
 and sends at most one letter per account every RESET_EVERY seconds. The link is
 bound to the password digest, so setting a new password uses it up; the reset
-also ends every session signed in with the old password (see auth.load_signed_in_account).
+also ends every session of the account (sessions.ended_everywhere).
 """
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
 
 import mail
 
-from . import accounts, mailer, passwords
+from . import accounts, mailer, passwords, sessions
 from .db import get_db
 from .forms import email_field, field
 
@@ -22,7 +22,7 @@ INVALID = "This reset link is not valid: it has expired or was used already. Ask
 @bp.route("/new", methods=("GET", "POST"))
 def new():
     """Queues a reset letter to the address given, when it has an account and had none lately."""
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("resets/new.html")
     email = email_field()
     if not mail.is_address(email):
@@ -45,7 +45,7 @@ def edit(token: str):
     account = accounts.for_token(db, "reset", token)
     if account is None:
         abort(400, INVALID)
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("resets/edit.html")
     password = field("password", passwords.PASSWORD_MAX)
     problem = passwords.problem(password, account.email)
@@ -56,6 +56,7 @@ def edit(token: str):
     with db.transaction():
         if not accounts.password_reset(db, account, digest):
             abort(400, INVALID)
+        sessions.ended_everywhere(db, account.id)
         mailer.password_changed(db, account.email)
     session.clear()
     flash("Your password is changed, and every session signed in with the old one has ended. Sign in with the new one.")

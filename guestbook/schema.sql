@@ -33,6 +33,16 @@ CREATE TABLE IF NOT EXISTS client_tries (
 );
 CREATE INDEX IF NOT EXISTS client_tries_began ON client_tries (began);
 
+-- One row per signed-in session: the signed cookie only names its row, so deleting the
+-- row ends the session wherever a copy of the cookie is (see sessions.py).
+CREATE TABLE IF NOT EXISTS sessions (
+    id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    account_id bigint NOT NULL REFERENCES accounts (id) ON DELETE CASCADE,
+    created_at timestamptz NOT NULL DEFAULT now(),  -- the sign-in: SESSION_MAX_AGE counts from here
+    seen_at timestamptz NOT NULL DEFAULT now()      -- its latest request (to SEEN_EVERY): SESSION_IDLE counts from here
+);
+CREATE INDEX IF NOT EXISTS sessions_account ON sessions (account_id);
+
 -- Upgrades of tables an earlier version made, in order; each is idempotent.
 -- 1. The daily upkeep prunes accounts whose last confirmation link expired unused
 --    (upkeep.py): accounts made before confirmation_sent_at existed count from the
@@ -43,3 +53,7 @@ ALTER TABLE accounts ADD COLUMN IF NOT EXISTS confirmation_sent_at timestamptz N
 ALTER TABLE accounts
     ADD COLUMN IF NOT EXISTS confirmation_again_at timestamptz,
     ADD COLUMN IF NOT EXISTS signup_again_sent_at timestamptz;
+-- 3. The name an account signs its entries with (names.py). A table made before it
+--    gets the column, empty for the accounts it holds (their entries are signed
+--    names.ANONYMOUS); a column with a constant default is added without rewriting rows.
+ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name text NOT NULL DEFAULT '';

@@ -20,7 +20,7 @@ def unlock(token: str):
     account = accounts.for_token(db, "unlock", token)
     if account is None:
         abort(400, "This unlock link is not valid any more: the lock it was sent for has ended, or the link has expired.")
-    if request.method == "GET":
+    if request.method != "POST":
         return render_template("unlocks/unlock.html", account=account)
     if not accounts.unlocked(db, account):
         abort(400, "This unlock link was used already.")

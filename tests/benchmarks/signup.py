@@ -53,8 +53,9 @@ class Served:
     def __init__(self, database_url: str, mail_url: str, folder: str):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
+        # Served as in production, which wants an https BASE_URL; the links in letters are never followed here.
         env = {**os.environ, "PYTHONPATH": str(ROOT), "DATABASE_URL": database_url, "MAIL_URL": mail_url,
-               "SECRET_KEY": uuid.uuid4().hex, "BASE_URL": self.base, "TRUSTED_PROXIES": "1"}
+               "SECRET_KEY": uuid.uuid4().hex, "BASE_URL": "https://guestbook.example", "TRUSTED_PROXIES": "1"}
         self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port)],
                                         env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         self.process.stdout.readline()  # the address line: the server listens from then on

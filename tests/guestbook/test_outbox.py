@@ -57,3 +57,21 @@ def test_outbox_is_not_found_outside_development(database_url, db, smtp):
         assert app.test_client().get("/outbox").status_code == 404
     finally:
         guestbook_db.closed(app)
+
+
+@pytest.mark.parametrize("host", ["rebound.example", "rebound.example:5000", "127.0.0.1.rebound.example", "localhost.example"])
+def test_development_refuses_host_names_that_are_not_local(client, visitor, db, outbox, host):
+    visitor.signup("ada@example.com")
+    jobs.worked(db, mail.QUEUE, mail.performers)
+
+    answer = client.get("/outbox", headers={"Host": host})
+
+    assert answer.status_code == 400
+    assert "guestbook.test/confirm/" not in answer.get_data(as_text=True)
+    assert visitor.client.post("/signup", data={"email": "bo@example.com"}, headers={"Host": host}).status_code == 400
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:5000", "localhost:5000", "localhost", "guestbook.test"])
+def test_development_answers_its_local_names_and_base_urls(client, host):
+    assert client.get("/outbox", headers={"Host": host}).status_code == 200

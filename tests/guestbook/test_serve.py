@@ -1,25 +1,18 @@
 """`guestbook serve`: a real process, serving with waitress, with the mail worker beside it."""
 
-import os
-import re
-import signal
 import subprocess
 import sys
-import time
-import urllib.error
-import urllib.request
 import uuid
-from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
 
-from guestbook.__main__ import main
+from guestbook.__main__ import SECRET_KEY_MIN, main
 
 from ..mail.smtpd import SMTPServer, free_port
+from .served import ROOT, WAIT, Served, environment, eventually
 
-ROOT = Path(__file__).resolve().parents[2]
-WAIT = 20.0  # seconds a test waits for the server to start, a letter to arrive, or the process to end
+SECRET = "s" * SECRET_KEY_MIN  # a SECRET_KEY long enough for production
+SITE = "https://guestbook.example"  # the BASE_URL of production runs
 
 
 def test_serve_refuses_to_start_outside_development_without_a_secret_and_a_database(monkeypatch, capsys):
@@ -36,7 +29,7 @@ def test_serve_refuses_to_start_outside_development_without_a_secret_and_a_datab
     ("TRUSTED_PROXIES", "-1", "TRUSTED_PROXIES takes a whole number, got '-1'"),
 ])
 def test_serve_with_a_bad_setting_says_which_and_exits_2(database_url, tmp_path, setting, value, words):
-    env = environment(DATABASE_URL=database_url, SECRET_KEY="s" * 32, PYTHONPATH=str(ROOT), **{setting: value})
+    env = environment(DATABASE_URL=database_url, SECRET_KEY=SECRET, BASE_URL=SITE, PYTHONPATH=str(ROOT), **{setting: value})
 
     done = subprocess.run([sys.executable, "-m", "guestbook", "serve", "--port", str(free_port())], env=env,
                           cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
@@ -53,80 +46,37 @@ def test_importing_the_app_never_fails_on_a_bad_setting(tmp_path):
     assert (done.returncode, done.stderr) == (0, "")
 
 
-class Served:
-    """A `guestbook serve` process, and a cookie-keeping way to talk to it."""
+@pytest.mark.parametrize("secret, base_url, words", [
+    ("s" * (SECRET_KEY_MIN - 1), SITE, f"SECRET_KEY has {SECRET_KEY_MIN - 1} characters; it needs {SECRET_KEY_MIN}"),
+    (SECRET, None, "set BASE_URL to the site's https:// address"),
+    (SECRET, "http://guestbook.example", "not 'http://guestbook.example'"),
+    (SECRET, "https://", "set BASE_URL to the site's https:// address"),
+])
+def test_serve_refuses_a_short_secret_or_a_base_url_that_is_not_https(monkeypatch, capsys, secret, base_url, words):
+    monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # never reached: refused first
+    monkeypatch.setenv("SECRET_KEY", secret)
+    if base_url is None:
+        monkeypatch.delenv("BASE_URL", raising=False)
+    else:
+        monkeypatch.setenv("BASE_URL", base_url)
 
-    def __init__(self, args, env, cwd):
-        self.port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        env = {**env, "PYTHONPATH": str(ROOT), "BASE_URL": self.base}
-        self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port), *args],
-                                        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.said = self.process.stdout.readline()  # the address line, printed once the app is made
-        self.cookie = ""
-
-    def request(self, path, fields=None):
-        """GETs `path`, or POSTs `fields` with the session's CSRF token; returns (status, page)."""
-        data = urlencode({"csrf_token": self.csrf_token(), **fields}).encode() if fields is not None else None
-        request = urllib.request.Request(self.base + path, data=data, headers={"Cookie": self.cookie})
-        try:
-            answer = urllib.request.build_opener(NoRedirect).open(request, timeout=WAIT)
-        except urllib.error.HTTPError as error:
-            answer = error
-        # The cookie is Secure outside development, which a cookie jar would keep off plain HTTP.
-        cookie = answer.headers.get("Set-Cookie")
-        if cookie:
-            self.cookie = cookie.split(";", 1)[0]
-        return answer.status, answer.read().decode()
-
-    def csrf_token(self) -> str:
-        return re.search(r'name="csrf_token" value="([^"]+)"', self.request("/signin")[1]).group(1)
-
-    def stopped(self) -> int:
-        """Sends SIGTERM, as a platform stopping the process does, and returns its exit status."""
-        self.process.send_signal(signal.SIGTERM)
-        try:
-            return self.process.wait(WAIT)
-        finally:
-            self.process.stdout.close()
-
-
-def eventually(check, timeout: float = WAIT, pause: float = 0.05) -> bool:
-    """Whether `check()` comes true within `timeout` seconds, asked every `pause` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(pause)
-    return False
-
-
-class NoRedirect(urllib.request.HTTPRedirectHandler):
-    """Hands a redirect back as the answer, as a test wants to see it, instead of following it."""
-
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-def environment(**values) -> dict:
-    """The test process's environment without the guestbook's settings, plus `values`."""
-    names = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_OUTBOX", "BASE_URL", "PORT", "MAIL_RETRY_INTERVALS",
-             "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES")
-    return {**{k: v for k, v in os.environ.items() if k not in names}, **values}
+    assert main(["serve"]) == 2
+    assert words in capsys.readouterr().err
 
 
 @pytest.mark.slow
 def test_served_signup_answers_and_the_worker_beside_sends_its_letter(database_url, db, tmp_path):
     with SMTPServer() as smtp:
-        served = Served([], environment(DATABASE_URL=database_url, SECRET_KEY="s" * 32, MAIL_URL=smtp.url), tmp_path)
+        env = environment(DATABASE_URL=database_url, SECRET_KEY=SECRET, MAIL_URL=smtp.url, BASE_URL=SITE)
+        served = Served([], env, tmp_path)
         try:
-            assert served.said.startswith(f"The guestbook is at {served.base}")
+            assert served.said.startswith(f"The guestbook is at {SITE}")
             address = f"served-{uuid.uuid4().hex[:8]}@example.com"  # new even on a database other tests used
             status, _ = served.request("/signup", {"email": address, "password": "correct horse battery"})
             assert status == 302
             with smtp.inbox.arrived:
                 assert smtp.inbox.arrived.wait_for(lambda: smtp.letters, WAIT)
-            assert f"{served.base}/confirm/" in smtp.letters[0].get_body(("plain",)).get_content()
+            assert f"{SITE}/confirm/" in smtp.letters[0].get_body(("plain",)).get_content()
         finally:
             assert served.stopped() == 0
 

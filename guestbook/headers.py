@@ -1,0 +1,38 @@
+"""The headers every answer carries, so that the browser enforces what the server cannot.
+
+Content-Security-Policy allows this site's stylesheet and nothing else to run or load
+(no scripts, no inline style), forms posted here only, and no framing by any site, so
+nobody can lay their page over the confirm, unlock, reset or sign-out buttons. Pages
+are never stored by a cache (they show accounts, and the links' URLs are secrets);
+outside development, HSTS keeps browsers to HTTPS.
+"""
+
+from flask import current_app, request
+
+POLICY = "; ".join([
+    "default-src 'none'",  # nothing is allowed that a directive below does not allow
+    "style-src 'self'",  # static/guestbook.css, and no <style> or style="" an injection could add
+    "img-src 'self'",  # a browser's own look for /favicon.ico
+    "form-action 'self'",  # forms post here only, even if markup were injected
+    "frame-ancestors 'none'",  # no page may be framed: clickjacking
+    "base-uri 'none'",
+])
+HSTS_MAX_AGE = 365 * 24 * 3600  # seconds a browser keeps to HTTPS for this site after one answer: a year
+
+
+def init_app(app) -> None:
+    """Adds the headers to every answer."""
+    app.after_request(guarded)
+
+
+def guarded(response):
+    """`response` with the policy, the caching rule and (outside development) HSTS."""
+    response.headers["Content-Security-Policy"] = POLICY
+    response.headers["X-Frame-Options"] = "DENY"  # frame-ancestors, for browsers older than CSP 2
+    response.headers["Referrer-Policy"] = "no-referrer"  # keeps links with tokens out of Referer headers
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    if request.endpoint != "static":
+        response.headers["Cache-Control"] = "no-store"
+    if not current_app.config["DEVELOPMENT"]:
+        response.headers["Strict-Transport-Security"] = f"max-age={HSTS_MAX_AGE}"
+    return response

@@ -1,0 +1,44 @@
+"""Sessions kept on the server: the signed cookie names a row of the sessions table, and the row decides.
+
+Signing out deletes the row, so a copy of the cookie taken before is worth nothing
+after it; "sign out everywhere" and a password reset delete every row of the account.
+A session also ends by itself, SESSION_IDLE after its latest request and
+SESSION_MAX_AGE after its sign-in, however busy (auth.load_signed_in_account asks).
+"""
+
+from . import accounts
+from .db import queries
+
+SESSION_MAX_AGE = 14 * 24 * 3600  # seconds a session lives at the most, from its sign-in: 14 days
+SESSION_IDLE = 24 * 3600  # seconds without a request after which a session ends: a day
+SEEN_EVERY = 60  # seconds between two writes of a session's latest request, not one write a page
+
+
+def started(db, account) -> int:
+    """A new session of `account`; returns its id, for the cookie."""
+    params = {"account_id": account.id, "max_age": SESSION_MAX_AGE, "idle": SESSION_IDLE}
+    return db.execute(queries["session_started"], params).fetchone().id
+
+
+def account_of(db, session_id, account_id):
+    """The account of the live session `session_id` (made for `account_id`), or None; notes the request."""
+    if type(session_id) is not int or type(account_id) is not int:  # not even a bool: the cookie is JSON
+        return None
+    account = db.execute(queries["session_account"], {
+        "id": session_id, "account_id": account_id, "lock_duration": accounts.LOCK_DURATION,
+        "seen_every": SEEN_EVERY, "max_age": SESSION_MAX_AGE, "idle": SESSION_IDLE,
+    }).fetchone()
+    if account is not None and account.stale:
+        db.execute(queries["session_seen"], {"id": session_id})
+    return account
+
+
+def ended(db, session_id) -> None:
+    """Ends one session, wherever its cookie is."""
+    if type(session_id) is int:
+        db.execute(queries["session_ended"], {"id": session_id})
+
+
+def ended_everywhere(db, account_id: int) -> None:
+    """Ends every session of the account."""
+    db.execute(queries["sessions_ended"], {"account_id": account_id})

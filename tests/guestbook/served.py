@@ -1,0 +1,97 @@
+"""A real `guestbook serve` process for the tests that need one, and a cookie-keeping way to talk to it.
+
+The tests of the command line, of waitress's limits and of the lockout under parallel
+requests start it as a platform would, on a port of its own, and stop it with SIGTERM.
+"""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from urllib.parse import urlencode
+
+from ..mail.smtpd import free_port
+
+ROOT = Path(__file__).resolve().parents[2]
+WAIT = 20.0  # seconds a test waits for the server to start, a letter to arrive, or the process to end
+SETTINGS = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_OUTBOX", "BASE_URL", "PORT", "MAIL_RETRY_INTERVALS",
+            "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES", "ADMIN_EMAILS")
+
+
+class Served:
+    """A `guestbook serve` process; `request` talks to it as one visitor, `visitor()` gives another.
+
+    BASE_URL is the process's own address unless `env` names another (production wants https).
+    """
+
+    def __init__(self, args, env, cwd):
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        env = {"BASE_URL": self.base, **env, "PYTHONPATH": str(ROOT)}
+        self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port), *args],
+                                        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.said = self.process.stdout.readline()  # the address line, printed once the app is made
+        self.request = self.visitor().request
+
+    def visitor(self) -> "Visitor":
+        """A visitor of the process, with a cookie of its own."""
+        return Visitor(self.base)
+
+    def stopped(self) -> int:
+        """Sends SIGTERM, as a platform stopping the process does, and returns its exit status."""
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(WAIT)
+        finally:
+            self.process.stdout.close()
+
+
+class Visitor:
+    """One visitor of the server at `base`, keeping its session cookie as a browser would."""
+
+    def __init__(self, base: str):
+        self.base, self.cookie = base, ""
+
+    def request(self, path, fields=None):
+        """GETs `path`, or POSTs `fields` with the session's CSRF token; returns (status, page)."""
+        data = urlencode({"csrf_token": self.csrf_token(), **fields}).encode() if fields is not None else None
+        request = urllib.request.Request(self.base + path, data=data, headers={"Cookie": self.cookie})
+        try:
+            answer = urllib.request.build_opener(NoRedirect).open(request, timeout=WAIT)
+        except urllib.error.HTTPError as error:
+            answer = error
+        # The cookie is Secure outside development, which a cookie jar would keep off plain HTTP.
+        cookie = answer.headers.get("Set-Cookie")
+        if cookie:
+            self.cookie = cookie.split(";", 1)[0]
+        return answer.status, answer.read().decode()
+
+    def csrf_token(self) -> str:
+        return re.search(r'name="csrf_token" value="([^"]+)"', self.request("/signin")[1]).group(1)
+
+
+def eventually(check, timeout: float = WAIT, pause: float = 0.05) -> bool:
+    """Whether `check()` comes true within `timeout` seconds, asked every `pause` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(pause)
+    return False
+
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """Hands a redirect back as the answer, as a test wants to see it, instead of following it."""
+
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+def environment(**values) -> dict:
+    """The test process's environment without the guestbook's settings, plus `values`."""
+    return {**{k: v for k, v in os.environ.items() if k not in SETTINGS}, **values}
