@@ -47,27 +47,32 @@ def shelf_commands_added(commands) -> None:
                         help=f"jobs on the page, newest first (default {shelf.PAGE})")
     failed.add_argument("--after", type=positive, metavar="ID", help="the page after the one that ended with job ID")
     failed.set_defaults(command=failed_command)
-    retry = commands.add_parser("retry", help="put failed jobs back in the queue", description=(
-        "Put failed jobs back in the queue, due at once, with their attempts counted from 0. "
-        "Exits 0 when a job went back and 1 when none did."))
-    discard = commands.add_parser("discard", help="delete failed jobs", description=(
-        "Delete failed jobs. Exits 0 when a job was deleted and 1 when none was."))
-    for chosen, command in ((retry, retry_command), (discard, discard_command)):
+    for chosen in (
+        added(commands, "retry", retry_command, "put failed jobs back in the queue",
+              "Put failed jobs back in the queue, due at once, with their attempts counted from 0. "
+              "Exits 0 when a job went back and 1 when none did."),
+        added(commands, "discard", discard_command, "delete failed jobs",
+              "Delete failed jobs. Exits 0 when a job was deleted and 1 when none was."),
+    ):
         chosen.add_argument("ids", nargs="*", type=positive, metavar="ID", help="a job on the failed shelf")
         chosen.add_argument("--all", action="store_true", help="every job on the failed shelf")
-        chosen.set_defaults(command=command, usage=chosen.error)
+
+
+def added(commands, name: str, run, summary: str, description: str) -> argparse.ArgumentParser:
+    """A new command `name` that runs `run`; `usage` lets the command refuse its arguments as argparse would."""
+    parser = commands.add_parser(name, help=summary, description=description)
+    parser.set_defaults(command=run)
+    parser.set_defaults(usage=parser.error)
+    return parser
 
 
 def control_commands_added(commands) -> None:
     """Adds pause, resume and cancel to the command line's commands."""
-    pause = commands.add_parser("pause", help="stop the claims of a queue", description=(
-        "Pause a queue: workers claim none of its jobs (within a poll interval) until it is resumed; "
-        "jobs in hand finish. Exits 0, or 1 when it was paused already."))
-    resume = commands.add_parser("resume", help="let workers claim from a queue again", description=(
-        "Resume a paused queue. Exits 0, or 1 when it was not paused."))
-    for command, run in ((pause, pause_command), (resume, resume_command)):
-        command.add_argument("queue", metavar="QUEUE")
-        command.set_defaults(command=run)
+    added(commands, "pause", pause_command, "stop the claims of a queue",
+          "Pause a queue: workers claim none of its jobs (within a poll interval) until it is resumed; "
+          "jobs in hand finish. Exits 0, or 1 when it was paused already.").add_argument("queue", metavar="QUEUE")
+    added(commands, "resume", resume_command, "let workers claim from a queue again",
+          "Resume a paused queue. Exits 0, or 1 when it was not paused.").add_argument("queue", metavar="QUEUE")
     cancel = commands.add_parser("cancel", help="cancel jobs that wait or run", description=(
         "Cancel jobs: one that waits goes on the failed shelf as cancelled and never runs; one that runs "
         "is stopped by its worker within a heartbeat and shelved as cancelled. Exits 0, or 1 when none was "
@@ -155,20 +160,19 @@ def discard_command(args, db) -> int:
 
 def pause_command(args, db) -> int:
     """Pauses a queue, and says whether it was running."""
-    if control.paused(db, args.queue):
-        print(f"queue {args.queue} paused: workers claim none of its jobs until it is resumed")
-        return EXIT_OK
-    print(f"queue {args.queue} was paused already")
-    return EXIT_NOTICE
+    return said(control.paused(db, args.queue), f"queue {args.queue} paused: workers claim none of its jobs "
+                "until it is resumed", f"queue {args.queue} was paused already")
 
 
 def resume_command(args, db) -> int:
     """Resumes a queue, and says whether it was paused."""
-    if control.resumed(db, args.queue):
-        print(f"queue {args.queue} resumed")
-        return EXIT_OK
-    print(f"queue {args.queue} was not paused")
-    return EXIT_NOTICE
+    return said(control.resumed(db, args.queue), f"queue {args.queue} resumed", f"queue {args.queue} was not paused")
+
+
+def said(changed: bool, done: str, unchanged: str) -> int:
+    """Prints what a command changed, or that it changed nothing, and answers the exit code."""
+    print(done if changed else unchanged)
+    return EXIT_OK if changed else EXIT_NOTICE
 
 
 def cancel_command(args, db) -> int:

@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from string import Template
 
 from . import csrf
+from ..tables import age  # the command line's, so both say a duration alike
 
 LAYOUT = Template("""<!doctype html>
 <html lang="en">
@@ -90,14 +91,6 @@ def moment(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
-def age(seconds: float | None) -> str:
-    """A duration as people read it (42 s, 7 min, 3 h, 2 d), or "-" for none."""
-    if seconds is None:
-        return "-"
-    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds // size:.0f} {unit}"
-    return f"{seconds:.0f} s"
 
 
 def first_line(text: str, width: int = 80) -> str:
