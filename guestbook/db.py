@@ -19,6 +19,7 @@ POOL_MIN = 1  # connections the pool keeps open when idle
 POOL_MAX = 8  # connections at most: one per request served at once (see THREADS in __main__)
 POOL_WAIT = 10.0  # seconds a request waits for a free connection before it fails
 SCHEMA = Path(__file__).with_name("schema.sql")
+SCHEMA_LOCK = 4815162342  # the advisory lock that lets one starting process at a time make the tables
 
 queries = load_queries(Path(__file__).with_name("queries.sql"))
 
@@ -39,6 +40,7 @@ def init_app(app) -> None:
 def prepared(db: psycopg.Connection) -> None:
     """Makes the guestbook's tables, and the jobs table its letters wait in, when they are missing."""
     with db.transaction():
+        db.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
         db.execute(SCHEMA.read_text(encoding="utf-8"))
     jobs.prepared(db)
 

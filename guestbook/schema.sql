@@ -1,7 +1,7 @@
 -- The guestbook's tables, made at every start by db.prepared. Every statement is
--- idempotent, and the advisory lock (held to the end of the transaction) keeps two
--- processes starting at once from racing each other's CREATE ... IF NOT EXISTS.
-SELECT pg_advisory_xact_lock(4815162342);
+-- idempotent, and db.prepared first takes the advisory lock SCHEMA_LOCK (held to the end
+-- of the transaction), so two processes starting at once do not race each other's
+-- CREATE ... IF NOT EXISTS.
 
 CREATE TABLE IF NOT EXISTS accounts (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
