@@ -71,7 +71,7 @@ def measured(db, url: str, seconds: float, workers: list) -> dict:
         watcher.stop()
     rows = [row for _, rows in watcher.samples for row in rows]
     return {"offered": len(producer.committed) / wall, "done": done / wall, "jobs": len(producer.committed),
-            "lost batches": producer.failures, "cpu": cpu / wall, "transactions before": before,
+            "cpu": cpu / wall, "transactions before": before,
             "samples": len(watcher.samples), "backend samples": len(rows),
             "lock share": watcher.share_waiting_on_locks(),
             "snapshots waiting": sum(any(row[2] == "Lock" for row in rows) for _, rows in watcher.samples)
