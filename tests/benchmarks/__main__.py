@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
-from . import checks, database, plain, queue, report, shelf, timing
+from . import checks, database, plain, pressure, queue, report, shelf, timing
 
 DEFAULT_JOBS = 20_000  # jobs each drain settles; every other size follows from it (see `sized`)
 DEFAULT_ROUNDS = 3  # times each rate and latency is measured; the best round is kept
@@ -34,12 +34,16 @@ class Sizes:
     waiting: int  # rows waiting in the future or failed for good in the scale check; of each kind in the shelf check
     memory: int  # jobs the worker of the memory check drains
     rounds: int  # times each rate, latency and claim time is measured, the best kept
+    pressure_seconds: float = pressure.SECONDS  # seconds the pressure column's producer offers its rate
+    pressure_processes: int = pressure.PROCESSES  # worker processes of the pressure column
 
 
-def sized(jobs: int, rounds: int) -> Sizes:
+def sized(jobs: int, rounds: int, pressure_seconds: float = pressure.SECONDS,
+          pressure_processes: int = pressure.PROCESSES) -> Sizes:
     """The sizes of a run whose drains settle `jobs` jobs (DEFAULT_JOBS: 200 samples, 1,000,000 waiting rows)."""
     return Sizes(drain=jobs, one_by_one=max(1, jobs // 10), bulk=jobs * 5, latency=min(200, max(20, jobs // 100)),
-                 waiting=jobs * 50, memory=jobs * 10, rounds=rounds)
+                 waiting=jobs * 50, memory=jobs * 10, rounds=rounds, pressure_seconds=pressure_seconds,
+                 pressure_processes=pressure_processes)
 
 
 def drain_at_best(url: str, sizes: Sizes, figures: dict) -> None:
@@ -97,6 +101,12 @@ def shelf_at_scale(url: str, sizes: Sizes, figures: dict) -> None:
     measured(figures, 1, [("shelf", partial(shelf.shelf, url, sizes.waiting, pages))])
 
 
+def under_pressure(url: str, sizes: Sizes, figures: dict) -> None:
+    """Worker processes of pressure.THREADS threads under a steady offer of short jobs, measured once."""
+    run = partial(pressure.pressure, url, sizes.pressure_seconds, sizes.pressure_processes)
+    measured(figures, 1, [("pressure", run)])
+
+
 def memory(url: str, sizes: Sizes, figures: dict) -> None:
     """A worker process's resident memory at both ends of a long drain."""
     measured(figures, 1, [("memory", partial(checks.memory, url, sizes.memory))])
@@ -128,10 +138,11 @@ def best(results: list):
 
 
 # In the order they run: the drains first (drain-1 before drain-best, whose 1-process
-# figure it provides), the long memory drain and the million rows of the scale and shelf checks last.
+# figure it provides), the minute of pressure, the long memory drain and the million rows of the
+# scale and shelf checks last.
 COLUMNS = {
     "latency": latency, "enqueue": enqueue, "bulk": bulk, "drain-1": drain_at_one, "drain-best": drain_at_best,
-    "memory": memory, "scale": scale, "shelf": shelf_at_scale,
+    "pressure": under_pressure, "memory": memory, "scale": scale, "shelf": shelf_at_scale,
 }
 
 
@@ -142,6 +153,10 @@ def parser() -> argparse.ArgumentParser:
                          help=f"jobs per drain; every other size follows (default {DEFAULT_JOBS:,})")
     options.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="R",
                          help=f"times each rate and latency is measured, the best kept (default {DEFAULT_ROUNDS})")
+    options.add_argument("--pressure-seconds", type=float, default=pressure.SECONDS, metavar="S",
+                         help=f"seconds the pressure column offers its jobs (default {pressure.SECONDS:g})")
+    options.add_argument("--pressure-processes", type=int, choices=(1, 2), default=pressure.PROCESSES, metavar="N",
+                         help=f"worker processes of the pressure column, 1 or 2 (default {pressure.PROCESSES})")
     options.add_argument("--database-url", default=os.environ.get("DATABASE_URL"), metavar="URL",
                          help="the database to measure on (default: DATABASE_URL, else a throw-away embedded PostgreSQL)")
     options.add_argument("--only", nargs="+", choices=list(COLUMNS), metavar="COLUMN",
@@ -164,9 +179,9 @@ def database_at(url: str | None):
 def main(argv=None) -> int:
     """Measures the chosen columns and prints the report; answers the exit status."""
     args = parser().parse_args(argv)
-    if args.jobs < 100 or args.rounds < 1:
-        parser().error("--jobs takes 100 or more, and --rounds 1 or more")
-    sizes, figures = sized(args.jobs, args.rounds), {}
+    if args.jobs < 100 or args.rounds < 1 or not args.pressure_seconds > 0:
+        parser().error("--jobs takes 100 or more, --rounds 1 or more, and --pressure-seconds more than 0")
+    sizes, figures = sized(args.jobs, args.rounds, args.pressure_seconds, args.pressure_processes), {}
     chosen = [name for name in COLUMNS if not args.only or name in args.only]
     with database_at(args.database_url) as url:
         database.made(url)

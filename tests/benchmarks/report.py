@@ -4,9 +4,10 @@ The figures come in one dict filled by __main__.py; any column left out with --o
 is missing from it, and its rows and goals are left out of the report.
 """
 
-from . import timing
+from . import pressure, timing
 
-# The goals of issue 7 (and of issues 12 and 15 for the shelf), each a ratio or a bound measured in the run itself.
+# The goals of issue 7 (and of issues 12 and 15 for the shelf, 13 under pressure), each a ratio or a
+# bound measured in the run itself.
 DRAIN_SHARE = 0.5  # jobs' best drain, as a share of plain "claim 100 + delete" at concurrency 1
 PEER_BEST = 5_900  # jobs/s: pgqueuer's best drain in the issue's table (not measured in this run)
 PEER_MULTIPLE = 2  # jobs' best drain is to be at least this many times PEER_BEST
@@ -19,6 +20,9 @@ SCALE_FACTOR = 1.5  # claim time beside the waiting rows, over the claim time on
 MEMORY_GROWTH = 1.1  # resident memory at the end of a drain over that at its start, at most ("flat")
 STATUS_TIME = 0.050  # seconds `jobs.status` may take beside the shelf check's rows (issue 12)
 PAGE_TIME = 0.100  # seconds a page of the shelf (or of the dashboard) may take beside them (issue 15)
+KEPT_UP = 0.98  # jobs done a second under pressure, as a share of the rate offered, at least (issue 13)
+LOCK_SHARE = 0.01  # share of the workers' backend samples waiting on a lock under pressure, below (issue 13)
+MOST_WAITS = 5  # wait events listed under pressure, the most seen first
 
 
 def printed(figures: dict, sizes, machine: str) -> str:
@@ -31,6 +35,8 @@ def printed(figures: dict, sizes, machine: str) -> str:
         parts.append(aligned(checks(figures, sizes)))
     if "shelf" in figures:
         parts.append(aligned(shelf_rows(figures["shelf"], sizes)))
+    if "pressure" in figures:
+        parts.append(aligned(pressure_rows(figures["pressure"], sizes)))
     parts.append(aligned(goals(figures)))
     return "\n\n".join(parts)
 
@@ -99,6 +105,33 @@ def shelf_rows(shelf: dict, sizes) -> list[list[str]]:
     return rows
 
 
+def pressure_rows(run: dict, sizes) -> list[list[str]]:
+    """The rows of the pressure column: the rate kept, what each job cost, and what the backends waited on."""
+    waits = ", ".join(f"{name} {count / run['backend samples']:.1%}"
+                      for name, count in run["waits"].most_common(MOST_WAITS))
+    blocked = "; ".join(f"{squeezed(waiter)} behind {squeezed(blocker)} x{count}" for (waiter, blocker), count
+                        in run["lock waits"].most_common(MOST_WAITS // 2))
+    warned = ", ".join(f"{kind} x{count}" for kind, count in run["warnings"].most_common()) or "none"
+    return [
+        [f"pressure: {sizes.pressure_processes} worker process(es) of {pressure.THREADS} threads, "
+         f"{pressure.JOB_MS} ms jobs, {sizes.pressure_seconds:g} s", "measured"],
+        ["jobs done a second / offered", f"{run['done']:.1f} / {run['offered']:.1f} ({run['jobs']:,} jobs)"],
+        ["transactions per job (the whole database, producer's included)", f"{run['transactions'] / run['jobs']:.2f}"
+         f" ({run['transactions'] / run['jobs'] * run['offered']:.0f}/s at the offered rate)"],
+        ["workers' CPU, seconds a second (user + system)", f"{run['cpu']:.2f}"],
+        [f"backend samples waiting on a lock (every {pressure.SAMPLE_EVERY:g} s)",
+         f"{run['lock share']:.2%} of {run['backend samples']:,}; in {run['snapshots waiting']:.1%} of samplings"],
+        ["  waits seen, share of backend samples", waits or "none"],
+        ["  lock waits, statement behind statement", blocked or "none"],
+        ["workers' warnings", warned],
+    ]
+
+
+def squeezed(statement: str | None) -> str:
+    """The start of a statement as sampled, on one line (the blocker may have gone by the time it is read)."""
+    return f"`{' '.join(statement.split())}`" if statement else "(gone)"
+
+
 def goals(figures: dict) -> list[list[str]]:
     """A line per goal of the issue that the run measured: the goal, the measured figure, PASS or MISS."""
     rows = [["goal (issue 7)", "measured", ""]]
@@ -142,7 +175,17 @@ def goals(figures: dict) -> list[list[str]]:
                      verdict(end <= MEMORY_GROWTH * start)])
     if "shelf" in figures:
         rows += shelf_goals(figures["shelf"])
+    if "pressure" in figures:
+        rows += pressure_goals(figures["pressure"])
     return rows
+
+
+def pressure_goals(run: dict) -> list[list[str]]:
+    """The offered rate kept (KEPT_UP), and lock waits in fewer than LOCK_SHARE of the backend samples."""
+    kept = run["done"] / run["offered"]
+    return [[f"under pressure, jobs done a second >= {KEPT_UP:g} x offered", f"{kept:.3f}", verdict(kept >= KEPT_UP)],
+            [f"under pressure, backend samples waiting on a lock < {LOCK_SHARE:.0%}", f"{run['lock share']:.2%}",
+             verdict(run["lock share"] < LOCK_SHARE)]]
 
 
 def shelf_goals(shelf: dict) -> list[list[str]]:

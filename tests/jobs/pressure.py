@@ -66,15 +66,15 @@ class Producer:
 
 
 class Watcher:
-    """Samples what the workers' backends wait on every SAMPLE_EVERY seconds, until stopped."""
+    """Samples what the workers' backends wait on every `every` seconds (SAMPLE_EVERY), until stopped."""
 
     QUERY = """
         SELECT a.pid, a.state, a.wait_event_type, a.wait_event, left(a.query, 60),
             (SELECT left(b.query, 60) FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1])
         FROM pg_stat_activity a WHERE a.application_name = 'jobs worker' AND a.pid <> pg_backend_pid()"""
 
-    def __init__(self, url: str):
-        self.url = url
+    def __init__(self, url: str, every: float = SAMPLE_EVERY):
+        self.url, self.every = url, every
         self.samples: list[tuple[float, list[tuple]]] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="watcher", daemon=True)
@@ -89,7 +89,7 @@ class Watcher:
 
     def _run(self) -> None:
         db = None
-        while not self._stop.wait(SAMPLE_EVERY):
+        while not self._stop.wait(self.every):
             try:
                 if db is None:
                     db = psycopg.connect(self.url, autocommit=True, connect_timeout=2, application_name="watcher")
