@@ -50,12 +50,13 @@ class Complaints:
     """The refusals one worker has met, so that each is logged once and then counted.
 
     Its threads share it: the same refusal met by the work threads and the listener is
-    logged once. `mended` ends the count, with a line saying how often it was met.
+    logged once. `mended(who)` says that `who` got through again; a refusal none of
+    those who met it still meets ends its count, with a line saying how often it came.
     """
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._refusals: dict[str, list] = {}  # described refusal -> [times met since logged, when logged]
+        self._refusals: dict[str, list] = {}  # described refusal -> [times met since logged, when logged, who meet it]
 
     def heard(self, error: psycopg.Error, who: str, pause: float) -> None:
         """Logs `error`, met by `who` ("worker", "worker's listener"), who tries again in `pause` s."""
@@ -65,20 +66,26 @@ class Complaints:
         refusal = described(error)
         with self._lock:
             seen = self._refusals.get(refusal)
+            if seen is not None:
+                seen[2].add(who)
             if seen is not None and time.monotonic() - seen[1] < COMPLAINT_REPEAT:
                 seen[0] += 1
                 return
             since = "" if seen is None else f" (seen {seen[0]} times since)"
-            self._refusals[refusal] = [0, time.monotonic()]
+            self._refusals[refusal] = [0, time.monotonic(), {who} if seen is None else seen[2]]
         log.error("the database refused a statement of the %s: %s%s; trying again in %.1f s", who, refusal, since, pause)
 
-    def mended(self) -> None:
-        """Says that the refusals met so far have stopped, with how often each came back."""
+    def mended(self, who: str) -> None:
+        """Hears that `who` got through again; says which refusals have stopped, with how often each came back."""
         if not self._refusals:  # the usual case, read without the lock
             return
         with self._lock:
-            refusals, self._refusals = self._refusals, {}
-        for refusal, (again, _) in refusals.items():
+            for seen in self._refusals.values():
+                seen[2].discard(who)
+            refusals = {refusal: seen for refusal, seen in self._refusals.items() if not seen[2]}
+            for refusal in refusals:
+                del self._refusals[refusal]
+        for refusal, (again, _, _) in refusals.items():
             log.info("the database accepts the worker's statements again, after: %s (seen %s times since)",
                      refusal, again)
 

@@ -55,7 +55,7 @@ def kept_running(connect, stopping: threading.Event, step, *, who: str, complain
                 if step(db) is False:
                     return
                 pause = RECONNECT_FIRST
-                complaints.mended()
+                complaints.mended(who)
             except Exception as error:
                 # Don't let a lost connection, or a bug in a policy or a hook, end the
                 # thread: the jobs in hand return when their lease runs out.

@@ -11,9 +11,12 @@ same but read when the row is written (for a lease that must run from then).
 from pathlib import Path
 
 QUERIES = Path(__file__).with_name("queries.sql")
-MOMENTS = {  # the words, and the SQL each stands for: integer ms since the epoch
-    "{now}": "COALESCE(%(now)s::bigint, (extract(epoch FROM statement_timestamp()) * 1000)::bigint)",
-    "{clock}": "COALESCE(%(now)s::bigint, (extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+# The words, and the SQL each stands for: integer ms since the epoch, rounded down as
+# now_ms() rounds (a cast would round to the nearest, half a millisecond into a future
+# that a caller's own clock has not reached).
+MOMENTS = {
+    "{now}": "COALESCE(%(now)s::bigint, floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)",
+    "{clock}": "COALESCE(%(now)s::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
 }
 SCHEDULE_QUERIES = Path(__file__).with_name("schedules.sql")  # the statements of schedules.py
 
