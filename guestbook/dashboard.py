@@ -2,7 +2,8 @@
 
 In development anyone who reaches the server may see it (it listens on 127.0.0.1
 only); otherwise only a signed-in account whose address ADMIN_EMAILS names. The
-dashboard is a WSGI app of its own beside Flask's, on connections of the same pool.
+dashboard is a WSGI app of its own beside Flask's, on connections of the same pool;
+`guestbook serve` hands it the worker beside the server (shows_worker).
 """
 
 from flask import g
@@ -21,8 +22,14 @@ def init_app(app) -> None:
     development = bool(app.config["DEVELOPMENT"])
     dashboard = jobs.web.app(pool.connection, authorize=None if development else lambda environ: admin(app, environ),
                              development=development)
+    app.extensions["guestbook.dashboard"] = dashboard
     app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {MOUNT: dashboard})
     app.context_processor(lambda: {"dashboard": MOUNT if development or is_admin(app, g.get("account")) else None})
+
+
+def shows_worker(app, worker) -> None:
+    """Hands the dashboard the worker beside the server, whose counters /jobs/metrics then shows."""
+    app.extensions["guestbook.dashboard"].worker = worker
 
 
 def admins(app) -> set[str]:

@@ -21,7 +21,8 @@ def app(connect, authorize=None, *, development: bool = False, worker=None) -> D
     There is no default that lets everyone in: without `authorize` the app refuses to be
     built, unless development=True, which lets in every request that reaches it (for a
     server listening on the loopback address only).
-    worker: a Worker of this process, whose counters …/metrics then shows.
+    worker: a Worker of this process, whose counters …/metrics then shows; one that starts
+    after the app is built can be handed over later as the app's `worker` attribute.
 
     Mount it under a path, e.g. with Werkzeug's DispatcherMiddleware at "/jobs": its
     links start from SCRIPT_NAME.

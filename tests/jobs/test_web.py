@@ -207,6 +207,7 @@ def test_the_batches_page_shows_each_batch_s_progress(client, table):
 def test_metrics_give_each_queue_s_figures_and_the_worker_s_counters(connect, table):
     class Held:  # what the dashboard reads of a worker
         counts = jobs.Counts(processed=7, failed=1)
+        queues, paused = ["mail", "reports"], {"reports"}
 
     answer = Client(jobs.web.app(connect, authorize=operator, worker=Held())).get("/metrics", environ_base=OPERATOR)
     assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
@@ -215,6 +216,8 @@ def test_metrics_give_each_queue_s_figures_and_the_worker_s_counters(connect, ta
     assert 'jobs_count{queue="mail",state="due"} 1' in lines
     assert 'jobs_queue_paused{queue="reports"} 1' in lines
     assert 'jobs_worker_attempts_total{outcome="processed"} 7' in lines
+    assert ['jobs_worker_queue_paused{queue="mail"} 0', 'jobs_worker_queue_paused{queue="reports"} 1'] == [
+        line for line in lines if line.startswith("jobs_worker_queue_paused")]
     assert all(line.startswith("#") or re.fullmatch(r'[a-z_]+\{[^}]*\} [0-9.]+', line) for line in lines)
 
 
