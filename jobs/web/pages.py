@@ -25,10 +25,14 @@ COUNTS = ("due", "scheduled", "in_work", "failed")
 
 
 def queues(dashboard, request, db) -> Answer:
-    """The queues page: each queue's figures, refreshed in place every REFRESH_EVERY seconds."""
+    """The queues page: each queue's figures, refreshed in place every REFRESH_EVERY seconds.
+
+    Below the table, a form pauses a queue by name: one with no job yet is not in the
+    table, and an operator may want it paused before its jobs come.
+    """
     fragment = queues_table(request, shelf.status(db))
     body = (f'<div data-refresh="{escaped(request.url("/queues.fragment"))}" data-every="{REFRESH_EVERY}">'
-            f'{fragment}</div>')
+            f'{fragment}</div>{pause_form(request)}')
     return Answer(html.page(request, "Queues", body, refreshing=True))
 
 
@@ -54,6 +58,13 @@ def queues_table(request, figures: list[dict]) -> str:
         note = f'<p class="muted">~ an estimate: past {shelf.STATUS_EXACT:,} jobs, counts come from the indexes.</p>'
     return html.table(["Queue", "Due", "Scheduled", "In work", "Failed", "Oldest due", "Paused", ""], rows,
                       frozenset({"Due", "Scheduled", "In work", "Failed"})) + note
+
+
+def pause_form(request) -> str:
+    """A form that pauses the queue whose name is typed in."""
+    return (f'<form class="actions" method="post" action="{escaped(request.root)}/pause">{html.token_field(request)}'
+            '<label>Queue to pause <input name="queue" required maxlength="200"></label>'
+            '<button type="submit">Pause queue</button></form>')
 
 
 def failed(dashboard, request, db) -> Answer:

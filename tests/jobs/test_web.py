@@ -150,6 +150,15 @@ def test_the_queues_page_shows_each_queue_s_figures_and_refreshes_its_table_in_p
     assert [re.sub(r"<[^>]+>", " ", cells[0][1]).split()[:4], "Resume" in cells[1][1]] == [["1", "0", "0", "1"], True]
 
 
+def test_a_queue_with_no_jobs_yet_is_paused_by_name_from_the_queues_page(client, db):
+    page = get(client, "/").text
+    assert "No jobs, and no queue is paused." in page
+    assert '<form class="actions" method="post" action="/pause">' in page and 'name="queue" required' in page
+    assert "Queue mail paused" in posted(client, "/pause", {"queue": "mail"}).text
+    assert jobs.paused_queues(db) == {"mail"}
+    assert 'Resume</button>' in get(client, "/").text
+
+
 def test_the_shelf_shows_reasons_and_the_traceback_on_demand_never_the_arguments(client, db):
     first = shelved(db, args={"link": SECRET})
     second = shelved(db)
