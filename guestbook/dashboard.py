@@ -2,8 +2,9 @@
 
 In development anyone who reaches the server may see it (it listens on 127.0.0.1
 only); otherwise only a signed-in account whose address ADMIN_EMAILS names. The
-dashboard is a WSGI app of its own beside Flask's, on connections of the same pool;
-`guestbook serve` hands it the worker beside the server (shows_worker).
+dashboard is a WSGI app of its own beside Flask's, on connections of the same pool; it
+is handed the upkeep's schedules, for their next runs, and by `guestbook serve` the
+worker beside the server, for its counters (shows_worker).
 """
 
 from flask import g
@@ -11,7 +12,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 import jobs.web
 
-from . import auth
+from . import auth, upkeep
 
 MOUNT = "/jobs"  # where the dashboard is served
 
@@ -21,7 +22,7 @@ def init_app(app) -> None:
     pool = app.extensions["guestbook.pool"]
     development = bool(app.config["DEVELOPMENT"])
     dashboard = jobs.web.app(pool.connection, authorize=None if development else lambda environ: admin(app, environ),
-                             development=development)
+                             development=development, schedules=upkeep.schedules)
     app.extensions["guestbook.dashboard"] = dashboard
     app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {MOUNT: dashboard})
     app.context_processor(lambda: {"dashboard": MOUNT if development or is_admin(app, g.get("account")) else None})

@@ -23,7 +23,7 @@ LAYOUT = Template("""<!doctype html>
 <body>
 <header><strong>jobs</strong>
 <a href="$root/">Queues</a> <a href="$root/failed">Failed</a> <a href="$root/batches">Batches</a>
-<a href="$root/metrics">Metrics</a></header>
+<a href="$root/schedules">Schedules</a> <a href="$root/metrics">Metrics</a></header>
 <main>
 <h1>$title</h1>
 $body
@@ -88,6 +88,13 @@ def moment(ms: int | None) -> str:
     if ms is None:
         return "-"
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def when(moment: datetime | None) -> str:
+    """A timestamptz as a UTC date and time, or "-"."""
+    if moment is None:
+        return "-"
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def age(seconds: float | None) -> str:
