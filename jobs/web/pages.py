@@ -178,7 +178,8 @@ def schedules(dashboard, request, db) -> Answer:
     headers = ["Schedule", "Runs", "Last run", "Last seen"] + (["Next run"] if held else [])
     table = []
     for row in rows:
-        cells = [escaped(row["key"]), escaped(row["definition"]), html.when(row["last_tick"]), html.when(row["seen_at"])]
+        cells = [escaped(row["key"]), escaped(row["definition"]), html.when(row["last_tick"]),
+                 html.when(row["seen_at"])]
         if held:
             cells.append(html.when(row["next_tick"]) if row["key"] in held else "no longer held by this code")
         table.append(cells)
