@@ -25,7 +25,7 @@ import waitress
 import jobs
 import mail
 
-from . import create_app, db, embedded, forms, settings_from_environment, upkeep
+from . import create_app, dashboard, db, embedded, forms, settings_from_environment, upkeep
 
 DEFAULT_PORT = 5000  # the port served when neither --port nor PORT names one
 THREADS = db.POOL_MAX  # requests served at once: one pool connection each
@@ -89,7 +89,8 @@ def serve_command(args) -> int:
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
-        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, performers, server.run, schedules=upkeep.schedules)
+        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, performers, server.run, schedules=upkeep.schedules,
+                    on_start=lambda worker: dashboard.shows_worker(app, worker))
     except KeyboardInterrupt:
         pass
     finally:

@@ -2,7 +2,9 @@
 
 In development anyone who reaches the server may see it (it listens on 127.0.0.1
 only); otherwise only a signed-in account whose address ADMIN_EMAILS names. The
-dashboard is a WSGI app of its own beside Flask's, on connections of the same pool.
+dashboard is a WSGI app of its own beside Flask's, on connections of the same pool; it
+is handed the upkeep's schedules, for their next runs, and by `guestbook serve` the
+worker beside the server, for its counters (shows_worker).
 """
 
 from flask import g
@@ -10,7 +12,7 @@ from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 import jobs.web
 
-from . import auth
+from . import auth, upkeep
 
 MOUNT = "/jobs"  # where the dashboard is served
 
@@ -20,9 +22,15 @@ def init_app(app) -> None:
     pool = app.extensions["guestbook.pool"]
     development = bool(app.config["DEVELOPMENT"])
     dashboard = jobs.web.app(pool.connection, authorize=None if development else lambda environ: admin(app, environ),
-                             development=development)
+                             development=development, schedules=upkeep.schedules)
+    app.extensions["guestbook.dashboard"] = dashboard
     app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {MOUNT: dashboard})
     app.context_processor(lambda: {"dashboard": MOUNT if development or is_admin(app, g.get("account")) else None})
+
+
+def shows_worker(app, worker) -> None:
+    """Hands the dashboard the worker beside the server, whose counters /jobs/metrics then shows."""
+    app.extensions["guestbook.dashboard"].worker = worker
 
 
 def admins(app) -> set[str]:

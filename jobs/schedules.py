@@ -218,7 +218,7 @@ def ms(moment: datetime) -> int:
 
 
 def recorded(db, schedules=None) -> list[dict]:
-    """Each schedule in job_schedules (and each of `schedules` not yet there), for the command line.
+    """Each schedule in job_schedules (and each of `schedules` not yet there), for the command line and dashboard.
 
     Each dict holds key, definition, last_tick, seen_at, and, for the schedules given,
     next_tick (None for a recorded schedule the code no longer holds).

@@ -226,17 +226,21 @@ def worker(connect, queues, performers, **options) -> Worker:
     return Worker(connect, queues, performers, **options).start()
 
 
-def beside(connect, queue: str, performers: dict, serve, **options):
+def beside(connect, queue: str, performers: dict, serve, *, on_start=None, **options):
     """Runs `serve()` (a web server, say) with a worker on `queue` in threads beside it.
 
     The worker makes the jobs table first when it is missing, and works on
-    connections of its own. When `serve` returns or raises, the worker stops (the job
-    in hand finishes) and `beside` returns or raises what `serve` did.
+    connections of its own. `on_start(worker)`, when given, is called with the running
+    worker before `serve()` (to hand it to a dashboard, say). When `serve` returns or
+    raises, the worker stops (the job in hand finishes) and `beside` returns or raises
+    what `serve` did.
     """
     with connect() as db:
         schema.prepared(db)
     running = worker(connect, [queue], performers, **options)
     try:
+        if on_start is not None:
+            on_start(running)
         return serve()
     finally:
         running.stop()

@@ -24,7 +24,7 @@ LAYOUT = Template("""<!doctype html>
 <body>
 <header><strong>jobs</strong>
 <a href="$root/">Queues</a> <a href="$root/failed">Failed</a> <a href="$root/batches">Batches</a>
-<a href="$root/metrics">Metrics</a></header>
+<a href="$root/schedules">Schedules</a> <a href="$root/metrics">Metrics</a></header>
 <main>
 <h1>$title</h1>
 $body
@@ -91,6 +91,11 @@ def moment(ms: int | None) -> str:
     return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def when(moment: datetime | None) -> str:
+    """A timestamptz as a UTC date and time, or "-"."""
+    if moment is None:
+        return "-"
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def first_line(text: str, width: int = 80) -> str:

@@ -2,7 +2,8 @@
 
 Jobs per queue and state (as `status` counts them, an estimate past STATUS_EXACT, said
 by jobs_count_estimated), the oldest due job's age, whether each queue is paused, and
-the counters of the worker handed to `jobs.web.app`, if one was: what this process did.
+the counters of the worker handed to `jobs.web.app`, if one was: what this process did,
+and which of its queues it has heard are paused (it looks every POLL_INTERVAL).
 """
 
 from dataclasses import fields
@@ -33,6 +34,10 @@ def metrics(dashboard, request, db) -> Answer:
                   "# TYPE jobs_worker_attempts_total counter"]
         counts = dashboard.worker.counts
         lines += [f'jobs_worker_attempts_total{{outcome="{f.name}"}} {getattr(counts, f.name)}' for f in fields(counts)]
+        lines += ["# HELP jobs_worker_queue_paused 1 once this process's worker has heard that its queue is paused.",
+                  "# TYPE jobs_worker_queue_paused gauge"]
+        worker = dashboard.worker
+        lines += [f'jobs_worker_queue_paused{{queue="{label(q)}"}} {int(q in worker.paused)}' for q in worker.queues]
     return Answer("\n".join(lines) + "\n", content_type=CONTENT_TYPE)
 
 

@@ -1,7 +1,7 @@
-"""The dashboard's pages, each a GET that only reads: the queues, the failed shelf, a job, the batches.
+"""The dashboard's pages, each a GET that only reads: the queues, the failed shelf, a job, batches, schedules.
 
-Each reads what it shows through shelf.py and control.py (or web/queries.sql for a job
-by id and the batches), a page at a time by keyset, so each stays quick however many
+Each reads what it shows through shelf.py, control.py and schedules.py (or
+web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however many
 jobs the table holds. A job's arguments may hold secrets and show only when asked.
 """
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from .. import schedules as schedule_rows
 from .. import shelf, store
 from ..sql import load
 from . import html, params
@@ -25,10 +26,14 @@ COUNTS = ("due", "scheduled", "in_work", "failed")
 
 
 def queues(dashboard, request, db) -> Answer:
-    """The queues page: each queue's figures, refreshed in place every REFRESH_EVERY seconds."""
+    """The queues page: each queue's figures, refreshed in place every REFRESH_EVERY seconds.
+
+    Below the table, a form pauses a queue by name: one with no job yet is not in the
+    table, and an operator may want it paused before its jobs come.
+    """
     fragment = queues_table(request, shelf.status(db))
     body = (f'<div data-refresh="{escaped(request.url("/queues.fragment"))}" data-every="{REFRESH_EVERY}">'
-            f'{fragment}</div>')
+            f'{fragment}</div>{pause_form(request)}')
     return Answer(html.page(request, "Queues", body, refreshing=True))
 
 
@@ -54,6 +59,13 @@ def queues_table(request, figures: list[dict]) -> str:
         note = f'<p class="muted">~ an estimate: past {shelf.STATUS_EXACT:,} jobs, counts come from the indexes.</p>'
     return html.table(["Queue", "Due", "Scheduled", "In work", "Failed", "Oldest due", "Paused", ""], rows,
                       frozenset({"Due", "Scheduled", "In work", "Failed"})) + note
+
+
+def pause_form(request) -> str:
+    """A form that pauses the queue whose name is typed in."""
+    return (f'<form class="actions" method="post" action="{escaped(request.root)}/pause">{html.token_field(request)}'
+            '<label>Queue to pause <input name="queue" required maxlength="200"></label>'
+            '<button type="submit">Pause queue</button></form>')
 
 
 def failed(dashboard, request, db) -> Answer:
@@ -150,6 +162,29 @@ def batches(dashboard, request, db) -> Answer:
     table = html.table(["Batch", "Queue", "Settled", "Failed", "Cancelled", "State", "Created"], rows,
                        frozenset({"Batch", "Failed", "Cancelled"}))
     return Answer(html.page(request, "Batches", table + more))
+
+
+def schedules(dashboard, request, db) -> Answer:
+    """Each schedule job_schedules records, with its last run, and its next run when the app holds it.
+
+    job_schedules has a row per schedule a worker ever held, so the page reads it whole.
+    The next run is worked out from the code's schedules handed to `jobs.web.app`; a
+    recorded one they lack is said to be no longer held.
+    """
+    rows = schedule_rows.recorded(db, dashboard.schedules)
+    if not rows:
+        return Answer(html.page(request, "Schedules", "<p>No schedule is recorded: no worker has held one yet.</p>"))
+    held = {schedule.key for schedule in dashboard.schedules}
+    headers = ["Schedule", "Runs", "Last run", "Last seen"] + (["Next run"] if held else [])
+    table = []
+    for row in rows:
+        cells = [escaped(row["key"]), escaped(row["definition"]), html.when(row["last_tick"]),
+                 html.when(row["seen_at"])]
+        if held:
+            cells.append(html.when(row["next_tick"]) if row["key"] in held else "no longer held by this code")
+        table.append(cells)
+    note = "" if held else '<p class="muted">Next runs show when the app is handed the code\'s schedules.</p>'
+    return Answer(html.page(request, "Schedules", html.table(headers, table) + note))
 
 
 def asset(dashboard, request, db, name: str) -> Answer:

@@ -111,8 +111,9 @@ GUARDS = [
 class Dashboard:
     """The WSGI app `jobs.web.app` builds: checks each request, finds its route and answers."""
 
-    def __init__(self, connect, authorize, routes: list[Route], worker=None):
+    def __init__(self, connect, authorize, routes: list[Route], worker=None, schedules: tuple = ()):
         self.connect, self.authorize, self.routes, self.worker = connect, authorize, routes, worker
+        self.schedules = schedules
 
     def __call__(self, environ, start_response):
         request = Request.read(environ)

@@ -56,9 +56,11 @@ def shelf(url: str, count: int, pages=None) -> dict:
 
 def dashboard_pages(url: str, count: int) -> dict:
     """The dashboard's pages as reads to time, each a whole WSGI request on a connection of its own."""
-    dashboard = jobs.web.app(lambda: database.connected(url), authorize=lambda environ: True)
+    schedules = [jobs.every("nightly", cron="17 3 * * *", queue=database.QUEUE, name="note"),
+                 jobs.every("hourly", every=3600, queue=database.QUEUE, name="note")]
+    dashboard = jobs.web.app(lambda: database.connected(url), authorize=lambda environ: True, schedules=schedules)
     paths = ["/", "/queues.fragment", "/failed", f"/failed?after={count // 2}", f"/failed?queue={database.QUEUE}",
-             "/job/1", f"/job/{count + 1}", "/batches", "/metrics"]
+             "/job/1", f"/job/{count + 1}", "/batches", "/schedules", "/metrics"]
     return {f"dashboard {path}": (lambda db, path=path: requested(dashboard, path)) for path in paths}
 
 

@@ -6,6 +6,7 @@ import pytest
 
 import jobs
 import mail
+from guestbook import upkeep
 
 
 @pytest.fixture
@@ -43,6 +44,15 @@ def test_an_admin_retries_a_failed_letter_from_the_dashboard(client, visitor, db
     answer = client.post("/jobs/retry", data={"csrf": token, "id": str(job)})
     assert "1 of 1 back in the queue" in answer.get_data(as_text=True)
     assert jobs.failed(db) == []
+
+
+def test_the_dashboard_shows_the_next_run_of_each_upkeep_schedule(client, visitor):
+    visitor.signed_in("ada@example.com")
+    page = client.get("/jobs/schedules").get_data(as_text=True)
+    for schedule in upkeep.schedules:
+        row = re.search(rf'<tr><td data-label="Schedule">{schedule.key}</td>(.*?)</tr>', page)
+        assert row, f"{schedule.key} is on the schedules page"
+        assert re.search(r'data-label="Next run">\d{4}-\d\d-\d\d 03:\d\d:00 UTC<', row.group(1))
 
 
 class TestDevelopment:

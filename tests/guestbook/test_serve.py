@@ -93,3 +93,18 @@ def test_development_keeps_a_secret_and_writes_letters_to_the_outbox(database_ur
         assert served.stopped() == 0
     assert len((tmp_path / ".secret_key").read_text()) == 64
     assert len(list((tmp_path / "outbox").glob("*.eml"))) == 1
+
+
+@pytest.mark.slow
+def test_the_dashboard_s_metrics_show_the_counters_of_the_worker_beside_the_server(database_url, db, tmp_path):
+    served = Served(["--development"], environment(DATABASE_URL=database_url), tmp_path)
+    try:
+        status, metrics = served.request("/jobs/metrics")
+        assert status == 200
+        assert 'jobs_worker_queue_paused{queue="mail"} 0' in metrics.splitlines()
+        served.request("/signup", {"email": f"served-{uuid.uuid4().hex[:8]}@example.com",
+                                   "password": "correct horse battery"})
+        assert eventually(lambda: 'jobs_worker_attempts_total{outcome="processed"} 1'
+                          in served.request("/jobs/metrics")[1].splitlines())
+    finally:
+        assert served.stopped() == 0

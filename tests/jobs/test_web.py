@@ -12,12 +12,14 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
+from jobs.schedules import fired
 from tests.jobs.performers import doomed
 
 T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch
 SECRET = "s3cr3t-t0ken"
 OPERATOR = {"HTTP_X_OPERATOR": "yes"}  # the header the tests' authorize looks for
-PAGES = ["/", "/queues.fragment", "/failed", "/job/1", "/batches", "/metrics", "/style.css", "/refresh.js"]
+PAGES = ["/", "/queues.fragment", "/failed", "/job/1", "/batches", "/schedules", "/metrics", "/style.css",
+         "/refresh.js"]
 ACTIONS = {"/retry": {"id": "1"}, "/discard": {"id": "1"}, "/cancel": {"id": "2"}, "/pause": {"queue": "mail"},
            "/resume": {"queue": "mail"}}
 
@@ -54,16 +56,23 @@ def everything(db) -> tuple:
     """Every row the dashboard could change, to compare before and after."""
     return (db.execute("SELECT * FROM jobs ORDER BY id").fetchall(),
             db.execute("SELECT * FROM job_paused_queues ORDER BY queue").fetchall(),
-            db.execute("SELECT * FROM job_batches ORDER BY id").fetchall())
+            db.execute("SELECT * FROM job_batches ORDER BY id").fetchall(),
+            db.execute("SELECT * FROM job_schedules ORDER BY key").fetchall())
+
+
+NIGHTLY = jobs.every("nightly", cron="17 3 * * *", queue="mail", name="note")
+HOURLY = jobs.every("hourly", every=3600, queue="mail", name="note")
 
 
 @pytest.fixture
 def table(db):
-    """A failed job (1), a waiting one (2), a batch, and a paused queue."""
+    """A failed job (1), a waiting one (2), a batch, a paused queue, and a recorded schedule."""
     shelved(db, args={"link": SECRET})
     jobs.later(db, "mail", "note", {}, T)
     jobs.batch(db, "reports", [("note", {}), ("note", {})])
     jobs.paused(db, "reports")
+    db.execute("TRUNCATE job_schedules")
+    fired(db, [NIGHTLY])  # records it, as a worker holding it does
     return db
 
 
@@ -111,7 +120,7 @@ def test_a_get_changes_nothing_and_an_action_answers_only_a_post(client, table):
 
 BAD_PAGES = ["/job/abc", "/job/0", "/job/-1", "/job/99999999999999999999", "/job/", "/job/7", "/failed?after=x",
              "/failed?after=0", "/failed?limit=0", "/failed?limit=100000", "/batches?after=%FF", "/elsewhere",
-             "/job/%00"]
+             "/job/%00", "/schedules/nightly", "/schedules/"]
 
 
 @pytest.mark.parametrize("path", BAD_PAGES)
@@ -148,6 +157,15 @@ def test_the_queues_page_shows_each_queue_s_figures_and_refreshes_its_table_in_p
     cells = re.findall(r'<tr><td data-label="Queue">(\w+)</td>(.*?)</tr>', fragment)
     assert [name for name, _ in cells] == ["mail", "reports"]
     assert [re.sub(r"<[^>]+>", " ", cells[0][1]).split()[:4], "Resume" in cells[1][1]] == [["1", "0", "0", "1"], True]
+
+
+def test_a_queue_with_no_jobs_yet_is_paused_by_name_from_the_queues_page(client, db):
+    page = get(client, "/").text
+    assert "No jobs, and no queue is paused." in page
+    assert '<form class="actions" method="post" action="/pause">' in page and 'name="queue" required' in page
+    assert "Queue mail paused" in posted(client, "/pause", {"queue": "mail"}).text
+    assert jobs.paused_queues(db) == {"mail"}
+    assert 'Resume</button>' in get(client, "/").text
 
 
 def test_the_shelf_shows_reasons_and_the_traceback_on_demand_never_the_arguments(client, db):
@@ -204,9 +222,38 @@ def test_the_batches_page_shows_each_batch_s_progress(client, table):
     assert '<progress value="1" max="2"></progress> 1 of 2' in page
 
 
+def test_the_schedules_page_shows_each_recorded_schedule_with_its_last_and_next_run(connect, table):
+    table.execute("UPDATE job_schedules SET last_tick = '2026-11-30 03:17:00+00' WHERE key = 'nightly'")
+    held = Client(jobs.web.app(connect, authorize=operator, schedules=[NIGHTLY, HOURLY]))
+    page = get(held, "/schedules").text
+    rows = re.findall(r'<tr><td data-label="Schedule">(\w+)</td>(.*?)</tr>', page)
+    assert [key for key, _ in rows] == ["hourly", "nightly"], "every schedule, the code's not yet recorded too"
+    hourly, nightly = [re.findall(r'data-label="([^"]+)">([^<]*)<', cells) for _, cells in rows]
+    assert dict(nightly)["Runs"] == "17 3 * * * (UTC)"
+    assert dict(nightly)["Last run"] == "2026-11-30 03:17:00 UTC"
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d 03:17:00 UTC", dict(nightly)["Next run"])
+    assert (dict(hourly)["Runs"], dict(hourly)["Last run"], dict(hourly)["Last seen"]) == ("every 3600 s", "-", "-")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:00:00 UTC", dict(hourly)["Next run"])
+    assert 'href="/schedules">Schedules</a>' in page
+
+
+def test_the_schedules_page_without_the_code_s_schedules_shows_what_is_recorded(client, connect, table):
+    page = get(client, "/schedules").text
+    assert '<td data-label="Schedule">nightly</td><td data-label="Runs">17 3 * * * (UTC)</td>' in page
+    assert "<th>Next run</th>" not in page and "handed the code's schedules" in page
+    lost = Client(jobs.web.app(connect, authorize=operator, schedules=[HOURLY]))
+    assert "no longer held by this code" in get(lost, "/schedules").text
+
+
+def test_the_app_refuses_schedules_not_made_by_every(connect):
+    with pytest.raises(TypeError, match="jobs.every"):
+        jobs.web.app(connect, development=True, schedules=["nightly"])
+
+
 def test_metrics_give_each_queue_s_figures_and_the_worker_s_counters(connect, table):
     class Held:  # what the dashboard reads of a worker
         counts = jobs.Counts(processed=7, failed=1)
+        queues, paused = ["mail", "reports"], {"reports"}
 
     answer = Client(jobs.web.app(connect, authorize=operator, worker=Held())).get("/metrics", environ_base=OPERATOR)
     assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
@@ -215,6 +262,8 @@ def test_metrics_give_each_queue_s_figures_and_the_worker_s_counters(connect, ta
     assert 'jobs_count{queue="mail",state="due"} 1' in lines
     assert 'jobs_queue_paused{queue="reports"} 1' in lines
     assert 'jobs_worker_attempts_total{outcome="processed"} 7' in lines
+    assert ['jobs_worker_queue_paused{queue="mail"} 0', 'jobs_worker_queue_paused{queue="reports"} 1'] == [
+        line for line in lines if line.startswith("jobs_worker_queue_paused")]
     assert all(line.startswith("#") or re.fullmatch(r'[a-z_]+\{[^}]*\} [0-9.]+', line) for line in lines)
 
 

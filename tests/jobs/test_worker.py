@@ -220,3 +220,16 @@ def test_a_notification_wakes_one_thread_not_every_thread(db, connect, monkeypat
         worker.stop()
         worker.join(10)
     assert per_job <= 3, f"{per_job:.1f} claims per job: idle threads woke for nothing"
+
+
+def test_beside_hands_on_start_the_running_worker_before_it_serves(db, connect):
+    handed = []
+
+    def serve():
+        (worker,) = handed
+        jobs.later(db, "default", "note", {})
+        assert worker.wait_until_empty(10), "the worker handed to on_start works the queue while serving"
+        return worker.counts.processed
+
+    assert jobs.beside(connect, "default", {"note": lambda *_: None}, serve, on_start=handed.append) == 1
+    assert handed[0].join(10), "and it stops once serve returns"
