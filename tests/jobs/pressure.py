@@ -14,6 +14,7 @@ import time
 import psycopg
 
 import jobs
+from jobs.connections import closed
 
 RATE = 200  # jobs a second the producer offers
 EVERY = (0.010, 0.025)  # seconds between two of its batches, drawn at random in this range
@@ -21,7 +22,23 @@ JOB_MS = 1  # milliseconds each job works
 SAMPLE_EVERY = 0.5  # seconds between two samples of pg_stat_activity
 
 
-class Producer:
+class Background:
+    """A thread of the test's own that runs `_run` until `stop`; `start` answers the object itself."""
+
+    def __init__(self, name: str):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+class Producer(Background):
     """Offers RATE jobs a second on `queue` until stopped, reconnecting through outages.
 
     `committed` holds the `n` of every job whose batch surely committed; `uncertain`
@@ -33,17 +50,8 @@ class Producer:
         self.committed: list[int] = []
         self.uncertain: list[int] = []
         self.failures = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="producer", daemon=True)
+        Background.__init__(self, "producer")
         self._next = 0
-
-    def start(self) -> "Producer":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
 
     def _run(self) -> None:
         chance, db, last = random.Random(13), None, time.monotonic()
@@ -65,7 +73,7 @@ class Producer:
         closed(db)
 
 
-class Watcher:
+class Watcher(Background):
     """Samples what the workers' backends wait on every `every` seconds (SAMPLE_EVERY), until stopped."""
 
     QUERY = """
@@ -76,16 +84,7 @@ class Watcher:
     def __init__(self, url: str, every: float = SAMPLE_EVERY):
         self.url, self.every = url, every
         self.samples: list[tuple[float, list[tuple]]] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="watcher", daemon=True)
-
-    def start(self) -> "Watcher":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join()
+        Background.__init__(self, "watcher")
 
     def _run(self) -> None:
         db = None
@@ -114,11 +113,3 @@ def per_second(db, since: float) -> dict[int, int]:
                       " WHERE extract(epoch FROM done_at) >= %s GROUP BY s ORDER BY s", (since, since)).fetchall()
     return dict(rows)
 
-
-def closed(db):
-    if db is not None:
-        try:
-            db.close()
-        except psycopg.Error:
-            pass
-    return None
