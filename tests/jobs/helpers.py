@@ -55,6 +55,17 @@ def stopped(process, timeout: float = WAIT) -> str:
     return process.log.read()
 
 
+def exited(process, timeout: float = WAIT) -> str:
+    """Waits for a process already told to stop, and returns what it printed.
+
+    `stopped` would signal it again if it is still at work, and a worker takes a
+    second signal as "give everything back at once", ending its grace period.
+    """
+    process.wait(timeout=timeout)
+    process.log.seek(0)
+    return process.log.read()
+
+
 def scalar(db, query, params=()):
     """The single value a query answers."""
     return db.execute(query, params).fetchone()[0]

@@ -5,7 +5,7 @@ import threading
 import time
 
 import jobs
-from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
+from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
 
@@ -76,7 +76,7 @@ def test_sigterm_gives_back_a_job_still_running_when_the_grace_period_ends(db, d
     worker, job = started_job(db, database_url, "--grace", "1")
     began = time.monotonic()
     worker.send_signal(signal.SIGTERM)
-    output = stopped(worker, timeout=40)
+    output = exited(worker, timeout=40)
     assert worker.returncode == 0, output
     assert 1 <= time.monotonic() - began < 30, "the grace period ended it, not the job of 60 s"
     assert given_back(db, job), "another worker may take it at once, without waiting out the lease"
@@ -88,7 +88,7 @@ def test_a_second_signal_gives_everything_back_at_once(db, database_url):
     began = time.monotonic()
     worker.send_signal(signal.SIGTERM)
     worker.send_signal(signal.SIGINT)  # as a person pressing Ctrl-C after the deploy's SIGTERM
-    output = stopped(worker, timeout=40)
+    output = exited(worker, timeout=40)
     assert worker.returncode == 0, output
     assert time.monotonic() - began < 30, "at once, not after the grace of 60 s"
     assert given_back(db, job)

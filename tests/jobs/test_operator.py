@@ -3,7 +3,7 @@
 import signal
 
 import jobs
-from tests.jobs.helpers import scalar, start_command, start_worker, stopped, wait_for
+from tests.jobs.helpers import exited, scalar, start_command, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
 
@@ -38,7 +38,7 @@ def test_a_job_cancelled_while_it_runs_goes_on_the_shelf_at_once_and_never_count
         shelf = wait_for(lambda: jobs.failed(db), "the cancelled job on the shelf", timeout=10)
         assert [(j["id"], j["failure"]) for j in shelf] == [(job, "cancelled")]
         worker.send_signal(signal.SIGTERM)  # its performer ignores the cancel; the grace ends it
-        output = stopped(worker, timeout=40)
+        output = exited(worker, timeout=40)
     finally:
         stopped(worker)
     assert worker.returncode == 0, output

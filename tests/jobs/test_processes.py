@@ -5,7 +5,7 @@ import signal
 import pytest
 
 import jobs
-from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
+from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
 
@@ -60,7 +60,7 @@ def test_sigterm_lets_the_job_in_hand_finish_and_exits_zero(runs, database_url):
     job = jobs.later(runs, "default", "started_then_held", {"seconds": 1, "record": True})
     wait_for(lambda: scalar(runs, "SELECT count(*) FROM starts WHERE job = %s", (job,)) == 1, "the job to start")
     worker.send_signal(signal.SIGTERM)
-    output = stopped(worker)
+    output = exited(worker)
     assert worker.returncode == 0, output
     assert scalar(runs, "SELECT count(*) FROM runs WHERE job = %s", (job,)) == 1
     assert jobs.listed(runs) == []
