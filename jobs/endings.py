@@ -9,7 +9,8 @@ import logging
 
 from . import store
 from .policies import policy_of
-from .runner import Outcome, moved_flows_on, recorded_failure
+from .outcomes import Outcome, moved_flows_on
+from .runner import recorded_failure
 from .settlement import Settlement
 
 log = logging.getLogger("jobs")

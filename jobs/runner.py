@@ -13,7 +13,8 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from . import flows, store
+from . import store
+from .outcomes import LeaseLost, Outcome, committed, deleted_alone
 from .pace import Pace
 from .policies import DEFAULT, policy_of
 from .settlement import Settlement
@@ -22,10 +23,6 @@ COMMIT_AFTER = 0.005  # seconds of work after which a settlement transaction com
 
 log = logging.getLogger("jobs")
 current: contextvars.ContextVar[store.Job] = contextvars.ContextVar("current job")
-
-
-class LeaseLost(Exception):
-    """Another worker took a job over before this one settled it."""
 
 
 @dataclass
@@ -42,17 +39,6 @@ class Counts:
 
     def add(self, kind: str) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
-
-
-@dataclass
-class Outcome:
-    """How one attempt went: its counter, its line, and its log record."""
-
-    kind: str  # a field of Counts
-    line: str  # what `worked` answers, as in the seed: "ran greet"
-    level: int = logging.INFO
-    message: str = ""
-    final: bool = False  # a failure for good
 
 
 def current_job() -> store.Job:
@@ -105,7 +91,9 @@ def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout)
 
     If a success's row is no longer ours when it is deleted (its lease ran out and
     another worker claimed it), the whole transaction rolls back, so nothing this
-    worker did for that group is kept beside what the other worker does.
+    worker did for that group is kept beside what the other worker does. A group
+    that wrote nothing has nothing to roll back: its deletions commit alone
+    (outcomes.deleted_alone).
     """
     group: list[tuple[store.Job, Outcome]] = []
     settlement = Settlement(db)
@@ -116,14 +104,11 @@ def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout)
             began = time.monotonic()
             group.append((job, outcome_of(settlement, job, performers, now, timeout)))
             pace.ran(job.name, time.monotonic() - began)
-        settlement.begin()
         succeeded = [job for job, outcome in group if outcome.kind == "processed"]
-        kept = store.finished(db, succeeded)
-        lost = [job.id for job in succeeded if job.id not in kept and not job.cancelling]
-        if lost or any(outcome.kind == "lease_lost" for _, outcome in group):
-            raise LeaseLost(lost)
-        moved_flows_on(db, group)
-        settlement.committed()
+        if settlement.begun or any(job.batch or job.flow for job, _ in group):
+            committed(settlement, group, succeeded)
+        else:
+            group = deleted_alone(db, group, succeeded)
     except LeaseLost:
         settlement.rolled_back()
         counts.lease_lost += len(group)
@@ -142,14 +127,6 @@ def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout)
 def joins(job, started: float, pace) -> bool:
     """Whether `job` may run on the transaction of a group begun at `started`."""
     return time.monotonic() - started < COMMIT_AFTER and pace.trusted(job.name)
-
-
-def moved_flows_on(db, group) -> None:
-    """Lets chains and batches react to the group's settlements, on the same transaction."""
-    done = [job for job, outcome in group if outcome.kind == "processed" and (job.batch or job.flow)]
-    ended = [job for job, outcome in group if outcome.final and (job.batch or job.flow)]
-    if done or ended:
-        flows.settled(db, done, ended)
 
 
 def outcome_of(settlement, job, performers, now, timeout=None) -> Outcome:

@@ -5,6 +5,8 @@ import threading
 import time
 
 import jobs
+from jobs import runner, store
+from jobs.pace import Pace
 from tests.jobs.helpers import scalar, wait_for
 from tests.jobs.performers import RUNS
 
@@ -56,6 +58,25 @@ def test_settlement_after_the_claim_moved_on_is_refused_and_rolled_back(db, conn
     assert "lease lost" in caplog.text
     assert scalar(db, "SELECT count(*) FROM effects") == 0, "the performer's writes rolled back"
     assert db.execute("SELECT id, claim, attempts FROM jobs").fetchall() == [(job, 42, 2)], "the other claim is untouched"
+
+
+def test_a_batch_that_wrote_nothing_settles_what_is_still_its_own_and_leaves_the_rest(db, connect, caplog):
+    """A batch whose performers never touched the connection deletes its rows in one statement of its own."""
+    def taken_over(conn, args):
+        with connect() as other:  # another worker claims this row, as it would after this worker's lease ran out
+            other.execute("UPDATE jobs SET claim = 42, attempts = attempts + 1 WHERE id = %s", (jobs.current_job().id,))
+
+    first, second, third = (jobs.later(db, "default", name, {}) for name in ("quiet", "taken_over", "quiet"))
+    performers = {"quiet": lambda conn, args: None, "taken_over": taken_over}
+    with connect() as conn, caplog.at_level(logging.WARNING, logger="jobs"):
+        claimed = store.claimed(conn, "default", limit=3)
+        counts = jobs.Counts()
+        lines = runner.performed(conn, claimed, performers, counts=counts, pace=Pace(trusted=("quiet", "taken_over")))
+    assert lines == ["ran quiet", "lease lost taken_over", "ran quiet"]
+    assert (counts.processed, counts.lease_lost) == (2, 1)
+    assert f"another worker holds jobs [{second}]" in caplog.text
+    assert db.execute("SELECT id, claim, attempts FROM jobs").fetchall() == [(second, 42, 2)], \
+        f"{first} and {third} are settled, not run again; the other claim is untouched"
 
 
 def test_failure_recorded_after_the_claim_moved_on_is_refused(db, connect):
