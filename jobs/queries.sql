@@ -82,10 +82,14 @@ WHERE id = %(id)s AND claim = %(claim)s
 -- Claimed jobs a worker gives back go back as they were, due at once, their attempt not
 -- counted: jobs it never started before it stopped, and jobs whose settlement it gave
 -- up through no fault of theirs (a neighbour timed out, a shutdown's grace ran out).
--- The claim token keeps it from touching jobs another worker holds.
+-- The claim token keeps it from touching jobs another worker holds. Each is due again
+-- at the moment it was due before the claim (the claim moved run_at one lease on), so
+-- it keeps its place in the claim's order, ahead of jobs queued since, and a job of a
+-- schedule keeps its tick.
 UPDATE jobs
-SET run_at = {now}, attempts = attempts - 1, claim = NULL
-WHERE id = ANY(%(ids)s) AND claim = %(claim)s
+SET run_at = LEAST(given.due_at, {now}), attempts = attempts - 1, claim = NULL
+FROM unnest(%(ids)s::bigint[], %(due_ats)s::bigint[]) AS given (id, due_at)
+WHERE jobs.id = given.id AND jobs.claim = %(claim)s
 
 -- name: lapse
 -- The leases of jobs a worker was cut off from (its connection dropped while it held

@@ -191,9 +191,10 @@ def attempt_failed(db, job: Job, reason: str, traceback: str, wait: int, max_att
 
 
 def released(db, jobs: list[Job], now: int | None = None) -> None:
-    """Gives claimed jobs that never started back to the queue, due at once."""
+    """Gives claimed jobs that never started back to the queue, due again as they were before the claim."""
     if jobs:
-        db.execute(queries["release"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now})
+        params = {"ids": [job.id for job in jobs], "due_ats": [job.due_at for job in jobs], "claim": jobs[0].claim}
+        db.execute(queries["release"], params | {"now": now})
 
 
 def lapsed(db, jobs: list[Job], now: int | None = None) -> None:

@@ -5,6 +5,7 @@ import threading
 import time
 
 import jobs
+from jobs import store
 from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
@@ -107,3 +108,15 @@ def test_sigterm_lets_a_job_that_ends_within_the_grace_period_finish(db, databas
     assert worker.returncode == 0, output
     assert scalar(db, "SELECT count(*) FROM runs WHERE job = %s", (job,)) == 1
     assert scalar(db, "SELECT count(*) FROM jobs") == 0
+
+
+def test_a_job_given_back_is_due_as_it_was_before_its_claim(db):
+    """So it keeps its place ahead of jobs queued since, and a schedule's job keeps its tick."""
+    due = jobs.now_ms() - 5_000
+    first = jobs.later(db, "default", "noop", {}, at=due)
+    second = jobs.later(db, "default", "noop", {})
+    [claimed] = store.claimed(db, "default")
+    assert claimed.id == first
+    store.released(db, [claimed])
+    assert scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (first,)) == due
+    assert [job.id for job in store.claimed(db, "default", limit=2)] == [first, second]
