@@ -2,9 +2,10 @@
 
 Every POLL_INTERVAL (`polled`): promote the scheduled jobs whose moment has come (and
 wake a thread for them), queue the job of each due tick of the worker's schedules, read
-which queues are paused, and hear which jobs in hand an operator cancelled. Every half
-lease (`beaten`): extend the leases of the jobs in hand, free the concurrency keys of
-leases that ran out, and reap the jobs whose worker died on their last attempt.
+which queues are paused, look for where each queue's claims should start (frontier.py),
+and hear which jobs in hand an operator cancelled. Every half lease (`beaten`): extend
+the leases of the jobs in hand, free the concurrency keys of leases that ran out, and
+reap the jobs whose worker died on their last attempt.
 """
 
 import logging
@@ -21,6 +22,7 @@ def polled(db, worker) -> None:
         worker.doorbell.ring()  # not only by the notification, which a polling worker misses
     fired(db, worker.schedules)  # the jobs of due ticks, once across all workers
     worker.paused_now(control.paused_queues(db))
+    worker.frontiers.looked(db, worker.queues)  # where the claims start, past dead index entries
     for jobs in worker.batches_held():
         heard_cancelled(db, jobs)
 

@@ -44,6 +44,8 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- to be due, and sorted the whole backlog for every claim (a sequential scan and a
 -- Sort under LockRows: 3 ms for 4 rows of 3,000, against 0.3 ms). Blind, it assumes a
 -- share of the queue is due, and walks jobs_ready in order, stopping at LIMIT.
+-- {bound} is empty, or while dead entries a held snapshot keeps would make the walk
+-- slow, a row comparison on the index's own columns that seeks past them (frontier.py).
 -- With no moment given (a worker), both moments are the database's: the due bound
 -- when the statement starts, and the lease from the instant each row is updated, so
 -- a claim that waited (on a lock, or on a server coming back) never commits a lease
@@ -53,7 +55,7 @@ SET run_at = {clock} + %(lease)s, attempts = attempts + 1, claim = %(claim)s
 FROM (
     SELECT id, run_at AS due_at
     FROM jobs
-    WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now})
+    WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT {limit}
@@ -62,6 +64,16 @@ FROM (
 WHERE jobs.id = due.id
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
     jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim
+
+-- name: first_due
+-- Where the first due job of a queue sits in the claim's order: the same walk as the
+-- claim's, without its locks and without its concurrency-key test, so a job waiting
+-- for its key, or locked by a claim at this instant, still counts as due (frontier.py).
+SELECT priority, run_at, id
+FROM jobs
+WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now})
+ORDER BY priority, run_at, id
+LIMIT 1
 
 -- name: finish
 -- A job that succeeded is deleted, on the transaction that holds its performer's

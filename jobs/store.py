@@ -143,33 +143,40 @@ def promoted(db, now: int | None = None) -> list[str]:
     return [row[0] for row in db.execute(queries["promote"], {"now": now})]
 
 
-def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: float = LEASE) -> list[Job]:
+def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: float = LEASE,
+            after: tuple[int, int] | None = None) -> list[Job]:
     """Claims up to `limit` jobs of `queue` due at `now` (the database's clock when None), in claim order, and commits.
 
     Each claimed row has its attempt counted and is held for `lease` seconds under a
-    new claim token; see the claim in queries.sql.
+    new claim token; see the claim in queries.sql. `after` (priority, run_at) is where
+    the claim starts in that order, from frontier.py; None: at the front.
     """
     claim = secrets.randbits(63)
     params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim}
+    if after is not None:
+        params["after_priority"], params["after_run_at"] = after
     try:
         with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
             with db.cursor(row_factory=job_row) as cursor:
-                jobs = cursor.execute(claim_statement(limit), params).fetchall()
+                jobs = cursor.execute(claim_statement(limit, after is not None), params).fetchall()
     except psycopg.errors.UniqueViolation:
         # Two jobs of one concurrency key: twice in this batch, or taken side by side
         # by two claims. The index refused it and nothing was claimed; one job at a
         # time cannot clash with itself, and the next claim sees the key in work.
-        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease)
+        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease, after=after)
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
 
 
+BOUND = " AND (priority, run_at, id) >= (%(after_priority)s, %(after_run_at)s, 0)"  # a claim's start (frontier.py)
+
+
 @functools.cache
-def claim_statement(limit: int) -> sql.Composed:
-    """The claim with its LIMIT written in (see the claim in queries.sql for why)."""
+def claim_statement(limit: int, bounded: bool = False) -> sql.Composed:
+    """The claim with its LIMIT written in (see the claim in queries.sql for why), and its BOUND when `bounded`."""
     if not isinstance(limit, int) or limit < 1:
         raise ValueError(f"a claim takes one job or more, not {limit!r}")
-    return sql.SQL(queries["claim"]).format(limit=sql.Literal(limit))
+    return sql.SQL(queries["claim"]).format(limit=sql.Literal(limit), bound=sql.SQL(BOUND if bounded else ""))
 
 
 def finished(db, jobs: list[Job]) -> set[int]:

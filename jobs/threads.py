@@ -74,7 +74,7 @@ class WorkThread:
         worker = self.worker
         busy = False
         for queue in worker.claimable():
-            jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease)
+            jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease, after=worker.frontiers.bound(queue))
             if len(jobs) == self.limit:
                 worker.doorbell.ring()  # a full batch: more may be due, for another thread
             if jobs:

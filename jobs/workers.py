@@ -16,6 +16,7 @@ import psycopg
 from . import chores, schema, store
 from .complaints import Complaints
 from .doorbell import Doorbell
+from .frontier import Frontiers
 from .listener import POLL_INTERVAL, Listener
 from .pace import Pace
 from .policies import policy_of
@@ -71,6 +72,7 @@ class Worker:
         self.counts = Counts()
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
         self.pace = Pace()  # which job names are quick enough to share a settlement transaction
+        self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
         self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
         self.draining = False
         self._stopping = threading.Event()  # nothing new is claimed once it is set

@@ -85,3 +85,10 @@ def worker_log(process) -> str:
     """
     fd = process.log.fileno()
     return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace")
+
+
+def walk(plan: dict) -> dict | None:
+    """The LockRows node of the claim: the walk over due jobs, under the join that updates what it took."""
+    if plan["Node Type"] == "LockRows":
+        return plan
+    return next((found for child in plan.get("Plans", []) if (found := walk(child))), None)

@@ -4,6 +4,7 @@ import pytest
 
 import jobs
 from jobs import store
+from tests.jobs.helpers import walk
 
 BACKLOG = 3_000  # due jobs that arrive after the statistics were taken
 
@@ -14,13 +15,6 @@ def executed_nodes(plan: dict):
         yield plan
         for child in plan.get("Plans", []):
             yield from executed_nodes(child)
-
-
-def walk(plan: dict) -> dict | None:
-    """The LockRows node of the claim: the walk over due jobs, under the join that updates what it took."""
-    if plan["Node Type"] == "LockRows":
-        return plan
-    return next((found for child in plan.get("Plans", []) if (found := walk(child))), None)
 
 
 def claim_plan(db) -> list[dict]:

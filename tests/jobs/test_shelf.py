@@ -97,7 +97,7 @@ def test_a_retried_job_wakes_an_idle_worker_at_once(db, connect):
     try:
         idle = """SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs tests' AND state = 'idle'
             AND (query = 'LISTEN jobs' OR query LIKE '%%SET scheduled = false%%' OR query LIKE '%%FOR UPDATE SKIP LOCKED%%'
-                 OR query LIKE '%%FROM job_paused_queues%%')"""
+                 OR query LIKE '%%FROM job_paused_queues%%' OR query LIKE '%%SELECT priority, run_at, id%%')"""
         wait_for(lambda: scalar(db, idle) == 2, "the worker to listen, look once and find nothing due")
         jobs.retried(db, job)
         assert ran.wait(10), "a worker that looks every 60 s ran the job within 10 s: it was woken"

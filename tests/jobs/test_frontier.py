@@ -1,0 +1,101 @@
+"""Beside a snapshot held open elsewhere, the claim seeks past the dead entries it keeps (issue 12, point 7).
+
+What is asserted is the work the claim does (the index and heap pages it reads), not
+its time, so the tests say the same on a busy machine; the time is the held
+benchmark's (python -m tests.benchmarks.held).
+"""
+
+import pytest
+
+import jobs
+from jobs import frontier, store
+from tests.jobs.helpers import scalar, wait_for, walk
+
+DEAD = 40_000  # jobs queued, claimed and deleted while a snapshot is held: twice as many dead index entries
+FEW = 10  # jobs due after them
+
+
+@pytest.fixture
+def held(connect):
+    """A transaction held open on a connection of its own, with a snapshot that keeps every deleted row."""
+    holder = connect()
+    holder.execute("SELECT txid_current()")
+    yield holder
+    holder.close()
+
+
+def worked_through(db, count: int) -> None:
+    """Queues `count` jobs due a minute ago, then claims and deletes every one, leaving dead rows behind."""
+    jobs.later_many(db, "default", "noop", [{}] * count, at=jobs.now_ms() - 60_000)
+    while claimed := store.claimed(db, "default", limit=1000):
+        store.finished(db, claimed)
+
+
+def pages_read(db, bound) -> tuple[int, list[int]]:
+    """The buffers the claim of FEW jobs reads to find them, starting at `bound`, and the ids it takes (rolled back)."""
+    params = {"queue": "default", "now": None, "lease": 30_000, "claim": 1}
+    if bound is not None:
+        params["after_priority"], params["after_run_at"] = bound
+    statement = store.claim_statement(FEW, bound is not None).as_bytes(db)
+    with db.transaction(force_rollback=True):
+        [[explained]] = db.execute(b"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, params).fetchone()
+    with db.transaction(force_rollback=True):
+        ids = [row[0] for row in db.execute(statement, params)]
+    walked = walk(explained["Plan"])  # the update above it reads the same pages for the same rows either way
+    return walked["Shared Hit Blocks"] + walked["Shared Read Blocks"], sorted(ids)
+
+
+def test_beside_a_held_snapshot_a_bounded_claim_reads_a_fraction_of_the_pages(db, held, monkeypatch):
+    worked_through(db, DEAD)
+    jobs.later_many(db, "default", "noop", [{}] * FEW)
+    due = [row[0] for row in db.execute("SELECT id FROM jobs ORDER BY id")]
+    monkeypatch.setattr(frontier, "SLOW_WALK", 0.0)  # whatever this machine's speed, the walk counts as slow
+    frontiers = frontier.Frontiers()
+    frontiers.looked(db, ["default"])
+    bound = frontiers.bound("default")
+    assert bound is not None
+    unbounded_pages, unbounded_ids = pages_read(db, None)
+    bounded_pages, bounded_ids = pages_read(db, bound)
+    assert bounded_ids == unbounded_ids == due, "the same jobs, in the same order"
+    assert bounded_pages * 10 < unbounded_pages, (bounded_pages, unbounded_pages)
+
+
+def test_a_quick_walk_leaves_the_claim_unbounded(db, monkeypatch):
+    jobs.later(db, "default", "noop", {})
+    monkeypatch.setattr(frontier, "SLOW_WALK", 60.0)
+    frontiers = frontier.Frontiers()
+    frontiers._bounds["default"] = (0, 0)  # a bound left from a slow walk earlier
+    frontiers.looked(db, ["default"])
+    assert frontiers.bound("default") is None
+
+
+def test_with_nothing_due_the_bound_stands_just_before_the_database_moment(db, monkeypatch):
+    monkeypatch.setattr(frontier, "SLOW_WALK", 0.0)
+    frontiers = frontier.Frontiers()
+    moment = "SELECT floor(extract(epoch FROM now()) * 1000)::bigint"
+    before = scalar(db, moment)
+    frontiers.looked(db, ["default"])
+    after = scalar(db, moment)
+    priority, run_at = frontiers.bound("default")
+    assert priority == 0 and before - frontier.SLACK <= run_at <= after - frontier.SLACK
+
+
+def test_jobs_behind_the_bound_run_after_the_next_look(db, connect, held, monkeypatch):
+    """A job due before the bound (queued long ago on a transaction that committed late, say) and
+    a job more urgent than the bound's priority are not lost: the next look walks from the front."""
+    monkeypatch.setattr(frontier, "SLOW_WALK", 0.0)
+    worked_through(db, 1_000)
+    newer = jobs.later(db, "default", "noop", {})
+    worker = jobs.worker(connect, "default", {"noop": lambda db, args: None}, threads=2, poll=0.1)
+    try:
+        wait_for(lambda: worker.frontiers.bound("default") is not None and not jobs.listed(db), "a bound")
+        assert scalar(db, "SELECT count(*) FROM jobs WHERE id = %s", (newer,)) == 0
+        priority, run_at = worker.frontiers.bound("default")
+        behind = jobs.later(db, "default", "noop", {}, at=run_at - 60_000)
+        urgent = jobs.later(db, "default", "noop", {}, priority=priority - 1)
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE id IN (%s, %s)", (behind, urgent)) == 0,
+                 "both to run", timeout=10)
+    finally:
+        worker.stop()
+        worker.join(10)
+    assert worker.counts.processed == 3
