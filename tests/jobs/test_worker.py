@@ -233,3 +233,14 @@ def test_beside_hands_on_start_the_running_worker_before_it_serves(db, connect):
 
     assert jobs.beside(connect, "default", {"note": lambda *_: None}, serve, on_start=handed.append) == 1
     assert handed[0].join(10), "and it stops once serve returns"
+
+
+def test_a_claimed_row_is_read_into_a_job_by_column_name_whatever_their_order(db):
+    """store.job_row matches columns to Job's fields by name; a column missing is named in the error."""
+    row = "SELECT 'q' AS queue, 7 AS id, 'n' AS name, '{}'::jsonb AS args, 0 AS priority, 1 AS due_at, 1 AS attempt, " \
+          "5 AS max_attempts, NULL AS key, NULL AS batch, NULL AS flow, 9 AS claim"
+    with db.cursor(row_factory=store.job_row) as cursor:
+        [job] = cursor.execute(row).fetchall()
+        assert (job.id, job.queue, job.name, job.claim, job.max_attempts) == (7, "q", "n", 9, 5)
+        with pytest.raises(LookupError, match="no column for claim"):
+            cursor.execute(row.replace(", 9 AS claim", "")).fetchall()
