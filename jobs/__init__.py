@@ -7,16 +7,18 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
   arguments.py    `later` first checks the queue, name and arguments, writing nothing
                   if they could not survive the trip through the table.
   store.py        SQL: `later` writes the row on the caller's transaction and notifies
-                  on commit; `claimed` takes due rows under a lease; settling statements.
+                  on commit; `claimed` takes due rows under a lease, as Jobs (job.py);
+                  settling statements.
   listener.py     a Worker's listener hears the notification and wakes a work thread;
-                  it also promotes scheduled jobs, beats the heartbeat and reaps.
+                  it also promotes scheduled jobs, beats the heartbeat and reaps
+                  (chores.py), and bounds where claims start (frontier.py, SQL).
   workers.py      a work thread claims a batch of due jobs and hands it to the runner;
                   `worked` does the same once, for a caller's own loop.
   connections.py  the loop that keeps each of those threads' connections open;
                   complaints.py says why when the database refuses a statement.
   runner.py       each job runs in a savepoint of a settlement transaction
                   (settlement.py): success deletes the row, failure keeps its reason
-                  and schedules a retry (policies.py).
+                  and schedules a retry (policies.py); outcomes.py ends the group.
   flows.py        SQL: on that same transaction, a chain queues its next step and a
                   batch counts down, the last job queueing its callbacks.
   schedules.py    SQL: the listener also queues the job of each due tick of a worker's
