@@ -14,12 +14,14 @@ from psycopg_pool import ConnectionPool
 
 import jobs
 from jobs import load_queries
+from jobs.schema import Steps, numbered
 
 POOL_MIN = 1  # connections the pool keeps open when idle
 POOL_MAX = 8  # connections at most: one per request served at once (see THREADS in __main__)
 POOL_WAIT = 10.0  # seconds a request waits for a free connection before it fails
-SCHEMA = Path(__file__).with_name("schema.sql")
-SCHEMA_LOCK = 4815162342  # the advisory lock that lets one starting process at a time make the tables
+SCHEMA_LOCK = 4815162342  # the advisory lock that lets one starting process at a time take a step
+TABLES = Steps("guestbook tables", numbered(load_queries(Path(__file__).with_name("schema.sql"))), "guestbook_schema",
+               SCHEMA_LOCK, "start the guestbook once as their owner (`python -m guestbook serve`)")
 
 queries = load_queries(Path(__file__).with_name("queries.sql"))
 
@@ -38,10 +40,14 @@ def init_app(app) -> None:
 
 
 def prepared(db: psycopg.Connection) -> None:
-    """Makes the guestbook's tables, and the jobs table its letters wait in, when they are missing."""
-    with db.transaction():
-        db.execute("SELECT pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
-        db.execute(SCHEMA.read_text(encoding="utf-8"))
+    """Makes the guestbook's tables and the job queue's, or takes the steps they lack.
+
+    On a current database this only reads the two records of steps taken: it locks
+    nothing, so a process that starts beside a request's open transaction waits for
+    nothing and holds up no one (see jobs/schema.py, whose Steps takes these steps).
+    Raises jobs.SchemaError when a step is due and cannot be taken.
+    """
+    TABLES.prepared(db)
     jobs.prepared(db)
 
 

@@ -1,7 +1,19 @@
--- The guestbook's tables, made at every start by db.prepared. Every statement is
--- idempotent, and db.prepared first takes the advisory lock SCHEMA_LOCK (held to the end
--- of the transaction), so two processes starting at once do not race each other's
--- CREATE ... IF NOT EXISTS.
+-- The guestbook's tables, as numbered steps that db.prepared takes in order, the way the
+-- job queue makes its own (jobs/schema.py, whose Steps runs these too). A database
+-- records each step it took in guestbook_schema, so a process that starts beside a
+-- current schema reads that record and changes and locks nothing, however long a
+-- request's transaction on accounts is open; a step that is due waits for locks at most
+-- jobs.schema.LOCK_TIMEOUT at a time, under the advisory lock db.SCHEMA_LOCK. Add a step
+-- to change the tables; never edit one that has shipped, since databases have taken it.
+
+-- name: step 1
+-- The tables as they are now. Every statement is idempotent, so the step also brings up
+-- to date the tables that versions before the record made (they ran this whole file at
+-- every start), through the upgrades at its end.
+CREATE TABLE IF NOT EXISTS guestbook_schema (
+    version integer PRIMARY KEY,              -- a step this database has taken
+    taken_at timestamptz NOT NULL DEFAULT now()
+);
 
 CREATE TABLE IF NOT EXISTS accounts (
     id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,

@@ -3,6 +3,8 @@
 `prepared` reads the version the database records in job_schema and, when it is
 current (every start but the first after an upgrade), changes and locks nothing. Else
 it takes the missing steps of schema.sql in order, each under LOCK_TIMEOUT and retried.
+`Steps` does this for any numbered steps with a record table of their own: the
+guestbook's tables are made the same way.
 """
 
 import logging
@@ -10,6 +12,7 @@ import time
 from pathlib import Path
 
 import psycopg
+from psycopg import sql
 
 from .sql import load
 
@@ -23,14 +26,86 @@ UPGRADE_PATIENCE = 300.0  # seconds of retries after which `prepared` gives up a
 UPGRADE_LOCK = 7468021459
 
 statements = load(Path(__file__).with_name("schema.sql"))
-STEPS = {int(name.removeprefix("step ")): text for name, text in statements.items() if name.startswith("step ")}
-VERSION = max(STEPS)  # the schema this code needs: the number of the last step in schema.sql
 
 log = logging.getLogger("jobs")
 
 
 class SchemaError(Exception):
     """The tables are behind this code's VERSION, and this process could not bring them up to it."""
+
+
+def numbered(statements: dict[str, str]) -> dict[int, str]:
+    """The statements named "step N", by N."""
+    return {int(name.removeprefix("step ")): text for name, text in statements.items() if name.startswith("step ")}
+
+
+class Steps:
+    """Numbered steps that make and upgrade some tables, and the table that records which a database took.
+
+    what: how the log and errors name the tables ("jobs tables"). steps: N -> the
+    statements of step N, whose step 1 makes the `record` table (version integer
+    PRIMARY KEY). lock: the advisory lock key upgraders of these tables take turns
+    by. owner: what a role that may not change the tables should run instead.
+    """
+
+    def __init__(self, what: str, steps: dict[int, str], record: str, lock: int, owner: str):
+        self.what, self.steps, self.record, self.lock, self.owner = what, steps, record, lock, owner
+        self.needed = max(steps)  # the version this code needs: the number of its last step
+        self._version = sql.SQL(statements["version"]).format(record=sql.Identifier(record))
+        self._record = sql.SQL(statements["record"]).format(record=sql.Identifier(record))
+
+    def prepared(self, db):
+        """Takes the steps `db` lacks, if any; on a current database only reads the record (see `prepared`)."""
+        if self.version(db) < self.needed:
+            self.upgraded(db)
+        return db
+
+    def version(self, db) -> int:
+        """The last step this database has taken; 0 when it keeps no record."""
+        with db.transaction():
+            if not db.execute(statements["recorded"], {"record": self.record}).fetchone()[0]:
+                return 0
+            return db.execute(self._version).fetchone()[0]
+
+    def upgraded(self, db, target: int | None = None) -> int:
+        """Takes the steps up to `target` (all) that `db` has not taken; returns the version (see `upgraded`)."""
+        target = self.needed if target is None else target
+        taken, pause = self.version(db), UPGRADE_PAUSE_FIRST
+        deadline = time.monotonic() + UPGRADE_PATIENCE
+        while taken < target:
+            try:
+                taken = self.stepped(db, taken + 1)
+            except psycopg.errors.LockNotAvailable as error:
+                if time.monotonic() + pause > deadline:
+                    raise SchemaError(f"step {taken + 1} of the {self.what} waited {UPGRADE_PATIENCE:g} s for "
+                                      f"other transactions' locks on them, and gave up: {error}") from error
+                log.warning("%s: step %s of %s waits for a lock another transaction holds; "
+                            "trying again in %.1f s", self.what, taken + 1, self.needed, pause)
+                time.sleep(pause)
+                pause = min(pause * 2, UPGRADE_PAUSE_MAX)
+            except psycopg.errors.InsufficientPrivilege as error:
+                raise SchemaError(f"the {self.what} are at version {taken} and this code needs {self.needed}, "
+                                  f"but this role may not change them ({error}); {self.owner}") from error
+        return taken
+
+    def stepped(self, db, step: int) -> int:
+        """Takes one step unless another process took it first; returns the version now."""
+        with db.transaction():
+            db.execute(statements["lock_timeout"], {"timeout": f"{round(LOCK_TIMEOUT * 1000)}ms"})
+            db.execute(statements["serialised"], {"key": self.lock})
+            taken = self.version(db)  # read again under the lock: another process may have gone first
+            if taken >= step:
+                return taken
+            db.execute(self.steps[step])
+            db.execute(self._record, {"version": step})
+        log.info("%s: took step %s of %s", self.what, step, self.needed)
+        return step
+
+
+STEPS = numbered(statements)
+VERSION = max(STEPS)  # the schema this code needs: the number of the last step in schema.sql
+TABLES = Steps("jobs tables", STEPS, "job_schema", UPGRADE_LOCK,
+               "run `python -m jobs prepare` once as their owner, or call jobs.prepared on an owner's connection")
 
 
 def prepared(db):
@@ -44,17 +119,12 @@ def prepared(db):
 
     When the tables are behind, see `upgraded`. Call it outside a transaction.
     """
-    if version(db) < VERSION:
-        upgraded(db)
-    return db
+    return TABLES.prepared(db)
 
 
 def version(db) -> int:
     """The last step of schema.sql this database has taken; 0 when it keeps no record."""
-    with db.transaction():
-        if not db.execute(statements["recorded"]).fetchone()[0]:
-            return 0
-        return db.execute(statements["version"]).fetchone()[0]
+    return TABLES.version(db)
 
 
 def upgraded(db, target: int = VERSION) -> int:
@@ -68,35 +138,4 @@ def upgraded(db, target: int = VERSION) -> int:
     Raises SchemaError after UPGRADE_PATIENCE of that, or at once when this role may
     not change the tables, saying what to run instead.
     """
-    taken, pause = version(db), UPGRADE_PAUSE_FIRST
-    deadline = time.monotonic() + UPGRADE_PATIENCE
-    while taken < target:
-        try:
-            taken = stepped(db, taken + 1)
-        except psycopg.errors.LockNotAvailable as error:
-            if time.monotonic() + pause > deadline:
-                raise SchemaError(f"step {taken + 1} of the jobs tables waited {UPGRADE_PATIENCE:g} s for "
-                                  f"other transactions' locks on them, and gave up: {error}") from error
-            log.warning("jobs tables: step %s of %s waits for a lock another transaction holds; "
-                        "trying again in %.1f s", taken + 1, VERSION, pause)
-            time.sleep(pause)
-            pause = min(pause * 2, UPGRADE_PAUSE_MAX)
-        except psycopg.errors.InsufficientPrivilege as error:
-            raise SchemaError(f"the jobs tables are at version {taken} and this code needs {VERSION}, but "
-                              f"this role may not change them ({error}); run `python -m jobs prepare` once "
-                              f"as their owner, or call jobs.prepared on an owner's connection") from error
-    return taken
-
-
-def stepped(db, step: int) -> int:
-    """Takes one step unless another process took it first; returns the version now."""
-    with db.transaction():
-        db.execute(statements["lock_timeout"], {"timeout": f"{round(LOCK_TIMEOUT * 1000)}ms"})
-        db.execute(statements["serialised"], {"key": UPGRADE_LOCK})
-        taken = version(db)  # read again under the lock: another process may have gone first
-        if taken >= step:
-            return taken
-        db.execute(STEPS[step])
-        db.execute(statements["record"], {"version": step})
-    log.info("jobs tables: took step %s of %s", step, VERSION)
-    return step
+    return TABLES.upgraded(db, target)

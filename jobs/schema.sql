@@ -6,19 +6,21 @@
 -- package made before it kept a version (IF NOT EXISTS, IF EXISTS).
 
 -- name: recorded
--- Whether this database keeps the record at all, read from the catalogue under the
--- statement's own snapshot. Not with to_regclass: a session caches its answer, and one
--- that waited for another process's first step would go on not seeing the new table.
+-- Whether this database keeps the record (the table named by the parameter) at all,
+-- read from the catalogue under the statement's own snapshot. Not with to_regclass: a
+-- session caches its answer, and one that waited for another process's first step
+-- would go on not seeing the new table.
 SELECT EXISTS (
     SELECT FROM pg_catalog.pg_class
-    WHERE relname = 'job_schema'
+    WHERE relname = %(record)s
         AND relnamespace IN (SELECT oid FROM pg_catalog.pg_namespace WHERE nspname = ANY (current_schemas(false)))
 )
 
 -- name: version
 -- The last step this database has taken. A plain read of a small table of its own,
--- which no statement of the queue ever locks against.
-SELECT coalesce(max(version), 0) FROM job_schema
+-- which no statement of the queue ever locks against. {record} is the table's name
+-- (job_schema for these steps; schema.Steps keeps other tables' records alike).
+SELECT coalesce(max(version), 0) FROM {record}
 
 -- name: lock_timeout
 -- How long each statement of the step may wait for a lock before it gives up, for the
@@ -30,7 +32,7 @@ SELECT set_config('lock_timeout', %(timeout)s, true)
 SELECT pg_advisory_xact_lock(%(key)s)
 
 -- name: record
-INSERT INTO job_schema (version) VALUES (%(version)s)
+INSERT INTO {record} (version) VALUES (%(version)s)
 
 -- name: step 1
 -- The tables and the record of steps. A database whose tables an older copy made keeps

@@ -68,7 +68,7 @@ def test_a_name_of_name_max_characters_is_taken(visitor, db):
 def test_a_table_made_before_names_gets_the_column_and_its_entries_sign_as_a_guest(client, visitor, db):
     signed_in_as(visitor, "ada@example.com", "Ada")
     visitor.submit("/entries", body="From before the upgrade")
-    db.execute("ALTER TABLE accounts DROP COLUMN display_name")  # the table as it was
+    db.execute("ALTER TABLE accounts DROP COLUMN display_name; DROP TABLE guestbook_schema")  # the tables as they were
 
     guestbook_db.prepared(db)  # what every start does
 
