@@ -22,7 +22,8 @@ def polled(db, worker) -> None:
         worker.doorbell.ring()  # not only by the notification, which a polling worker misses
     fired(db, worker.schedules)  # the jobs of due ticks, once across all workers
     worker.paused_now(control.paused_queues(db))
-    worker.frontiers.looked(db, worker.queues)  # where the claims start, past dead index entries
+    if worker.frontiers.looked(db, worker.queues):  # where the claims start, past dead index entries
+        worker.doorbell.ring()  # a job the claims passed over is due
     for jobs in worker.batches_held():
         heard_cancelled(db, jobs)
 

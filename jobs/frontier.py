@@ -15,7 +15,8 @@ index condition that seeks straight past the dead entries. While walks are quick
 there is no bound and the claim is exactly the plain one.
 
 A bound is a guess made from one snapshot, so what it can miss is said here; each
-miss is found by the next look, which walks from the front, within one poll interval:
+miss is found by the next look, which walks from the front, within one poll interval,
+and a look that moves a bound back wakes a work thread for what it found:
 - a job whose transaction queued it more than SLACK before the look and committed
   after it (its run_at is the moment it was queued, behind the bound);
 - a job of a more urgent priority than the bound's that becomes due after the look;
@@ -44,19 +45,28 @@ class Frontiers:
         """Where claims of `queue` start, as (priority, run_at); None: at the front."""
         return self._bounds.get(queue)
 
-    def looked(self, db, queues) -> None:
-        """Walks to the first due job of each queue, and bounds the claims of those whose walk was slow."""
+    def looked(self, db, queues) -> bool:
+        """Walks to the first due job of each queue, and bounds the claims of those whose walk was slow.
+
+        True when a bound moved back or went: a job the claims passed over is due, and
+        a thread should be woken for it now rather than at its next poll.
+        """
+        back = False
         for queue in queues:
             started = time.perf_counter()
             first = db.execute(queries["first_due"], {"queue": queue, "now": None}).fetchone()
             slow = time.perf_counter() - started > SLOW_WALK
             with self._lock:
+                earlier = self._bounds.get(queue)
                 if not slow:
                     self._bounds.pop(queue, None)
                 elif first is not None:
                     self._bounds[queue] = (first[0], first[1] - SLACK)
                 else:  # nothing due: new jobs come in behind the walk's moment, at the usual priority
                     self._bounds[queue] = (self._usual_priority(queue), database_now(db) - SLACK)
+                now = self._bounds.get(queue)
+            back = back or (earlier is not None and (now is None or now < earlier))
+        return back
 
     def _usual_priority(self, queue: str) -> int:
         earlier = self._bounds.get(queue)

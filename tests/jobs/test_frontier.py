@@ -80,6 +80,19 @@ def test_with_nothing_due_the_bound_stands_just_before_the_database_moment(db, m
     assert priority == 0 and before - frontier.SLACK <= run_at <= after - frontier.SLACK
 
 
+def test_a_look_that_moves_a_bound_back_says_so_so_a_thread_is_woken(db, monkeypatch):
+    monkeypatch.setattr(frontier, "SLOW_WALK", 0.0)
+    jobs.later(db, "default", "noop", {})
+    frontiers = frontier.Frontiers()
+    assert frontiers.looked(db, ["default"]) is False, "a first bound passes nothing over"
+    _, run_at = frontiers.bound("default")
+    jobs.later(db, "default", "noop", {}, at=run_at - 60_000)  # behind the bound
+    assert frontiers.looked(db, ["default"]) is True
+    assert frontiers.looked(db, ["default"]) is False, "the same bound again"
+    monkeypatch.setattr(frontier, "SLOW_WALK", 60.0)
+    assert frontiers.looked(db, ["default"]) is True, "a bound that goes lets claims start at the front"
+
+
 def test_jobs_behind_the_bound_run_after_the_next_look(db, connect, held, monkeypatch):
     """A job due before the bound (queued long ago on a transaction that committed late, say) and
     a job more urgent than the bound's priority are not lost: the next look walks from the front."""
