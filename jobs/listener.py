@@ -83,10 +83,7 @@ class Listener:
         for key, _ in self._selector.select(min(timeout, WATCH_INTERVAL) if held else timeout):
             if key.fd == self._wakeup_r:
                 os.read(self._wakeup_r, 64)  # stop() asked: kept_running's test decides
-        if self.listen:
-            for notice in db.notifies(timeout=0):
-                if notice.payload in self.queues:
-                    self.doorbell.ring()
+        self._heard(db)
         if time.monotonic() >= self._next_poll:
             self.polled(db)
             self._next_poll = time.monotonic() + self.poll
@@ -94,3 +91,17 @@ class Listener:
             self.beaten(db)
             self._next_beat = time.monotonic() + self.lease / 2
         self.watch(db)
+        self._heard(db)  # the chores' own commits: a schedule's job queued on this connection
+
+    def _heard(self, db) -> None:
+        """Rings once for each notification of one of the queues that has come in.
+
+        psycopg takes a notification in whenever it reads from the connection, so one
+        sent by a commit of the listener's own (the chores queue a schedule's jobs on
+        this connection) is already read, and select would not wake for it: it is
+        looked for after the chores too, or it would wait for the next timer.
+        """
+        if self.listen:
+            for notice in db.notifies(timeout=0):
+                if notice.payload in self.queues:
+                    self.doorbell.ring()

@@ -1,5 +1,6 @@
 """The worker in this process: waking on a notification, stopping, and surviving lost connections."""
 
+import selectors
 import statistics
 import threading
 import time
@@ -9,6 +10,8 @@ import pytest
 
 import jobs
 from jobs import store
+from jobs.doorbell import Doorbell
+from jobs.listener import Listener
 from tests.jobs.helpers import scalar, wait_for
 
 
@@ -244,3 +247,21 @@ def test_a_claimed_row_is_read_into_a_job_by_column_name_whatever_their_order(db
         assert (job.id, job.queue, job.name, job.claim, job.max_attempts) == (7, "q", "n", 9, 5)
         with pytest.raises(LookupError, match="no column for claim"):
             cursor.execute(row.replace(", 9 AS claim", "")).fetchall()
+
+
+def test_a_job_the_listeners_own_chores_queue_rings_for_a_thread_in_the_same_step(db, connect):
+    """A schedule's job is queued on the listener's connection, whose notification psycopg has
+    already read by the time the chores end: select would not wake for it until the next timer."""
+    doorbell = Doorbell(1)
+    listener = Listener(connect, ["default"], poll=60, lease=30, listen=True, held=lambda: [],
+                        polled=lambda db: jobs.later(db, "default", "noop", {}), beaten=lambda db: None,
+                        watch=lambda db: None, stopping=threading.Event(), doorbell=doorbell, complaints=None)
+    with connect() as own, selectors.DefaultSelector() as listener._selector:
+        own.autocommit = True
+        listener._selector.register(listener._wakeup_r, selectors.EVENT_READ)
+        listener._listening(own)
+        assert doorbell.wait(0), "a thread is woken when the listener starts listening"
+        listener._next_beat = time.monotonic() + 60  # only the poll's chores are due
+        listener._step(own)
+        assert doorbell.wait(0), "the job its chores queued woke a thread"
+    listener.closed()
