@@ -26,6 +26,7 @@ from .schedules import held
 from .threads import WorkThread
 
 UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renews that lease
+TERMINATE_WAIT = 1.0  # seconds the listener waits for the server to end a let-go thread's connection
 
 log = logging.getLogger("jobs")
 
@@ -199,10 +200,10 @@ class Worker:
             if replacement is not None:
                 self._work.append(replacement)
         held = work.abandon()
+        if work.backend_pid is not None:  # gone before the performer is told: it must find nothing to commit on
+            db.execute("SELECT pg_terminate_backend(%s, %s)", [work.backend_pid, round(TERMINATE_WAIT * 1000)])
         for job in held:
             job.cancelled.set()
-        if work.backend_pid is not None:
-            db.execute("SELECT pg_terminate_backend(%s)", [work.backend_pid])
         if overdue is not None:
             limit = self._limit_of(overdue)
             log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go and replaced",
