@@ -19,6 +19,7 @@ import psycopg
 # Statements slower than this show in the server log, with the lock waits behind them.
 SLOW_STATEMENT = 200  # ms
 READY = 30.0  # seconds pg_ctl waits for the server to start or stop
+RETRY_EVERY = 0.05  # seconds between tries of a server that does not answer yet
 SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
     "unix_socket_directories": "''",  # TCP only: workers meet a restart as an app would
@@ -127,4 +128,4 @@ def waited_until_up(server: PrivatePostgres, timeout: float = READY) -> None:
         except psycopg.OperationalError:
             if time.monotonic() > deadline:
                 raise
-            time.sleep(0.05)
+            time.sleep(RETRY_EVERY)  # a poll of the condition, bounded by the deadline
