@@ -70,15 +70,26 @@ def control_commands_added(commands) -> None:
     """Adds pause, resume and cancel to the command line's commands."""
     added(commands, "pause", pause_command, "stop the claims of a queue",
           "Pause a queue: workers claim none of its jobs (within a poll interval) until it is resumed; "
-          "jobs in hand finish. Exits 0, or 1 when it was paused already.").add_argument("queue", metavar="QUEUE")
+          "jobs in hand finish. Exits 0, or 1 when it was paused already.").add_argument("queue", metavar="QUEUE",
+                                                                                        type=queue_name)
     added(commands, "resume", resume_command, "let workers claim from a queue again",
-          "Resume a paused queue. Exits 0, or 1 when it was not paused.").add_argument("queue", metavar="QUEUE")
+          "Resume a paused queue. Exits 0, or 1 when it was not paused.").add_argument("queue", metavar="QUEUE",
+                                                                                     type=queue_name)
     cancel = commands.add_parser("cancel", help="cancel jobs that wait or run", description=(
         "Cancel jobs: one that waits goes on the failed shelf as cancelled and never runs; one that runs "
         "is stopped by its worker within a heartbeat and shelved as cancelled. Exits 0, or 1 when none was "
         "waiting or running."))
     cancel.add_argument("ids", nargs="+", type=positive, metavar="ID", help="a job that waits or runs")
     cancel.set_defaults(command=cancel_command)
+
+
+def queue_name(text: str) -> str:
+    """A queue's name, for argparse: not empty, no NUL."""
+    try:
+        control.queue_named(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def positive(text: str) -> int:
@@ -211,8 +222,13 @@ def schedules_command(args, db) -> int:
 
 
 def imported(spec: str, option: str = "--performers"):
-    """The object `module:attribute` names."""
+    """The object `module:attribute` names; a SystemExit saying what is wrong when it cannot be found."""
     module, _, attribute = spec.partition(":")
     if not module or not attribute:
         raise SystemExit(f"jobs: {option} takes module:attribute, got {spec!r}")
-    return getattr(importlib.import_module(module), attribute)
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except ImportError as error:
+        raise SystemExit(f"jobs: {option} {spec}: cannot import {module} ({error})") from None
+    except AttributeError:
+        raise SystemExit(f"jobs: {option} {spec}: module {module} has no {attribute}") from None
