@@ -10,6 +10,7 @@
   python -m jobs discard ID [ID ...] | --all       delete failed jobs
   python -m jobs pause QUEUE | resume QUEUE        stop and start the claims of a queue
   python -m jobs cancel ID [ID ...]                cancel jobs that wait or run
+  python -m jobs workers                           the workers at work, and those gone in the last hour
 
 `work` prepares the tables (jobs.prepared) and checks that it can claim, or exits
 EXIT_DATABASE with the server's message; SIGTERM or SIGINT lets the jobs in hand finish

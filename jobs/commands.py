@@ -8,7 +8,7 @@ and answers the exit code.
 import argparse
 import importlib
 
-from . import control, schedules, schema, shelf
+from . import control, roster, schedules, schema, shelf
 from .tables import table, in_full, moment, when, age, first_line, jobs_counted
 
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
@@ -25,6 +25,11 @@ def commands_added(commands) -> None:
         "with --schedules, the code's definition and next run too. Exits 0."))
     listing.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="the code's schedules, for their next runs")
     listing.set_defaults(command=schedules_command)
+    listed = commands.add_parser("workers", help="list the workers at work and those gone in the last hour",
+                                 description=(
+        "List the workers at work and those gone within the last hour: host, pid, queues, threads, the schema "
+        "version their code needs, when each started and last beat, and how many jobs each holds. Exits 0."))
+    listed.set_defaults(command=workers_command)
     prepare = commands.add_parser("prepare", help="make the tables, or bring them up to date", description=(
         "Make the jobs tables, or take the steps of their schema they lack, as their owner; "
         "once it has run, a role that may only SELECT, INSERT, UPDATE and DELETE can work and queue jobs."))
@@ -218,6 +223,19 @@ def schedules_command(args, db) -> int:
     table_rows = [[row["key"], row["definition"], when(row["last_tick"]), when(row["seen_at"])]
                   + ([when(row.get("next_tick"), "not in the code")] if given else []) for row in rows]
     print(table(headers, table_rows))
+    return EXIT_OK
+
+
+def workers_command(args, db) -> int:
+    """Prints the workers at work and those gone within roster.KEPT as a table."""
+    rows = roster.listed(db)
+    if not rows:
+        print("no worker has run in the last hour")
+        return EXIT_OK
+    headers = ["WORKER", "HOST", "PID", "QUEUES", "THREADS", "VERSION", "STARTED (UTC)", "LAST BEAT", "STATE", "HOLDING"]
+    print(table(headers, [[row["id"], row["host"], row["pid"], ",".join(row["queues"]), row["threads"], row["version"],
+                           moment(row["started_at"]), age((row["now"] - row["beat_at"]) / 1000) + " ago",
+                           row["state"], row["holding"]] for row in rows]))
     return EXIT_OK
 
 

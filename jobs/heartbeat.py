@@ -5,7 +5,7 @@ statement can hold it up. When it connects it registers the worker in job_worker
 reads the paused queues (roster.py, control.py); only then do the work threads claim.
 Every lease / BEATS it beats the worker's row, which no job's statement locks; every
 WATCH_INTERVAL while jobs are in hand it lets go of a thread whose job ran past its
-timeout or grace (workers.py). When the worker has stopped it marks the row stopped.
+timeout or grace (watch.py). When the worker has stopped it marks the row stopped.
 """
 
 import logging
@@ -56,11 +56,11 @@ class Heartbeat:
         """Waits for the next beat (or look of the watch), then beats when due and watches."""
         worker = self.worker
         wait = max(0.0, self._next_beat - time.monotonic())
-        self._nudged.wait(min(wait, WATCH_INTERVAL) if worker.batches_held() or worker.owed() else wait)
+        self._nudged.wait(min(wait, WATCH_INTERVAL) if worker.batches_held() or worker.watch.owed() else wait)
         self._nudged.clear()
         if time.monotonic() >= self._next_beat:
             self._beat(db)
-        worker.watched(db)
+        worker.watch.watched(db)
 
     def _beat(self, db) -> None:
         worker = self.worker

@@ -12,7 +12,6 @@ import logging
 import secrets
 import threading
 import time
-from dataclasses import dataclass, field
 
 import psycopg
 
@@ -23,14 +22,12 @@ from .frontier import Frontiers
 from .heartbeat import Heartbeat
 from .listener import POLL_INTERVAL, Listener
 from .pace import Pace
-from .policies import policy_of
-from .endings import timed_out
 from .runner import Counts, performed
 from .schedules import held
 from .threads import WorkThread
+from .watch import Watch
 
-UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renews that lease
-TERMINATE_WAIT = 1.0  # seconds the listener waits for the server to end a let-go thread's connection
+UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
 
 log = logging.getLogger("jobs")
 
@@ -89,12 +86,12 @@ class Worker:
         self._grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
         self._lock = threading.Lock()
         self._work: list[WorkThread] = []  # the work threads not abandoned
-        self._owed: list[GiveBack] = []  # threads let go whose jobs are not all given back yet
         self.schedules = held(schedules)
         self.paused: set[str] = set()  # the worker's queues paused when last read
         self._listener = Listener(connect, self.queues, listen=listen, chores=chores.timetable(self),
                                   stopping=self.ended, doorbell=self.doorbell, complaints=self.complaints)
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
+        self.watch = Watch(self)  # lets go of threads past their job's timeout or the grace (watch.py)
         self._heartbeat = Heartbeat(self)
         self._heartbeat_thread = threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True)
 
@@ -207,90 +204,23 @@ class Worker:
         """The jobs each work thread holds now (claimed, not yet settled)."""
         return [work.held for work in self._work_threads() if work.held]
 
-    def owed(self) -> bool:
-        """Whether a thread let go still has jobs to give back (its give-back was cut off)."""
-        return bool(self._owed)
+    def replaced(self, work: WorkThread) -> bool | None:
+        """Takes thread `work` out and, unless stopping, starts a thread in its place at once (watch.py lets it go).
 
-    def watched(self, db) -> None:
-        """On the heartbeat's connection: lets go of threads whose job ran past its timeout or grace."""
-        self._given_back(db)  # first what a give-back cut off left owing
-        now = time.monotonic()
-        grace_over = self._grace_ends is not None and now >= self._grace_ends
-        for work in self._work_threads():
-            job = work.overdue(now)
-            if job is not None:
-                self._abandoned(db, work, job)
-            elif grace_over and work.held:
-                self._abandoned(db, work, None)
-
-    def _abandoned(self, db, work: WorkThread, overdue: store.Job | None) -> None:
-        """Lets thread `work` go with what it holds, starts a thread in its place, and gives its jobs back.
-
-        The replacement starts first, before any statement: a connection lost during the
-        give-back must not cost the worker a thread. The give-back is owed until it is
-        done, and a later look of the watch finishes what a lost connection cut off.
+        Answers whether it was the last one (the worker then ends once its jobs are
+        given back), or None when it was taken out already.
         """
         with self._lock:
             if work not in self._work:
-                return
+                return None
             self._work.remove(work)
             if not self._stopping.is_set():
                 self._work.append(WorkThread(self, work.n).start())
-            last = not self._work
-        self._owed.append(GiveBack(work.backend_pid, work.abandon(), overdue))
-        try:
-            self._given_back(db)
-        finally:
-            if last:
-                self.thread_ended(work)
+            return not self._work
 
-    def _given_back(self, db) -> None:
-        """Does what the threads let go still owe, oldest first; a statement that fails leaves the rest owed."""
-        while self._owed:
-            owed = self._owed[0]
-            if not owed.told:
-                # The thread's connection is ended from the server side, so whatever its stuck
-                # performer wrote is rolled back and nothing of it can commit later; it is gone
-                # before the performer is told, so the performer finds nothing to commit on.
-                if owed.backend_pid is not None:
-                    db.execute("SELECT pg_terminate_backend(%s, %s)", [owed.backend_pid, round(TERMINATE_WAIT * 1000)])
-                for job in owed.held:
-                    job.cancelled.set()
-                owed.told = True
-            if owed.overdue is not None:
-                limit = self._limit_of(owed.overdue)
-                log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go and replaced",
-                            owed.overdue.id, owed.overdue.name, owed.overdue.queue, limit)
-                timed_out(db, owed.overdue, self.performers, limit, self.counts)
-                owed.overdue = None
-            rest = [job for job in owed.held if job not in owed.failed]
-            if rest and not owed.said:
-                log.warning("jobs %s were in hand when their thread was let go; they go back to the queue",
-                            [job.id for job in rest])
-                owed.said = True
-            store.released(db, rest)
-            self._owed.pop(0)
-
-    def _limit_of(self, job: store.Job) -> float:
-        """The timeout that applies to `job`: its policy's, or the worker's."""
-        limit = policy_of(self.performers.get(job.name)).timeout
-        return limit if limit is not None else self.timeout
-
-
-@dataclass(eq=False)
-class GiveBack:
-    """What a thread let go owes: its connection ended, its jobs told, the overdue one failed, the rest given back."""
-
-    backend_pid: int | None
-    held: list
-    overdue: store.Job | None  # None once its timeout is recorded
-    told: bool = False  # its connection ended and its jobs' `cancelled` set
-    said: bool = False  # the give-back logged
-    failed: list = field(default_factory=list)
-
-    def __post_init__(self):
-        if self.overdue is not None:
-            self.failed.append(self.overdue)
+    def grace_over(self, now: float) -> bool:
+        """Whether a stop's grace period has run out at `now` (time.monotonic())."""
+        return self._grace_ends is not None and now >= self._grace_ends
 
 
 def worker(connect, queues, performers, **options) -> Worker:

@@ -4,7 +4,9 @@ A job held by a worker that stops beating comes back within its lease (the reape
 a worker that beats never loses a job to another because of a lock it holds itself.
 """
 
+import logging
 import os
+import re
 import signal
 import socket
 import threading
@@ -173,6 +175,7 @@ def test_workers_gone_over_an_hour_ago_are_pruned_by_the_reaper(db, connect):
 
 
 def test_a_worker_taken_for_gone_while_it_lives_takes_its_row_back(db, connect, caplog):
+    caplog.set_level(logging.WARNING, logger="jobs")
     worker = jobs.worker(connect, "default", {}, lease=1.0)
     try:
         wait_for(lambda: scalar(db, "SELECT count(*) FROM job_workers WHERE ended_at IS NULL") == 1, "the row")
@@ -184,3 +187,40 @@ def test_a_worker_taken_for_gone_while_it_lives_takes_its_row_back(db, connect, 
         worker.stop()
         worker.join(10)
 
+
+
+def test_the_workers_page_and_command_list_the_working_and_the_recently_gone(db, connect, database_url):
+    from werkzeug.test import Client
+
+    import jobs.web
+    from tests.jobs.test_cli import cli
+
+    gone = jobs.worker(connect, "mail", {})
+    wait_for(lambda: scalar(db, "SELECT count(*) FROM job_workers") == 1, "the first worker's row")
+    gone.stop()
+    assert gone.join(10)
+    release = threading.Event()
+    working = jobs.worker(connect, ["default", "mail"], {"held": lambda conn, args: release.wait(10)}, threads=2)
+    try:
+        job = jobs.later(db, "default", "held", {})
+        wait_for(lambda: scalar(db, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 1, "the claim")
+        page = Client(jobs.web.app(connect, development=True)).get("/workers")
+        assert page.status_code == 200
+        rows = re.findall(r"<tr>(.*?)</tr>", page.text)[1:]
+        cells = [re.findall(r'data-label="([^"]+)">([^<]*)<', row) for row in rows]
+        assert [dict(row)["Worker"] for row in cells] == [str(working.id), str(gone.id)]
+        assert dict(cells[0])["Queues"] == "default, mail" and dict(cells[0])["State"] == "working"
+        assert dict(cells[0])["Holding"] == "1" and dict(cells[0])["Host"] == socket.gethostname()
+        assert dict(cells[1])["State"].startswith("stopped at ")
+        job_page = Client(jobs.web.app(connect, development=True)).get(f"/job/{job}")
+        assert f"worker {working.id}" in job_page.text
+        listed = cli(database_url, "workers")
+        assert listed.returncode == 0, listed.stderr
+        lines = listed.stdout.splitlines()
+        assert lines[0].split()[:4] == ["WORKER", "HOST", "PID", "QUEUES"]
+        assert lines[1].split()[:4] == [str(working.id), socket.gethostname(), str(os.getpid()), "default,mail"]
+        assert lines[1].split()[-2:] == ["working", "1"] and lines[2].split()[-2:] == ["stopped", "0"]
+    finally:
+        release.set()
+        working.stop()
+        working.join(10)
