@@ -4,8 +4,8 @@ On a connection of its own, apart from the listener's chores, so that no chore's
 statement can hold it up. When it connects it registers the worker in job_workers and
 reads the paused queues (roster.py, control.py); only then do the work threads claim.
 Every lease / BEATS it beats the worker's row, which no job's statement locks; every
-WATCH_INTERVAL while jobs are in hand it lets go of a thread whose job ran past its
-timeout or grace (watch.py). When the worker has stopped it marks the row stopped.
+WATCH_INTERVAL it looks for a thread whose job ran past its timeout or grace, and
+lets it go (watch.py). When the worker has stopped it marks the row stopped.
 """
 
 import logging
@@ -55,8 +55,9 @@ class Heartbeat:
     def _step(self, db) -> None:
         """Waits for the next beat (or look of the watch), then beats when due and watches."""
         worker = self.worker
-        wait = max(0.0, self._next_beat - time.monotonic())
-        self._nudged.wait(min(wait, WATCH_INTERVAL) if worker.batches_held() or worker.watch.owed() else wait)
+        # Every WATCH_INTERVAL, held jobs or not: a thread may claim one now, and the look
+        # itself sends nothing unless a job is overdue.
+        self._nudged.wait(max(0.0, min(self._next_beat - time.monotonic(), WATCH_INTERVAL)))
         self._nudged.clear()
         if time.monotonic() >= self._next_beat:
             self._beat(db)

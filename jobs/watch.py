@@ -84,11 +84,11 @@ class Watch:
                 for job in owed.held:
                     job.cancelled.set()
                 owed.told = True
+                if owed.overdue is not None:
+                    log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go",
+                                owed.overdue.id, owed.overdue.name, owed.overdue.queue, self._limit_of(owed.overdue))
             if owed.overdue is not None:
-                limit = self._limit_of(owed.overdue)
-                log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go and replaced",
-                            owed.overdue.id, owed.overdue.name, owed.overdue.queue, limit)
-                timed_out(db, owed.overdue, self.worker.performers, limit, self.worker.counts)
+                timed_out(db, owed.overdue, self.worker.performers, self._limit_of(owed.overdue), self.worker.counts)
                 owed.overdue = None
             rest = [job for job in owed.held if job not in owed.failed]
             if rest and not owed.said:
