@@ -19,6 +19,7 @@ import psycopg
 # Statements slower than this show in the server log, with the lock waits behind them.
 SLOW_STATEMENT = 200  # ms
 READY = 30.0  # seconds pg_ctl waits for the server to start or stop
+SYSTEM_SERVERS = Path("/usr/lib/postgresql")  # where Debian and Ubuntu install each PostgreSQL version
 RETRY_EVERY = 0.05  # seconds between tries of a server that does not answer yet
 SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
@@ -33,16 +34,21 @@ SETTINGS = {
 
 
 class PrivatePostgres:
-    """A PostgreSQL server in a folder of its own, on a port of its own."""
+    """A PostgreSQL server in a folder of its own, on a port of its own.
 
-    def __init__(self, folder: Path):
+    `bin` is the folder of the server's programs (the `pgserver` wheel's by default; see
+    system_binaries for the machine's own), and `settings` are written to its
+    postgresql.conf after SETTINGS.
+    """
+
+    def __init__(self, folder: Path, bin: Path | None = None, settings: dict | None = None):
         self.folder = folder
         self.data = folder / "data"
         self.log = folder / "server.log"
         self.port = free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self.user = server_user()
-        self.bin = binaries()
+        self.bin = bin or binaries()
         self.data.mkdir()
         if self.user:
             shutil.chown(self.folder, self.user)
@@ -51,7 +57,7 @@ class PrivatePostgres:
         self._run("initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--encoding=utf8")
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write(f"port = {self.port}\n")
-            conf.writelines(f"{name} = {value}\n" for name, value in SETTINGS.items())
+            conf.writelines(f"{name} = {value}\n" for name, value in (SETTINGS | (settings or {})).items())
 
     def start(self) -> "PrivatePostgres":
         self._run("pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", str(int(READY)), "start")
@@ -101,10 +107,24 @@ def binaries() -> Path:
     return Path(POSTGRES_BIN_PATH)
 
 
-def started(parent: str | None = None):
-    """A started PrivatePostgres in a new temporary folder; `removed` stops it and deletes the folder."""
+def system_binaries() -> Path:
+    """The programs of the machine's own PostgreSQL (a Debian or Ubuntu package), built with JIT.
+
+    The newest version under SYSTEM_SERVERS whose lib folder holds llvmjit.so; an
+    AssertionError saying what to install when there is none.
+    """
+    found = sorted(SYSTEM_SERVERS.glob("*/lib/llvmjit.so"), key=lambda path: int(path.parts[-3]))
+    assert found, f"these tests need the machine's PostgreSQL with JIT under {SYSTEM_SERVERS} (apt-get install postgresql)"
+    return found[-1].parent.parent / "bin"
+
+
+def started(parent: str | None = None, **options):
+    """A started PrivatePostgres in a new temporary folder; `removed` stops it and deletes the folder.
+
+    The options are PrivatePostgres's `bin` and `settings`.
+    """
     folder = Path(tempfile.mkdtemp(prefix="jobs-private-pg-", dir=parent))
-    return PrivatePostgres(folder).start()
+    return PrivatePostgres(folder, **options).start()
 
 
 def removed(server: PrivatePostgres) -> None:
