@@ -1,0 +1,61 @@
+"""Which server process runs a work thread's transaction, so that the worker can end it.
+
+A job past its timeout, or still running when a shutdown's grace ends, has its
+transaction ended from the server side (workers.py), so nothing it wrote can commit.
+Connected straight to PostgreSQL, a connection is one server process for its life,
+and libpq knows its pid. Behind a pooler (PgBouncer) libpq's pid is one the pooler
+made up for cancel requests, and in transaction mode each transaction may run on
+another server connection: the pid that counts is read inside the job's own
+transaction, with the moment that transaction began, and the server process is
+ended only while it still runs that same transaction, never a stranger's.
+"""
+
+import logging
+import weakref
+
+log = logging.getLogger("jobs")
+_told = weakref.WeakSet()  # the workers that have said what a pooler lets them do
+
+
+class Backend:
+    """The server process of one work thread's connection, or of its current transaction behind a pooler."""
+
+    def __init__(self, db):
+        real = db.execute("SELECT pg_backend_pid()").fetchone()[0]
+        self.pooled = real != db.info.backend_pid  # libpq was given a pid that is no server process's
+        self.pid = None if self.pooled else real
+        self.began = None  # behind a pooler: when the transaction that runs on `pid` began
+
+    def entered(self, db) -> None:
+        """Called inside a job's transaction: behind a pooler, learns which server process runs it."""
+        if self.pooled:
+            self.pid, self.began = db.execute("SELECT pg_backend_pid(), transaction_timestamp()").fetchone()
+
+
+def ended(db, backend: Backend | None, wait_ms: int) -> bool:
+    """Ends `backend`'s server process from `db`, waiting up to `wait_ms` for it to go; whether it went.
+
+    Behind a pooler, only while it still runs the transaction `backend` entered: once
+    that has ended, the server connection may serve another client.
+    """
+    if backend is None or backend.pid is None:
+        return False
+    if not backend.pooled:
+        return db.execute("SELECT pg_terminate_backend(%s, %s)", [backend.pid, wait_ms]).fetchone()[0]
+    row = db.execute("SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity WHERE pid = %s AND xact_start = %s",
+                     [wait_ms, backend.pid, backend.began]).fetchone()
+    return row is not None and row[0]
+
+
+def told(worker, backend: Backend) -> None:
+    """Says once per worker, at its first connection through a pooler, what works there and what does not."""
+    if not backend.pooled or worker in _told:
+        return
+    _told.add(worker)
+    if worker.listen:
+        log.warning("the worker's connections go through a pooler: in its transaction mode LISTEN hears no "
+                    "notification, so jobs wait up to the poll of %g s (run with listen=False, --no-listen)",
+                    worker.poll)
+    else:
+        log.info("the worker's connections go through a pooler: it polls for jobs every %g s, and ends a "
+                 "stuck job's transaction on the server process it learns inside that transaction", worker.poll)
