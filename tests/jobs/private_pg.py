@@ -38,10 +38,12 @@ class PrivatePostgres:
 
     `bin` is the folder of the server's programs (the `pgserver` wheel's by default; see
     system_binaries for the machine's own), and `settings` are written to its
-    postgresql.conf after SETTINGS.
+    postgresql.conf after SETTINGS. With `standby_of`, it starts as a streaming standby of
+    that running server, from a base backup (pg_basebackup -R), until it is promoted.
     """
 
-    def __init__(self, folder: Path, bin: Path | None = None, settings: dict | None = None):
+    def __init__(self, folder: Path, bin: Path | None = None, settings: dict | None = None,
+                 standby_of: "PrivatePostgres | None" = None):
         self.folder = folder
         self.data = folder / "data"
         self.log = folder / "server.log"
@@ -54,7 +56,12 @@ class PrivatePostgres:
             shutil.chown(self.folder, self.user)
             shutil.chown(self.data, self.user)
             os.chmod(self.folder, 0o755)
-        self._run("initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--encoding=utf8")
+        if standby_of is None:
+            self._run("initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--encoding=utf8")
+        else:
+            self._run("pg_basebackup", "-D", self.data, "-R", "-X", "stream", "-c", "fast",
+                      "-h", "127.0.0.1", "-p", standby_of.port, "-U", "postgres")
+            os.chmod(self.data, 0o700)  # the server refuses a data folder others may read; initdb's is so
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write(f"port = {self.port}\n")
             conf.writelines(f"{name} = {value}\n" for name, value in (SETTINGS | (settings or {})).items())
@@ -66,6 +73,14 @@ class PrivatePostgres:
     def stop(self) -> None:
         """A fast shutdown: open transactions roll back, sessions are cut off, nothing is lost."""
         self._run("pg_ctl", "-D", self.data, "-w", "-t", str(int(READY)), "-m", "fast", "stop")
+
+    def crashed(self) -> None:
+        """An immediate shutdown, as a machine that loses its power: no checkpoint, sessions cut off."""
+        self._run("pg_ctl", "-D", self.data, "-w", "-t", str(int(READY)), "-m", "immediate", "stop")
+
+    def promote(self) -> None:
+        """Makes a standby a primary that accepts writes, and returns once it does."""
+        self._run("pg_ctl", "-D", self.data, "-w", "-t", str(int(READY)), "promote")
 
     def restart(self) -> None:
         self._run("pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", str(int(READY)), "-m", "fast", "restart")
