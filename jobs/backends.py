@@ -23,28 +23,31 @@ class Backend:
     def __init__(self, db):
         real = db.execute("SELECT pg_backend_pid()").fetchone()[0]
         self.pooled = real != db.info.backend_pid  # libpq was given a pid that is no server process's
-        self.pid = None if self.pooled else real
-        self.began = None  # behind a pooler: when the transaction that runs on `pid` began
+        # The server process, and behind a pooler the start of the transaction it runs for
+        # this thread: one tuple, so that the listener never reads one without the other.
+        self.running = None if self.pooled else (real, None)
 
     def entered(self, db) -> None:
         """Called inside a job's transaction: behind a pooler, learns which server process runs it."""
         if self.pooled:
-            self.pid, self.began = db.execute("SELECT pg_backend_pid(), transaction_timestamp()").fetchone()
+            self.running = tuple(db.execute("SELECT pg_backend_pid(), transaction_timestamp()").fetchone())
 
 
-def ended(db, backend: Backend | None, wait_ms: int) -> bool:
-    """Ends `backend`'s server process from `db`, waiting up to `wait_ms` for it to go; whether it went.
+def ended(db, backend: Backend, wait_ms: int) -> bool:
+    """Ends `backend`'s server process from `db`, waiting up to `wait_ms` for it to go; whether it is gone.
 
-    Behind a pooler, only while it still runs the transaction `backend` entered: once
-    that has ended, the server connection may serve another client.
+    Behind a pooler, only while it still runs the transaction `backend` entered (a
+    transaction that has ended left nothing to end): once that has ended, the server
+    connection may serve another client.
     """
-    if backend is None or backend.pid is None:
-        return False
+    if backend.running is None:
+        return True  # behind a pooler, no transaction was ever begun
+    pid, began = backend.running
     if not backend.pooled:
-        return db.execute("SELECT pg_terminate_backend(%s, %s)", [backend.pid, wait_ms]).fetchone()[0]
+        return db.execute("SELECT pg_terminate_backend(%s, %s)", [pid, wait_ms]).fetchone()[0]
     row = db.execute("SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity WHERE pid = %s AND xact_start = %s",
-                     [wait_ms, backend.pid, backend.began]).fetchone()
-    return row is not None and row[0]
+                     [wait_ms, pid, began]).fetchone()
+    return row is None or row[0]
 
 
 def told(worker, backend: Backend) -> None:

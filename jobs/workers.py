@@ -203,8 +203,8 @@ class Worker:
         held = work.abandon()
         # Gone before the performer is told, so it finds nothing to commit on.
         if work.backend is not None and not ended(db, work.backend, round(TERMINATE_WAIT * 1000)):
-            log.warning("the server process of a let-go thread did not end within %g s (or its transaction "
-                        "had ended already); its jobs go back anyway", TERMINATE_WAIT)
+            log.warning("the server process of a let-go thread did not end within %g s; its jobs go back anyway",
+                        TERMINATE_WAIT)
         for job in held:
             job.cancelled.set()
         if overdue is not None:

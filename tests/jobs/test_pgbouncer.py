@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 import jobs
+from jobs.backends import Backend, ended
 from tests.jobs.helpers import exited, scalar, start_command, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 from tests.jobs.pgbouncer import removed, started
@@ -130,3 +131,22 @@ def test_sigterm_behind_pgbouncer_gives_back_a_job_still_running_when_the_grace_
     assert 1 <= time.monotonic() - began < 30, "the grace period ended it, not the job of 60 s"
     assert scalar(tables, "SELECT claim IS NULL AND attempts = 0 FROM jobs WHERE id = %s", (job,)), \
         "back in the queue, due, no attempt spent"
+
+
+def test_a_server_process_is_ended_only_while_it_runs_the_transaction_a_thread_learned(bouncer, db):
+    with bouncer.connect() as pooled:
+        backend = Backend(pooled)
+        assert backend.pooled, "libpq's pid behind PgBouncer is a made-up one"
+        with pooled.transaction():
+            backend.entered(pooled)
+            pid = backend.running[0]
+        # That transaction committed: its server process may now serve another client.
+        assert ended(db, backend, 1000) is True, "nothing of the thread's is left to end"
+        assert scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)) == 1, "and it lives on"
+        pooled.execute("BEGIN")
+        backend.entered(pooled)
+        running = backend.running[0]
+        assert ended(db, backend, 1000) is True
+        assert scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (running,)) == 0, \
+            "the server process of the transaction it learned is gone"
+        pooled.close()  # its transaction went with that process: nothing is left to commit
