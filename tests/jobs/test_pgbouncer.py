@@ -21,6 +21,7 @@ from tests.jobs.pgbouncer import removed, started
 
 POLL = 0.1  # seconds between the polling workers' looks for due jobs
 LOCK_WAIT = "5s"  # how long the tests' own UPDATE waits for a row lock before it fails
+END_WAIT = 1000  # ms `ended` waits for a server process to go
 
 
 @pytest.fixture(scope="module")
@@ -141,12 +142,12 @@ def test_a_server_process_is_ended_only_while_it_runs_the_transaction_a_thread_l
             backend.entered(pooled)
             pid = backend.running[0]
         # That transaction committed: its server process may now serve another client.
-        assert ended(db, backend, 1000) is True, "nothing of the thread's is left to end"
+        assert ended(db, backend, END_WAIT) is True, "nothing of the thread's is left to end"
         assert scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)) == 1, "and it lives on"
         pooled.execute("BEGIN")
         backend.entered(pooled)
         running = backend.running[0]
-        assert ended(db, backend, 1000) is True
+        assert ended(db, backend, END_WAIT) is True
         assert scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (running,)) == 0, \
             "the server process of the transaction it learned is gone"
         pooled.close()  # its transaction went with that process: nothing is left to commit
