@@ -156,8 +156,9 @@ def planned_without_jit(db):
     """A transaction of its own (a savepoint inside the caller's), with JIT off, rolled back at the end.
 
     For reads the planner prices far above what they cost: status's per-queue counts
-    are priced by how many queues it guesses its recursive scans will find (about a
-    thousand, from a table never analysed), not by the handful there are. On a server
+    are priced by how many queues it guesses it will find (thousands: a hundred for each
+    recursive scan, more for job_paused_queues, never analysed, and the claimed rows),
+    not by the handful there are. On a server
     with `jit = on` (Debian's, Ubuntu's, most managed services') that price passes
     jit_above_cost, and compiling the plan takes half a second where running it takes
     milliseconds. SET LOCAL ends with the transaction, so it holds behind PgBouncer in
