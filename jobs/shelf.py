@@ -158,10 +158,9 @@ def planned_without_jit(db):
     For reads the planner prices far above what they cost: status's per-queue counts
     are priced by how many queues it guesses it will find (thousands: a hundred for each
     recursive scan, more for job_paused_queues, never analysed, and the claimed rows),
-    not by the handful there are. On a server
-    with `jit = on` (Debian's, Ubuntu's, most managed services') that price passes
-    jit_above_cost, and compiling the plan takes half a second where running it takes
-    milliseconds. SET LOCAL ends with the transaction, so it holds behind PgBouncer in
+    not by the handful there are. On a server with `jit = on` (Debian's, Ubuntu's, most
+    managed services') that price passes jit_above_cost, and compiling the plan takes
+    half a second where running it takes milliseconds. SET LOCAL ends with the transaction, so it holds behind PgBouncer in
     transaction mode too, and rolling back leaves the caller's settings as they were.
     """
     with db.transaction(force_rollback=True):
