@@ -11,10 +11,12 @@ ended only while it still runs that same transaction, never a stranger's.
 """
 
 import logging
+import threading
 import weakref
 
 log = logging.getLogger("jobs")
 _told = weakref.WeakSet()  # the workers that have said what a pooler lets them do
+_telling = threading.Lock()  # a worker's threads open their connections at once
 
 
 class Backend:
@@ -52,9 +54,12 @@ def ended(db, backend: Backend, wait_ms: int) -> bool:
 
 def told(worker, backend: Backend) -> None:
     """Says once per worker, at its first connection through a pooler, what works there and what does not."""
-    if not backend.pooled or worker in _told:
+    if not backend.pooled:
         return
-    _told.add(worker)
+    with _telling:
+        if worker in _told:
+            return
+        _told.add(worker)
     if worker.listen:
         log.warning("the worker's connections go through a pooler: in its transaction mode LISTEN hears no "
                     "notification, so jobs wait up to the poll of %g s (run with listen=False, --no-listen)",
