@@ -139,7 +139,11 @@ def started(parent: str | None = None, **options):
     The options are PrivatePostgres's `bin` and `settings`.
     """
     folder = Path(tempfile.mkdtemp(prefix="jobs-private-pg-", dir=parent))
-    return PrivatePostgres(folder, **options).start()
+    try:
+        return PrivatePostgres(folder, **options).start()
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # nothing runs from it: the server never started
+        raise
 
 
 def removed(server: PrivatePostgres) -> None:
