@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 
 from . import store
+from .backends import ended
 from .endings import timed_out
 from .policies import policy_of
 
@@ -24,7 +25,7 @@ log = logging.getLogger("jobs")
 class GiveBack:
     """What a thread let go owes: its connection ended, its jobs told, the overdue one failed, the rest given back."""
 
-    backend_pid: int | None
+    backend: object  # the let-go thread's server process (backends.Backend), None when it never connected
     held: list
     overdue: store.Job | None  # None once its timeout is recorded
     told: bool = False  # its connection ended and its jobs' `cancelled` set
@@ -64,7 +65,7 @@ class Watch:
         last = self.worker.replaced(work)
         if last is None:
             return
-        self._owed.append(GiveBack(work.backend_pid, work.abandon(), overdue))
+        self._owed.append(GiveBack(work.backend, work.abandon(), overdue))
         try:
             self._given_back(db)
         finally:
@@ -79,8 +80,9 @@ class Watch:
                 # The thread's connection is ended from the server side, so whatever its stuck
                 # performer wrote is rolled back and nothing of it can commit later; it is gone
                 # before the performer is told, so the performer finds nothing to commit on.
-                if owed.backend_pid is not None:
-                    db.execute("SELECT pg_terminate_backend(%s, %s)", [owed.backend_pid, round(TERMINATE_WAIT * 1000)])
+                if owed.backend is not None and not ended(db, owed.backend, round(TERMINATE_WAIT * 1000)):
+                    log.warning("the server process of a let-go thread did not end within %g s; its jobs go back "
+                                "anyway", TERMINATE_WAIT)
                 for job in owed.held:
                     job.cancelled.set()
                 owed.told = True
