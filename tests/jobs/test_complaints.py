@@ -76,3 +76,14 @@ def test_a_worker_that_cannot_reach_the_database_exits_3():
     worker = start_worker("postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=5", "mail")
     assert worker.wait(timeout=WAIT) == 3
     assert stopped(worker).startswith("jobs: the worker cannot start: connection failed")
+
+
+@pytest.mark.parametrize("table", ["job_workers", "job_paused_queues"])
+def test_a_worker_that_cannot_record_itself_or_read_the_pauses_exits_3(db, private_url, app_role, table):
+    """Without its row a worker cannot say it is alive; without the pauses it cannot honour one."""
+    granted(db, "SELECT, INSERT, UPDATE, DELETE", PRIVATE)
+    with psycopg.connect(private_url, autocommit=True) as owner:
+        owner.execute(f"REVOKE ALL ON {table} FROM jobs_app")
+    worker = start_worker(app_role(PRIVATE), "mail")
+    assert worker.wait(timeout=WAIT) == 3
+    assert stopped(worker) == f"jobs: the worker cannot work: 42501 permission denied for table {table}\n"
