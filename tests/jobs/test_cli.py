@@ -32,7 +32,7 @@ def shelved(db, queue="default", args=None, unique=None) -> int:
 
 
 @pytest.mark.parametrize("command", [[], ["status"], ["failed"], ["retry"], ["discard"], ["work"], ["pause"], ["resume"],
-                                     ["cancel"], ["schedules"], ["prepare"]])
+                                     ["cancel"], ["schedules"], ["prepare"], ["workers"]])
 def test_every_command_explains_itself_with_help(command):
     answer = cli(None, *command, "--help")
     assert answer.returncode == 0, answer.stderr
