@@ -16,8 +16,11 @@ there is no bound and no walk, and the claim is exactly the plain one. With one,
 walks to the first due job of each of its queues (`first_due`), and when that walk was
 slower than SLOW_WALK its claims start there, less SLACK: `(priority, run_at, id) >=
 bound`, an index condition that seeks straight past the dead entries. The walk may
-take LOOK_PATIENCE at most: one cut off keeps the bound it had, so the look's cost is
-bounded however many entries the snapshot keeps. A drain (stop(drain=True)) drops every
+take LOOK_PATIENCE at most, so the look's cost is bounded however many entries the
+snapshot keeps: one cut off looks again from the bound it had, which seeks past the
+entries behind it, and moves the bound on to the first due job from there (cut off
+again, it keeps the bound). Dead entries pile up gradually, so a look from the front
+sets a bound while the snapshot is young, and the bound follows the queue afterwards. A drain (stop(drain=True)) drops every
 bound: it ends when nothing is due, and a job behind a bound is due.
 
 A bound is a guess made from one snapshot, so what it can miss is said here; each
@@ -37,8 +40,10 @@ import threading
 import time
 
 import psycopg
+from psycopg import sql
 
 from .sql import queries
+from .store import BOUND
 
 OLD_SNAPSHOT = 1.0  # seconds: a snapshot held longer may keep dead entries worth seeking past
 SLOW_WALK = 0.002  # seconds: a look at the first due job slower than this bounds the claims that follow
@@ -88,23 +93,38 @@ class Frontiers:
         return back
 
     def _walked(self, db, queue: str, earlier: tuple[int, int] | None) -> tuple[int, int] | None:
-        """The bound of `queue` after a walk to its first due job (`earlier` when the walk ran out of patience)."""
+        """The bound of `queue` after a walk to its first due job from the front, or from `earlier` when that
+        ran out of patience (`earlier` itself when both did)."""
         try:
-            with db.transaction():
-                db.execute(queries["look_patience"], {"timeout": f"{round(LOOK_PATIENCE * 1000)}ms"})
-                started = time.perf_counter()
-                first = db.execute(queries["first_due"], {"queue": queue, "now": None}).fetchone()
-                slow = time.perf_counter() - started > SLOW_WALK
+            first, slow = patient_walk(db, queue, None)
         except psycopg.errors.QueryCanceled:
-            log.info("the look at queue %s's first due job took over %g s; its claims keep their bound",
-                     queue, LOOK_PATIENCE)
-            return earlier
+            if earlier is None:
+                return None
+            try:
+                first, _ = patient_walk(db, queue, earlier)
+            except psycopg.errors.QueryCanceled:
+                return earlier
+            slow = True  # the walk from the front took all its patience
         if not slow:
             return None
         if first is not None:
             return first[0], first[1] - SLACK
         # nothing due: new jobs come in behind the walk's moment, at the usual priority
         return (earlier[0] if earlier else 0), database_now(db) - SLACK
+
+
+def patient_walk(db, queue: str, bound: tuple[int, int] | None):
+    """The first due job of `queue` (from `bound` on, if given), and whether the walk took over SLOW_WALK;
+    QueryCanceled when it took over LOOK_PATIENCE."""
+    params = {"queue": queue, "now": None}
+    if bound is not None:
+        params["after_priority"], params["after_run_at"] = bound
+    statement = sql.SQL(queries["first_due"]).format(bound=sql.SQL(BOUND if bound is not None else ""))
+    with db.transaction():
+        db.execute(queries["look_patience"], {"timeout": f"{max(1, round(LOOK_PATIENCE * 1000))}ms"})
+        started = time.perf_counter()
+        first = db.execute(statement, params).fetchone()
+        return first, time.perf_counter() - started > SLOW_WALK
 
 
 def database_now(db) -> int:

@@ -75,9 +75,11 @@ RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
 -- Where the first due job of a queue sits in the claim's order: the same walk as the
 -- claim's, without its locks and without its concurrency-key test, so a job waiting
 -- for its key, or locked by a claim at this instant, still counts as due (frontier.py).
+-- {bound} is empty (a look from the front) or the claim's own bound (a look from where
+-- the claims start, when one from the front ran out of patience).
 SELECT priority, run_at, id
 FROM jobs
-WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now})
+WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
 ORDER BY priority, run_at, id
 LIMIT 1
 
