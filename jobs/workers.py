@@ -3,9 +3,10 @@
 A Worker runs `threads` work threads, each on a connection of its own, and beside them
 a listener thread (listener.py) that wakes them when jobs come and does the chores, and
 a heartbeat thread (heartbeat.py) that records the worker as alive in job_workers and
-watches the jobs in hand for one past its timeout. A work thread claims a batch, hands it to the runner (runner.py)
-and waits when nothing is due; it never dies of a job's failure or of a lost
-connection (connections.py). `worked` is the same step, once, for a caller's own loop.
+watches the jobs in hand for one past its timeout (watch.py). A work thread claims a
+batch, hands it to the runner (runner.py) and waits when nothing is due; it never dies
+of a job's failure or of a lost connection (connections.py). `worked` is the same
+step, once, for a caller's own loop.
 """
 
 import logging
