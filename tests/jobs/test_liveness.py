@@ -10,6 +10,7 @@ import re
 import signal
 import socket
 import threading
+import time
 
 import psycopg
 
@@ -134,13 +135,21 @@ def slow_again(conn, args):
 
 
 def test_a_worker_started_while_its_queue_is_paused_claims_nothing_from_it(db, connect):
+    """However late the listener's first poll: here its connection takes a second to open."""
     jobs.paused(db, "default")
     job = jobs.later(db, "default", "noop", {})
     ran = []
-    worker = jobs.worker(connect, "default", {"noop": lambda conn, args: ran.append(1)}, threads=1, poll=0.1)
+
+    def slow_for_the_listener():
+        if threading.current_thread().name == "jobs-listener":
+            time.sleep(1)
+        return connect()
+
+    worker = jobs.worker(slow_for_the_listener, "default", {"noop": lambda conn, args: ran.append(1)}, threads=2,
+                         poll=0.1)
     try:
         wait_for(lambda: worker.paused == {"default"}, "the worker to read the paused queues")
-        assert scalar(db, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 0, "the job was never claimed"
+        assert db.execute("SELECT attempts FROM jobs WHERE id = %s", (job,)).fetchone() == (0,), "never claimed"
         jobs.resumed(db, "default")
         wait_for(lambda: ran, "the job to run once the queue is resumed")
     finally:
@@ -179,7 +188,7 @@ def test_a_worker_taken_for_gone_while_it_lives_takes_its_row_back(db, connect, 
     worker = jobs.worker(connect, "default", {}, lease=1.0)
     try:
         wait_for(lambda: scalar(db, "SELECT count(*) FROM job_workers WHERE ended_at IS NULL") == 1, "the row")
-        db.execute("UPDATE job_workers SET ended_at = 1, ending = 'silent'")
+        db.execute("UPDATE job_workers SET ended_at = %s, ending = 'silent'", (jobs.now_ms(),))  # as a reaper does
         wait_for(lambda: scalar(db, "SELECT count(*) FROM job_workers WHERE ended_at IS NULL") == 1,
                  "the heartbeat to take the row back")
         assert "taken for gone" in caplog.text
