@@ -39,7 +39,7 @@ def timetable(worker) -> list[Chore]:
         Chore("schedules", poll, lambda db: fired(db, worker.schedules)),  # the jobs of due ticks, once across workers
         Chore("pauses", poll, lambda db: worker.paused_now(control.paused_queues(db))),
         Chore("frontier", poll, lambda db: looked(db, worker)),
-        Chore("cancels", poll, lambda db: [heard_cancelled(db, jobs) for jobs in worker.batches_held()]),
+        Chore("cancels", poll, lambda db: cancels_heard(db, worker)),
         Chore("reaper", reap, reaped),
     ]
 
@@ -54,6 +54,12 @@ def looked(db, worker) -> None:
     """Looks where each queue's claims start, past dead index entries (frontier.py)."""
     if worker.frontiers.looked(db, worker.queues):
         worker.doorbell.ring()  # a job the claims passed over is due
+
+
+def cancels_heard(db, worker) -> None:
+    """Hears which jobs in hand an operator cancelled, one claim at a time."""
+    for jobs in worker.batches_held():
+        heard_cancelled(db, jobs)
 
 
 def heard_cancelled(db, jobs: list[store.Job]) -> None:
