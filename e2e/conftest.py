@@ -16,6 +16,7 @@ import pytest
 from .guest import Guest
 from .inbox import Inbox
 from .served import Guestbook, emptied
+from .tether import stops_on_sigterm
 
 SYSTEM_CHROMIUM = "/usr/bin/chromium"  # Debian's Chromium, used unless CHROMIUM_PATH names another
 # How a machine's own Chromium is launched in a container or CI: without its sandbox,
@@ -25,7 +26,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 
 def pytest_configure(config) -> None:
-    """Keeps a screenshot and a trace of every spec that fails, unless the command line asks for them."""
+    """Keeps a screenshot and a trace of every spec that fails, unless the command line asks for them.
+
+    A run stopped with SIGTERM runs its teardown first, as one stopped with Ctrl-C does.
+    """
+    stops_on_sigterm()
     if config.option.screenshot == "off":
         config.option.screenshot = "only-on-failure"
     if config.option.tracing == "off":

@@ -10,13 +10,13 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import psycopg
 import pytest
 
 from .local import wait_until
 from .served import APPLICATION, ROOT, START_TIMEOUT, STOP_TIMEOUT, Guestbook
+from .tether import living
 
 # The spec the killed run runs: it serves a guestbook, says where, and waits to be killed.
 SPEC = '''
@@ -32,22 +32,6 @@ def test_serving_until_killed(guestbook):
     threading.Event().wait()
 '''
 GONE_WITHIN = STOP_TIMEOUT + 5.0  # seconds the guestbook may take to die once its run is killed
-
-
-def living_in_group(group: int) -> list[int]:
-    """The pids of the processes of process group `group` that have not exited (zombies are not counted)."""
-    living = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue  # it exited while we looked
-        state, _parent, pgrp = stat.rpartition(")")[2].split()[:3]
-        if int(pgrp) == group and state != "Z":
-            living.append(int(entry.name))
-    return living
 
 
 def connections(database_url: str, name: str) -> int:
@@ -71,16 +55,16 @@ def test_a_killed_run_leaves_no_guestbook_behind(database_url, tmp_path, signal_
         assert report.exists(), f"the run ended first:\n{(tmp_path / 'run.log').read_text()}"
         group = int(report.read_text())
         name = f"{APPLICATION} (run {run.pid})"
-        assert living_in_group(group) and connections(database_url, name) > 0  # make, the server, their worker
+        assert living(group=group) and connections(database_url, name) > 0  # make, the server, their worker
 
         run.send_signal(signal_number)
         run.wait(STOP_TIMEOUT)
-        wait_until(lambda: not living_in_group(group), GONE_WITHIN, "every process of the guestbook to end")
+        wait_until(lambda: not living(group=group), GONE_WITHIN, "every process of the guestbook to end")
         wait_until(lambda: connections(database_url, name) == 0, GONE_WITHIN, "its connections to close")
     finally:
         run.kill()
         run.wait()
-        if group and living_in_group(group):
+        if group and living(group=group):
             os.killpg(group, signal.SIGKILL)  # what the failed test left running
 
 

@@ -9,6 +9,7 @@ the letters of the next run, so every process a test starts is tied to the run:
                             its own, as `make run` starts the server: the tether gets
                             SIGTERM when its parent dies, passes it to COMMAND, and after
                             GRACE seconds SIGKILLs every process left in its group.
+  stops_on_sigterm()        makes SIGTERM stop pytest as Ctrl-C does, teardown included.
 PR_SET_PDEATHSIG is Linux's; elsewhere nothing is tied, and teardown alone stops them.
 """
 
@@ -18,6 +19,7 @@ import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>: the signal a process gets when its parent's thread ends
 PR_SET_CHILD_SUBREAPER = 36  # adopt orphaned descendants, so that waiting for children waits for them all
@@ -48,6 +50,29 @@ def dying_with_this_thread():
             os.kill(os.getpid(), signal.SIGKILL)
 
     return tie
+
+
+def stops_on_sigterm() -> None:
+    """Makes SIGTERM raise KeyboardInterrupt, which pytest meets by running every teardown before it exits.
+
+    SIGTERM is how CI and `make` stop a run; unhandled, it ends pytest at once, and the
+    throw-away PostgreSQL of the run would be left behind with its folder.
+    """
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
+
+
+def living(*, group: int | None = None, session: int | None = None) -> list[int]:
+    """The pids of the processes of process group `group` (or of `session`) that have not exited; Linux only."""
+    found = []
+    for entry in os.scandir("/proc"):
+        try:
+            fields = Path(entry.path, "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue  # not a process, or one that exited while we looked
+        state, pgrp, sid = fields[0], int(fields[2]), int(fields[3])
+        if state != "Z" and (pgrp == group or sid == session):
+            found.append(int(entry.name))
+    return found
 
 
 def tethered(command: list[str], grace: float = GRACE) -> list[str]:

@@ -11,6 +11,12 @@ import psycopg
 import pytest
 
 import jobs
+from e2e.tether import stops_on_sigterm
+
+
+def pytest_configure(config) -> None:
+    """A run stopped with SIGTERM runs its teardown first (its PostgreSQL is stopped), as Ctrl-C does."""
+    stops_on_sigterm()
 
 
 @pytest.fixture(scope="session")
