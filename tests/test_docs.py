@@ -7,6 +7,7 @@ value where the code defines it, so prose and code cannot drift apart unnoticed.
 """
 
 import ast
+import functools
 import importlib
 import re
 from datetime import timedelta
@@ -23,8 +24,10 @@ LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REFERENCE = re.compile(r"^\s*\[[^\]]+\]:\s*(\S+)", re.M)
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
-# A quoted value: "`NAME` (3 days)", "`NAME` (an hour)", "`NAME`, 64 KiB".
-QUOTED = re.compile(r"`([A-Z][A-Z0-9_]{2,})`(?: \(|, )(?P<amount>an?|\d+(?:,\d{3})*(?:\.\d+)?)(?: (?P<unit>[A-Za-z]+))?")
+# A quoted value: "`NAME` (3 days)", "`NAME` (an hour)", "`NAME`, 64 KiB", or "its /64 network (`NAME`)".
+AMOUNT = r"(?P<amount>an?|\d+(?:,\d{3})*(?:\.\d+)?)(?: (?P<unit>[A-Za-z]+))?"
+NAME = r"`(?P<name>[A-Z][A-Z0-9_]{2,})`"
+QUOTES = (re.compile(rf"{NAME}(?: \(|, ){AMOUNT}"), re.compile(rf"(?<![\w.]){AMOUNT} \({NAME}\)"))
 SECONDS = {"ms": 0.001, "s": 1, "second": 1, "seconds": 1, "min": 60, "minute": 60, "minutes": 60, "h": 3600,
            "hour": 3600, "hours": 3600, "day": 86400, "days": 86400, "week": 604800, "weeks": 604800,
            "year": 365 * 86400}
@@ -76,24 +79,31 @@ def broken_links(path: Path) -> list[str]:
     return broken
 
 
-def definitions(name: str, document: Path) -> list[tuple[str, object, str]]:
-    """(module, value, comment) of each module-level `name = ...` in the packages; the document's own package first."""
-    own = document.relative_to(ROOT).parts[0]
-    found = []
-    for package in sorted(PACKAGES, key=lambda package: package != own):
+@functools.cache
+def assignments() -> dict[str, list[tuple[str, str, str]]]:
+    """Each name given a value at the top of a module of the packages: (package, module, the line's comment)."""
+    found = {}
+    for package in PACKAGES:
         for source in sorted((ROOT / package).rglob("*.py")):
             lines = source.read_text().splitlines()
+            module = ".".join(source.relative_to(ROOT).with_suffix("").parts)
             for node in ast.parse("\n".join(lines)).body:
                 targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-                if any(isinstance(target, ast.Name) and target.id == name for target in targets):
-                    module = ".".join(source.relative_to(ROOT).with_suffix("").parts)
-                    comment = lines[node.lineno - 1].partition("#")[2].strip()
-                    found.append((module, getattr(importlib.import_module(module), name), comment))
-        if found and package == own:
-            break  # the document's own package defines it: that is the one it means
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        comment = lines[node.lineno - 1].partition("#")[2].strip()
+                        found.setdefault(target.id, []).append((package, module, comment))
     return found
 
 
+def definitions(name: str, document: Path) -> list[tuple[str, object, str]]:
+    """(module, value, comment) of each module-level `name = ...`: the document's own package's, else all."""
+    found = assignments().get(name, [])
+    own = [place for place in found if place[0] == document.relative_to(ROOT).parts[0]]
+    return [(module, getattr(importlib.import_module(module), name), comment) for _, module, comment in own or found]
+
+
+@functools.cache
 def read_from_environment(name: str) -> bool:
     """Whether `name` is a setting the code reads from the environment rather than a constant."""
     return any(f'"{name}"' in source.read_text() for package in PACKAGES for source in (ROOT / package).rglob("*.py"))
@@ -123,8 +133,9 @@ def in_code(value: object, comment: str, kind: str) -> float | None:
 def drifted(path: Path) -> list[str]:
     """The constants `path` quotes with a value the code no longer gives them, each said with both values."""
     drift = []
-    for match in QUOTED.finditer(prose(path.read_text())):
-        name, said = match[1], quoted(match["amount"], match["unit"])
+    text = prose(path.read_text())
+    for match in (match for pattern in QUOTES for match in pattern.finditer(text)):
+        name, said = match["name"], quoted(match["amount"], match["unit"])
         if said is None:
             continue
         found = definitions(name, path)
@@ -153,9 +164,11 @@ def test_a_heading_s_anchor_is_made_as_github_makes_it(heading, anchor):
 
 @pytest.mark.parametrize("document", documents(), ids=lambda path: str(path.relative_to(ROOT)))
 def test_every_relative_link_and_anchor_resolves(document):
-    assert broken_links(document) == []
+    broken = broken_links(document)
+    assert not broken, "links that lead nowhere:\n" + "\n".join(broken)
 
 
 @pytest.mark.parametrize("document", documents(), ids=lambda path: str(path.relative_to(ROOT)))
 def test_every_quoted_constant_has_its_value_in_the_code(document):
-    assert drifted(document) == []
+    drift = drifted(document)
+    assert not drift, "constants the document quotes otherwise than the code:\n" + "\n".join(drift)
