@@ -15,6 +15,7 @@ import pytest
 
 from .guest import Guest
 from .inbox import Inbox
+from .leftovers import swept
 from .served import Guestbook, emptied
 from .tether import stops_on_sigterm
 
@@ -61,6 +62,7 @@ def database_url():
         return
     from guestbook import embedded
 
+    swept()  # the servers that killed runs left behind
     with tempfile.TemporaryDirectory(prefix="guestbook-e2e-") as folder:
         server = embedded.server(Path(folder) / "pgdata", throwaway=True)
         yield server.get_uri()

@@ -1,20 +1,23 @@
 """A test run killed from outside leaves no guestbook behind to take the next run's letters.
 
-Each test starts a real pytest run of one spec that serves a guestbook and then waits,
-kills that run as CI or a person would (SIGTERM, or SIGKILL, after which no teardown
-runs), and waits for every process of the guestbook's group and every one of its
-connections to the database to be gone.
+The first tests start a real pytest run of one spec that serves a guestbook and then
+waits, kill that run as CI or a person would (SIGTERM, or SIGKILL, after which no
+teardown runs), and wait for every process of the guestbook's group and every one of
+its connections to the database to be gone. A killed run's throw-away PostgreSQL, a
+daemon no tether holds, is left running: the next run's start sweeps it away.
 """
 
 import os
 import signal
 import subprocess
 import sys
+from pathlib import Path
 
 import psycopg
 import pytest
 
 from .local import wait_until
+from .leftovers import STOP_WAIT, alive, swept
 from .served import APPLICATION, ROOT, START_TIMEOUT, STOP_TIMEOUT, Guestbook
 from .tether import living
 
@@ -28,6 +31,19 @@ def test_serving_until_killed(guestbook):
     report = os.environ["SERVED_REPORT"]
     with open(report + ".part", "w") as told:
         told.write(str(guestbook.process.pid))
+    os.rename(report + ".part", report)
+    threading.Event().wait()
+'''
+# The spec of the killed run that leaves its PostgreSQL: it says where that keeps its data, and waits.
+SPEC_OF_A_DATABASE = '''
+import os
+import threading
+
+
+def test_holding_a_database(database_url):
+    report = os.environ["SERVED_REPORT"]
+    with open(report + ".part", "w") as told:
+        told.write(database_url.rpartition("host=")[2])
     os.rename(report + ".part", report)
     threading.Event().wait()
 '''
@@ -72,3 +88,29 @@ def test_a_stray_guestbook_is_named_before_a_spec_starts(database_url, tmp_path)
     with psycopg.connect(database_url, autocommit=True, application_name=f"{APPLICATION} (run 1)"):
         with pytest.raises(RuntimeError, match=r"guestbook under test \(run 1\)"):
             Guestbook(database_url, tmp_path, {})
+
+
+def test_the_postgresql_of_a_killed_run_is_swept_by_the_next(tmp_path):
+    spec, report = tmp_path / "test_holding.py", tmp_path / "data"
+    spec.write_text(SPEC_OF_A_DATABASE)
+    env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}  # its own, embedded
+    command = [sys.executable, "-m", "pytest", "-q", "-p", "e2e.conftest", "-p", "no:cacheprovider",
+               "--rootdir", str(tmp_path), str(spec)]
+    with (tmp_path / "run.log").open("wb") as log:
+        run = subprocess.Popen(command, cwd=ROOT, env={**env, "SERVED_REPORT": str(report)}, stdout=log,
+                               stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: report.exists() or run.poll() is not None, 2 * START_TIMEOUT, "its PostgreSQL to start")
+        assert report.exists(), f"the run ended first:\n{(tmp_path / 'run.log').read_text()}"
+        data = Path(report.read_text())
+        postmaster = int((data / "postmaster.pid").read_text().split()[0])
+        run.kill()
+        run.wait()
+        assert alive(postmaster)  # what the killed run left behind
+
+        assert data.parent in swept()
+        wait_until(lambda: not alive(postmaster), STOP_WAIT, "the left PostgreSQL to exit")
+        assert not data.parent.exists()
+    finally:
+        run.kill()
+        run.wait()

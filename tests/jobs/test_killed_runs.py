@@ -10,11 +10,11 @@ import os
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import psycopg
 import pytest
 
+from e2e.leftovers import alive
 from jobs.__main__ import APPLICATION_NAME
 
 from .helpers import PROJECT, WAIT, scalar, start_worker, stopped, wait_for
@@ -35,14 +35,6 @@ def test_working_until_killed():
     os.rename(report + ".part", report)
     threading.Event().wait()
 '''
-
-
-def living(pid: int) -> bool:
-    """Whether process `pid` exists and has not exited (a zombie has)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
-    except OSError:
-        return False
 
 
 def workers_on(db) -> int:
@@ -68,12 +60,12 @@ def test_a_killed_run_leaves_no_worker_behind(database_url, db, tmp_path, signal
 
         run.send_signal(signal_number)
         run.wait(WAIT)
-        wait_for(lambda: not living(worker), "the worker to end with its run")
+        wait_for(lambda: not alive(worker), "the worker to end with its run")
         wait_for(lambda: workers_on(db) == 0, "the worker's connections to close")
     finally:
         run.kill()
         run.wait()
-        if worker and living(worker):
+        if worker and alive(worker):
             os.kill(worker, signal.SIGKILL)  # what the failed test left running
 
 
