@@ -24,6 +24,7 @@ PRIVATE = "jobs_private"  # the schema of a test's own tables (the private_url f
 APP_ROLE = "jobs_app"  # the role of an app that may only SELECT, INSERT, UPDATE and DELETE (app_role)
 STRAY_WAIT = 5.0  # seconds a stopped worker's connections may take to close before they count as a stray's
 STARTED = weakref.WeakSet()  # the worker processes this test run started
+CHECKED = set()  # the addresses no_stray_worker has found free of strays in this run
 
 
 def start_worker(database_url, queue, *options, env=None):
@@ -36,12 +37,15 @@ def start_worker(database_url, queue, *options, env=None):
 
 
 def no_stray_worker(database_url) -> None:
-    """Fails if a worker this run did not start, or one that outlived its test, is on the database.
+    """Fails if a worker this run did not start is on the database: it would take the test's jobs.
 
-    Asked only when none of this run's workers runs, for then every worker's
-    connection on the database is a stray's, which would take the test's jobs.
+    Asked at the first start on each address, while none of this run's workers runs, for
+    then every worker's connection on the database is a stray's. Once is enough: this
+    run's own workers die with it, and later a pooler in front of the database keeps
+    the connections of workers that have stopped open for the next client, under
+    their name.
     """
-    if any(process.poll() is None for process in STARTED):
+    if database_url in CHECKED or any(process.poll() is None for process in STARTED):
         return
     query = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
     with psycopg.connect(database_url, autocommit=True) as db:
@@ -51,6 +55,7 @@ def no_stray_worker(database_url) -> None:
             raise AssertionError(f"a stray {APPLICATION_NAME!r} is on {db.info.dbname} (connections: "
                                  f"{scalar(db, query, [APPLICATION_NAME])}) and would take this test's jobs: stop it"
                                  " (pgrep -af 'jobs work') before the tests run") from None
+    CHECKED.add(database_url)
 
 
 def start_command(database_url, *args, env=None):

@@ -17,6 +17,7 @@ import pytest
 from e2e.leftovers import alive
 from jobs.__main__ import APPLICATION_NAME
 
+from . import helpers
 from .helpers import PROJECT, WAIT, scalar, start_worker, stopped, wait_for
 
 # The test the killed run runs: it starts a worker, says which, and waits to be killed.
@@ -69,7 +70,8 @@ def test_a_killed_run_leaves_no_worker_behind(database_url, db, tmp_path, signal
             os.kill(worker, signal.SIGKILL)  # what the failed test left running
 
 
-def test_a_stray_worker_is_named_before_a_test_starts_one(database_url, db):
+def test_a_stray_worker_is_named_before_a_test_starts_one(database_url, db, monkeypatch):
+    monkeypatch.setattr(helpers, "CHECKED", set())  # as at the first start of a run
     with psycopg.connect(database_url, application_name=APPLICATION_NAME):
         with pytest.raises(AssertionError, match=rf"a stray '{APPLICATION_NAME}' is on \w+ \(connections: 1\)"):
             stopped(start_worker(database_url, "strays"))
