@@ -35,7 +35,9 @@ def test_a_stopped_ci_run_leaves_nothing_running_and_the_next_run_passes(tmp_pat
     spec, report = tmp_path / "test_served.py", tmp_path / "served"
     spec.write_text(SPEC)
     args = f"-q -p e2e.conftest -p no:cacheprovider --rootdir {tmp_path} {spec}"
-    env = {**os.environ, "PYTEST_ARGS": args, "SERVED_REPORT": str(report)}
+    # Not the make of this run's own `make test`: its MAKEFLAGS would pass on its command line's PYTEST_ARGS.
+    env = {name: value for name, value in os.environ.items() if name not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    env.update(PYTEST_ARGS=args, SERVED_REPORT=str(report))
     with (tmp_path / "ci.log").open("wb") as log:
         ci = subprocess.Popen([PROJECT / ".ci" / "run"], env=env, stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)
