@@ -104,7 +104,11 @@ def no_stray_guestbook(database_url: str) -> None:
     """
     query = """SELECT application_name, count(*), min(backend_start)::text FROM pg_stat_activity
                WHERE datname = current_database() AND application_name LIKE %s GROUP BY 1"""
-    with psycopg.connect(database_url, autocommit=True) as db:
+    try:
+        db = psycopg.connect(database_url, autocommit=True)
+    except psycopg.OperationalError:
+        return  # a database nobody reaches holds no stray; the guestbook will say what is wrong with it
+    with db:
         try:
             wait_until(lambda: not db.execute(query, [APPLICATION + "%"]).fetchall(), STRAY_WAIT,
                        "other guestbooks under test to close their connections")

