@@ -12,6 +12,7 @@ import importlib
 import re
 from datetime import timedelta
 from pathlib import Path
+from urllib.parse import unquote
 
 import pytest
 
@@ -70,7 +71,7 @@ def broken_links(path: Path) -> list[str]:
     for target in LINK.findall(text) + REFERENCE.findall(text):
         if re.match(r"[a-z][a-z+.-]*:", target):
             continue  # https:, mailto: and the like: not ours to check here
-        name, _, anchor = target.partition("#")
+        name, _, anchor = unquote(target).partition("#")
         file = (path.parent / name).resolve() if name else path
         if not file.exists():
             broken.append(f"{target}: no {file.relative_to(ROOT) if file.is_relative_to(ROOT) else file}")
