@@ -82,3 +82,19 @@ def test_a_listener_cut_off_inside_a_timeouts_give_back_keeps_the_replacement_th
         release.set()
         worker.stop()
         assert worker.join(10) is True
+
+
+def test_a_worker_that_may_not_record_itself_claims_nothing_and_says_why(db, private_url, app_role, caplog):
+    """Without its row in job_workers no other worker could tell it had died, and its jobs would be held for good."""
+    granted(db, "SELECT, INSERT, UPDATE, DELETE", PRIVATE)
+    with psycopg.connect(private_url, autocommit=True) as owner:
+        owner.execute("REVOKE ALL ON job_workers FROM jobs_app")
+        job = jobs.later(owner, "default", "noop", {})
+        worker = jobs.worker(lambda: psycopg.connect(app_role(PRIVATE)), "default",
+                             {"noop": lambda conn, args: None}, poll=0.1)
+        try:
+            wait_for(lambda: "42501 permission denied for table job_workers" in caplog.text, "the refusal logged")
+            assert owner.execute("SELECT attempts FROM jobs WHERE id = %s", (job,)).fetchone() == (0,)
+        finally:
+            worker.stop()
+            assert worker.join(10)
