@@ -43,9 +43,14 @@ def confirmed(db, account) -> None:
     db.execute(queries["account_confirmed"], {"id": account.id})
 
 
-def unconfirmed_pruned(db) -> int:
-    """Deletes the accounts whose last confirmation link expired unused (CONFIRM_MAX_AGE); returns how many."""
-    return db.execute(queries["unconfirmed_pruned"], {"max_age": tokens.CONFIRM_MAX_AGE}).rowcount
+def unconfirmed_pruned(db, reset_max_age: int) -> int:
+    """Deletes the accounts whose last confirmation link expired unused (CONFIRM_MAX_AGE); returns how many.
+
+    An account whose last reset letter went less than `reset_max_age` seconds ago is
+    kept: its link still works, and setting a password with it confirms the account.
+    """
+    params = {"max_age": tokens.CONFIRM_MAX_AGE, "reset_max_age": reset_max_age}
+    return db.execute(queries["unconfirmed_pruned"], params).rowcount
 
 
 def failed_signin(db, account):

@@ -124,6 +124,7 @@ def signin():
     if outcome == "unconfirmed":
         session["unconfirmed"] = account.id
         return render_template("auth/unconfirmed.html", email=account.email), 403
+    sessions.ended(db, session.get("session_id"))  # the session this browser held before, if any, ends
     session.clear()  # a new session for the new account: nothing carried over from before
     session["account_id"] = account.id
     session["session_id"] = sessions.started(db, account)

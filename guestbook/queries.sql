@@ -27,9 +27,11 @@ UPDATE accounts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = %(id
 
 -- name: unconfirmed_pruned
 -- The daily upkeep (upkeep.py): an account whose last confirmation link expired unused
--- can never be confirmed, so it goes, and its address is free to sign up again.
+-- can never be confirmed, so it goes, and its address is free to sign up again. One
+-- whose reset letter's link may still live stays: using that link would confirm it.
 DELETE FROM accounts
 WHERE confirmed_at IS NULL AND confirmation_sent_at < now() - make_interval(secs => %(max_age)s)
+    AND (reset_sent_at IS NULL OR reset_sent_at < now() - make_interval(secs => %(reset_max_age)s))
 
 -- name: signin_failed
 -- One more wrong password; the count reaching LOCK_AFTER locks the account. The row
@@ -132,13 +134,24 @@ LIMIT %(limit)s OFFSET %(offset)s
 INSERT INTO entries (account_id, body) VALUES (%(account_id)s, %(body)s)
 
 -- name: session_started
--- A new session for the account; the account's sessions that have ended by themselves
--- go at the same time, so the table holds little more than the live ones.
+-- A new session for the account. The account's sessions that have ended by themselves
+-- go at the same time, and so do its live ones past the newest `kept` (SESSIONS_MAX
+-- less the new one), so no account holds more than SESSIONS_MAX rows however often
+-- it signs in. Both deletes read the table as it was before the statement.
 WITH dead AS (
     DELETE FROM sessions
     WHERE account_id = %(account_id)s
         AND (created_at <= now() - make_interval(secs => %(max_age)s)
              OR seen_at <= now() - make_interval(secs => %(idle)s))
+), oldest AS (
+    DELETE FROM sessions WHERE id IN (
+        SELECT id FROM sessions
+        WHERE account_id = %(account_id)s
+            AND created_at > now() - make_interval(secs => %(max_age)s)
+            AND seen_at > now() - make_interval(secs => %(idle)s)
+        ORDER BY id DESC
+        OFFSET %(kept)s
+    )
 )
 INSERT INTO sessions (account_id) VALUES (%(account_id)s)
 RETURNING id
@@ -164,3 +177,9 @@ DELETE FROM sessions WHERE id = %(id)s
 -- name: sessions_ended
 -- Every session of the account, wherever its cookies are: sign out everywhere, and a reset.
 DELETE FROM sessions WHERE account_id = %(account_id)s
+
+-- name: sessions_pruned
+-- The daily upkeep (upkeep.py): every session that has ended by itself, whichever
+-- account it was of, so the table holds little more than the live ones.
+DELETE FROM sessions
+WHERE created_at <= now() - make_interval(secs => %(max_age)s) OR seen_at <= now() - make_interval(secs => %(idle)s)
