@@ -130,10 +130,12 @@ def test_reset_to_a_common_password_or_one_holding_the_address_is_refused_and_ke
 
     common = visitor.submit(link, password="qwerty123456")
     named = visitor.submit(link, password="grace is my password")
+    pattern = visitor.submit(link, password="Welcome12345")
 
-    assert common.status_code == named.status_code == 422
+    assert common.status_code == named.status_code == pattern.status_code == 422
     assert "one of the most common" in common.get_data(as_text=True)
     assert "the name your address begins with" in named.get_data(as_text=True)
+    assert "a pattern that guessers try early" in pattern.get_data(as_text=True)
     assert db.execute("SELECT password_digest FROM accounts").fetchone()[0] == before
     assert visitor.submit(link, password=NEW_PASSWORD).status_code == 302
 
