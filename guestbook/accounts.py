@@ -10,7 +10,7 @@ from .db import queries
 LOCK_AFTER = 10  # consecutive wrong passwords that lock an account
 LOCK_DURATION = 3600  # seconds after which a lock ends by itself: an hour
 RESET_EVERY = 5 * 60  # seconds that must pass between two reset letters to one account
-CONFIRM_EVERY = 5 * 60  # seconds that must pass between two confirmation letters asked for again
+CONFIRM_EVERY = 5 * 60  # seconds that must pass between two confirmation letters sent again at a sign-in
 SIGNUP_AGAIN_EVERY = 60 * 60  # seconds between two "you already have an account" letters to one account: an hour
 
 

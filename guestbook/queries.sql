@@ -73,9 +73,9 @@ WHERE id = %(id)s
 RETURNING id
 
 -- name: confirmation_claimed
--- At most one confirmation letter asked for again per account every CONFIRM_EVERY
--- seconds, however often a signed cookie that allows asking is replayed; the row
--- lock makes two requests at once queue one letter between them.
+-- At most one confirmation letter sent again per account every CONFIRM_EVERY seconds,
+-- however often the right password of the unconfirmed account is given; the row lock
+-- makes two sign-ins at once queue one letter between them.
 -- The letter's link lives CONFIRM_MAX_AGE from now, and so does the account (unconfirmed_pruned).
 UPDATE accounts SET confirmation_again_at = now(), confirmation_sent_at = now()
 WHERE id = %(id)s AND confirmed_at IS NULL
