@@ -85,6 +85,10 @@ def serve_command(args) -> int:
         app, host=HOSTS[args.development], port=port, threads=THREADS, channel_timeout=CHANNEL_TIMEOUT,
         cleanup_interval=CLEANUP_INTERVAL, connection_limit=CONNECTION_LIMIT, asyncore_use_poll=True,
         max_request_body_size=BODY_MAX,
+        # The app reads X-Forwarded-For through TRUSTED_PROXIES proxies (limits.py); waitress,
+        # told of no proxy itself, would delete the header first, and every client behind
+        # the proxy would count as the proxy.
+        clear_untrusted_proxy_headers=False,
     )
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does

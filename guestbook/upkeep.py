@@ -1,7 +1,7 @@
 """The guestbook's upkeep: jobs that run on a schedule, on the queue of its letters.
 
 The worker beside the server (and the Procfile's worker) works the mail queue with
-`performers`, the letters' and the upkeep's, and holds `schedules`: every process
+`performers`, the letters' (mail's and mailer.py's) and the upkeep's, and holds `schedules`: every process
 holds them, and each tick still runs once (the README's "Work on a schedule"). Each
 job keeps a table from growing without end: accounts never confirmed, sessions that
 have ended, letters that failed long ago, and finished batches.
@@ -14,7 +14,7 @@ import mail
 
 import guestbook
 
-from . import accounts, sessions
+from . import accounts, mailer, sessions
 
 QUEUE = mail.QUEUE  # the queue the worker beside the server works
 BATCHES_KEPT = 7 * 24 * 3600  # seconds a finished batch of jobs is kept before it is pruned: a week
@@ -59,7 +59,7 @@ UPKEEP = {  # the upkeep's own performers
 def __getattr__(name: str):
     """`performers`, the letters' and the upkeep's, made when asked for, as mail.performers is."""
     if name == "performers":
-        return mail.performers | UPKEEP
+        return mail.performers | mailer.PERFORMERS | UPKEEP
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -35,7 +35,11 @@ class Served:
         env = {"BASE_URL": self.base, **env, "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port), *args],
                                         env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.said = self.process.stdout.readline()  # the address line, printed once the app is made
+        # The address line, printed once the app is made and the server listens (a log
+        # line of a schema step taken may come before it); "" when the process ended.
+        self.said = self.process.stdout.readline()
+        while self.said and not self.said.startswith("The guestbook is at"):
+            self.said = self.process.stdout.readline()
         self.request = self.visitor().request
 
     def visitor(self) -> "Visitor":

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from guestbook import forms
+from guestbook import forms, limits
 from guestbook.__main__ import BODY_MAX, CHANNEL_TIMEOUT, CLEANUP_INTERVAL
 
 from .served import Served, environment
@@ -102,3 +102,22 @@ def test_a_body_of_exactly_the_limit_reaches_the_app(served):
     ).encode() + body)
 
     assert status_of(connection) == 400  # the app's own answer: no CSRF token
+
+
+@pytest.mark.slow
+def test_behind_a_trusted_proxy_each_client_it_names_has_a_limit_of_its_own(database_url, db, tmp_path):
+    served = Served(["--development"], environment(DATABASE_URL=database_url, TRUSTED_PROXIES="1"), tmp_path)
+    try:
+        visitor = served.visitor()
+        token = visitor.csrf_token()
+        statuses = []
+        for n in range(limits.CLIENT_TRIES + 1):  # one more than one client may send
+            connection = connected(served, (
+                "POST /resets/new HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                f"Cookie: {visitor.cookie}\r\nX-Forwarded-For: 10.0.0.{n + 1}\r\nConnection: close\r\n"
+                f"Content-Length: {len(body := f'csrf_token={token}&email=ada%40example.com')}\r\n\r\n{body}"
+            ).encode())
+            statuses.append(status_of(connection))
+        assert statuses == [302] * (limits.CLIENT_TRIES + 1)
+    finally:
+        assert served.stopped() == 0
