@@ -123,12 +123,29 @@ DELETE FROM client_tries WHERE client IN (
 )
 
 -- name: entries_page
--- Newest first, each with the name of the account that wrote it; one row more than a
--- page is asked for, to tell whether an older page exists.
-SELECT e.body, e.created_at AT TIME ZONE 'UTC' AS created_utc, a.display_name
+-- Newest first, each with the name of the account that wrote it, from the entry before
+-- the id `before` on (entries.NEWEST for the first page): a keyset, so the primary
+-- key's index finds where a page begins and every page reads `limit` rows, however
+-- deep, where an OFFSET would read and throw away every row before it. One row more
+-- than a page is asked for, to tell whether an older page exists.
+SELECT e.id, e.body, e.created_at AT TIME ZONE 'UTC' AS created_utc, a.display_name
 FROM entries e JOIN accounts a ON a.id = e.account_id
+WHERE e.id < %(before)s
 ORDER BY e.id DESC
-LIMIT %(limit)s OFFSET %(offset)s
+LIMIT %(limit)s
+
+-- name: entry_counted
+-- One more entry by the account, counted in its window of ENTRY_WINDOW seconds, or the
+-- first of a new window once the last has ended. The row lock serialises an account's
+-- posts sent at once, so each is counted and none slips past the limit; RETURNING sees
+-- the row as written: the entries so far, and the whole seconds until the window ends.
+UPDATE accounts AS a SET
+    entries_began = CASE WHEN a.entries_began IS NULL OR a.entries_began <= now() - make_interval(secs => %(window)s)
+                         THEN now() ELSE a.entries_began END,
+    entries_posted = CASE WHEN a.entries_began IS NULL OR a.entries_began <= now() - make_interval(secs => %(window)s)
+                          THEN 1 ELSE a.entries_posted + 1 END
+WHERE id = %(account_id)s
+RETURNING entries_posted, ceil(extract(epoch FROM entries_began + make_interval(secs => %(window)s) - now()))::integer AS wait
 
 -- name: entry_created
 INSERT INTO entries (account_id, body) VALUES (%(account_id)s, %(body)s)

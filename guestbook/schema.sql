@@ -69,3 +69,11 @@ ALTER TABLE accounts
 --    gets the column, empty for the accounts it holds (their entries are signed
 --    names.ANONYMOUS); a column with a constant default is added without rewriting rows.
 ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name text NOT NULL DEFAULT '';
+
+-- name: step 2
+-- Limits on what one account may write (entries.py): the window of its entries, counted
+-- on its own row as client_tries counts a client's tries. NULL until its first entry.
+-- IF NOT EXISTS: a database whose record of steps was lost takes them again.
+ALTER TABLE accounts
+    ADD COLUMN IF NOT EXISTS entries_began timestamptz,    -- when the account's present window of entries began
+    ADD COLUMN IF NOT EXISTS entries_posted integer NOT NULL DEFAULT 0;  -- entries posted (or tried past the limit) in it
