@@ -55,13 +55,14 @@ def signup():
     email, password, name = email_field(), field("password", passwords.PASSWORD_MAX), names.posted()
     problem = "" if mail.is_address(email) else "Enter an email address, like name@example.com."
     problem = problem or passwords.problem(password, email) or names.problem(name)
+    db = get_db()
+    problem = problem or (names.TAKEN if names.taken(db, name) else "")  # whatever the address: it tells nothing of it
     if problem:
         flash(problem, "error")
         return render_template("auth/signup.html", email=email, name=name), 422
     digest = passwords.digest(password)
-    db = get_db()
     with db.transaction():
-        account = accounts.created(db, email, digest, name)
+        account = accounts.created(db, email, digest, name, names.key(name))
         if account is not None:
             mailer.confirmation(db, account)
         elif accounts.signup_again_claimed(db, email):

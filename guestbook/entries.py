@@ -2,7 +2,10 @@
 
 Anyone may read; a signed-in account (which is always a confirmed one) may sign, up
 to ENTRIES_PER_WINDOW entries an ENTRY_WINDOW, counted on its row in the database (so
-across every process), then a 429 page saying when to try again. Pages go by keyset:
+across every process), then a 429 page saying when to try again. An entry may not
+hold BIDI_CONTROLS, which would show its text in another order than it is written
+(`moc.elpmaxe@ecila` shown as alice@example.com); the page isolates each entry's
+direction all the same (dir="auto"), so a right-to-left one leaves the page as it is. Pages go by keyset:
 `?before=ID` shows the entries older than entry ID, so a deep page costs what the first does.
 """
 
@@ -20,6 +23,8 @@ ID_DIGITS = len(str(NEWEST))  # digits an entry's id has at the most; a longer `
 ENTRY_MAX = 2000  # characters an entry may hold
 ENTRIES_PER_WINDOW = 10  # entries one account may post in a window
 ENTRY_WINDOW = 3600  # seconds a window lasts: an hour, from the account's first entry after the last one ended
+# The invisible characters that reorder text: marks, embeddings, overrides and isolates.
+BIDI_CONTROLS = frozenset("\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 
 
 @bp.route("/")
@@ -49,6 +54,9 @@ def create():
     body = field("body", ENTRY_MAX).strip()
     if not body:
         flash("Write something before you sign.", "error")
+        return index(), 422
+    if BIDI_CONTROLS.intersection(body):
+        flash("Write your entry without the invisible characters that reorder text (bidirectional controls).", "error")
         return index(), 422
     db = get_db()
     with db.transaction():

@@ -3,10 +3,16 @@
 
 -- name: account_created
 -- A taken address makes no row and no error: the caller answers the same either way.
-INSERT INTO accounts (email, password_digest, display_name)
-VALUES (%(email)s, %(digest)s, %(name)s)
-ON CONFLICT (email) DO NOTHING
+-- So does a name taken between the caller's look (name_taken) and this insert: the
+-- conflict names no index, so the one on name_key is an arbiter as well as email's.
+INSERT INTO accounts (email, password_digest, display_name, name_key)
+VALUES (%(email)s, %(digest)s, %(name)s, %(name_key)s)
+ON CONFLICT DO NOTHING
 RETURNING id, email, password_digest, confirmed_at, locked_at, false AS locked
+
+-- name: name_taken
+-- By the unique index on name_key.
+SELECT 1 FROM accounts WHERE name_key = %(key)s
 
 -- name: account_by_email
 -- `locked` says whether a lock is still in force: it ends by itself LOCK_DURATION after it began.
