@@ -4,6 +4,7 @@ Each test talks to the process over plain sockets, as a hostile client would: re
 left half-sent, or a body far past the app's limit.
 """
 
+import resource
 import socket
 import threading
 import time
@@ -169,6 +170,9 @@ def test_behind_a_trusted_proxy_each_client_it_names_has_a_limit_of_its_own(data
 @pytest.mark.slow
 def test_a_thousand_dripping_connections_from_one_client_leave_the_server_answering_others(served):
     """Each connection sends a byte every DRIP_EVERY, so none is idle; together they are CONNECTION_LIMIT."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < 2 * CONNECTION_LIMIT:  # a common default is 1024 descriptors: too few for this test's sockets
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(2 * CONNECTION_LIMIT, hard), hard))
     drips = Drips([connected(served, HALF_SENT, source=DRIPPER) for _ in range(CONNECTION_LIMIT)])
     try:
         for _ in range(3):  # over several drips
