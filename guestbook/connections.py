@@ -61,8 +61,8 @@ class GuardedChannel(HTTPChannel):
 
     def writable(self) -> bool:
         """Asked on every turn of waitress's loop: a request past its deadline makes the connection close now."""
-        if self.began is not None and time.monotonic() - self.began > REQUEST_DEADLINE:
-            self.will_close = True
+        if self.began is not None and not self.requests and time.monotonic() - self.began > REQUEST_DEADLINE:
+            self.will_close = True  # never while an earlier request of the connection is served
         return super().writable()
 
     def del_channel(self, map=None) -> None:
