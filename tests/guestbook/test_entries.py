@@ -1,7 +1,7 @@
 """The entries: newest first, a page at a time by keyset, signed by confirmed accounts only, and not too often."""
 
-import json
 import re
+from concurrent.futures import ThreadPoolExecutor
 
 from guestbook import entries
 from guestbook.db import queries
@@ -99,3 +99,18 @@ def test_entry_text_is_escaped(client, visitor):
     visitor.submit("/entries", body="<script>alert(1)</script>")
 
     assert "&lt;script&gt;" in client.get("/").get_data(as_text=True)
+
+
+def test_posts_sent_at_once_write_no_more_than_entries_per_window(app, client, visitor, db):
+    visitor.signed_in("ada@example.com")
+    token, cookie = visitor.csrf_token(), client.get_cookie("session").value
+    browsers = [app.test_client() for _ in range(2 * entries.ENTRIES_PER_WINDOW)]  # one tab each, one cookie
+    for browser in browsers:
+        browser.set_cookie("session", cookie)
+
+    with ThreadPoolExecutor(len(browsers)) as pool:
+        answers = list(pool.map(lambda browser: browser.post("/entries", data={"csrf_token": token, "body": "at once"})
+                                .status_code, browsers))
+
+    assert sorted(answers) == [302] * entries.ENTRIES_PER_WINDOW + [429] * entries.ENTRIES_PER_WINDOW
+    assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == entries.ENTRIES_PER_WINDOW
