@@ -25,6 +25,7 @@ RESERVED = (ANONYMOUS,)  # names no account may take, nor any that looks like on
 # Printable characters that show as nothing: Hangul fillers and the blank Braille pattern.
 BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 COMBINING_RUN_MAX = 3  # combining marks in a row (after NFC) that a name may hold: more stack into a smear
+TAKEN = "That name is taken, or looks like one that is: choose another, or none."  # the sign-up's answer to one
 SPACES = re.compile(r" +")  # a page shows a run of spaces as one (other white space is not printable)
 
 
@@ -67,6 +68,3 @@ def key(name: str) -> str | None:
 def taken(db, name: str) -> bool:
     """Whether an account has taken `name`, or a name that looks like it."""
     return bool(name) and db.execute(queries["name_taken"], {"key": key(name)}).fetchone() is not None
-
-
-TAKEN = "That name is taken, or looks like one that is: choose another, or none."
