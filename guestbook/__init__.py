@@ -51,6 +51,7 @@ def create_app(config: dict | None = None) -> Flask:
     if missing:
         raise RuntimeError(f"the guestbook needs {' and '.join(missing)} to start")
     db.init_app(app)
+    names.init_app(app)
     app.register_blueprint(auth.bp)  # first: its loader sets g.account before any check can refuse a request
     forms.init_app(app)
     csrf.init_app(app)

@@ -5,7 +5,8 @@ must not pass for another: it is printable text (no control, formatting or
 bidirectional-override characters), holds no character that shows as nothing
 (BLANKS) and no run of more than COMBINING_RUN_MAX combining marks, and its `key` (its
 look-alike skeleton, skeletons.py, without case) is neither RESERVED's nor that of
-a name taken, which the database's unique index on accounts.name_key enforces. The
+a name taken, which the database's unique index on accounts.name_key enforces (names
+chosen before keys existed get theirs at the app's start, `keys_made`). The
 templates escape a name like any text, and isolate it (<bdi>) so that a right-to-left
 name cannot reorder the line it stands in.
 """
@@ -13,6 +14,7 @@ name cannot reorder the line it stands in.
 import re
 import unicodedata
 
+import psycopg
 from flask import request
 
 from .db import queries
@@ -68,3 +70,24 @@ def key(name: str) -> str | None:
 def taken(db, name: str) -> bool:
     """Whether an account has taken `name`, or a name that looks like it."""
     return bool(name) and db.execute(queries["name_taken"], {"key": key(name)}).fetchone() is not None
+
+
+def init_app(app) -> None:
+    """Gives keys to the names chosen before accounts had them, once the app's tables are made."""
+    with app.extensions["guestbook.pool"].connection() as db:
+        keys_made(db)
+
+
+def keys_made(db) -> int:
+    """Gives each name without a key its key, oldest account first; returns how many got one.
+
+    Of two old names that look alike, the older account's gets the key; the other keeps
+    its name, without a key, so it holds no claim on its look-alikes.
+    """
+    keyed = 0
+    for account_id, name in db.execute(queries["names_unkeyed"]).fetchall():  # whatever the row factory
+        try:
+            keyed += db.execute(queries["name_keyed"], {"id": account_id, "key": key(name)}).rowcount
+        except psycopg.errors.UniqueViolation:
+            pass  # a process starting beside this one gave the key to a look-alike a moment ago
+    return keyed

@@ -14,6 +14,17 @@ RETURNING id, email, password_digest, confirmed_at, locked_at, false AS locked
 -- By the unique index on name_key.
 SELECT 1 FROM accounts WHERE name_key = %(key)s
 
+-- name: names_unkeyed
+-- Names chosen before accounts had name_key (schema step 2), oldest account first, by
+-- the partial index that holds them alone: on a database without any, it reads nothing.
+SELECT id, display_name FROM accounts WHERE name_key IS NULL AND display_name <> '' ORDER BY id
+
+-- name: name_keyed
+-- Gives the account its name's key unless another account holds that key; a look-alike
+-- of a name keyed before it stays without one, and is looked at again next time.
+UPDATE accounts SET name_key = %(key)s
+WHERE id = %(id)s AND NOT EXISTS (SELECT 1 FROM accounts WHERE name_key = %(key)s)
+
 -- name: account_by_email
 -- `locked` says whether a lock is still in force: it ends by itself LOCK_DURATION after it began.
 SELECT id, email, password_digest, confirmed_at, locked_at,

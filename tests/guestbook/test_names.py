@@ -151,3 +151,19 @@ def test_an_entry_holding_a_bidirectional_control_is_refused_and_writes_nothing(
 
     assert_refused(answer, 422, "reorder")
     assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+
+
+def test_names_chosen_before_keys_get_theirs_at_the_start_the_older_account_first(app, visitor, post, db):
+    signed_in_as(visitor, "ada@example.com", "Alice")
+    signed_in_as(type(visitor)(app.test_client(), post), "bo@example.com", "Bob")
+    db.execute("UPDATE accounts SET display_name = '\u0410lice' WHERE email = 'bo@example.com'")  # an old look-alike
+    db.execute("UPDATE accounts SET name_key = NULL")  # as accounts were before names had keys
+
+    assert names.keys_made(db) == 1  # what every start does
+    assert names.keys_made(db) == 0
+
+    keys = dict(db.execute("SELECT email, name_key IS NOT NULL FROM accounts").fetchall())
+    assert keys == {"ada@example.com": True, "bo@example.com": False}
+    refused = type(visitor)(app.test_client(), post).submit("/signup", email="eve@example.com", password=PASSWORD,
+                                                           name="alice")
+    assert_refused(refused, 422, "looks like one that is")
