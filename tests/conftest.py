@@ -46,5 +46,5 @@ def db(connect):
     with connect() as conn:
         conn.autocommit = True
         jobs.prepared(conn)
-        conn.execute("TRUNCATE jobs, job_batches, job_paused_queues RESTART IDENTITY")
+        conn.execute("TRUNCATE jobs, job_batches, job_paused_queues, job_workers RESTART IDENTITY")
         yield conn
