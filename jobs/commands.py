@@ -83,7 +83,7 @@ def control_commands_added(commands) -> None:
 
 def positive(text: str) -> int:
     """A whole number from 1 to ID_MAX, for argparse: a job's id, or how many jobs a page holds."""
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= ID_MAX:
+    if not text.isascii() or not text.isdigit() or len(text) > len(str(ID_MAX)) or not 1 <= int(text) <= ID_MAX:
         raise argparse.ArgumentTypeError(f"a whole number from 1 to {ID_MAX}, not {text!r}")
     return int(text)
 

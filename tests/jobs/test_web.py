@@ -121,6 +121,7 @@ def test_a_get_changes_nothing_and_an_action_answers_only_a_post(client, table):
 BAD_PAGES = ["/job/abc", "/job/0", "/job/-1", "/job/99999999999999999999", "/job/", "/job/7", "/failed?after=x",
              "/failed?after=0", "/failed?limit=0", "/failed?limit=100000", "/batches?after=%FF", "/elsewhere",
              "/job/%00", "/schedules/nightly", "/schedules/"]
+LONG_NUMBER = "9" * 5000  # past the 4,300 digits Python's int() reads from text: a ValueError, not a 4xx, if unchecked
 
 
 @pytest.mark.parametrize("path", BAD_PAGES)
@@ -130,9 +131,18 @@ def test_a_bad_address_gets_a_4xx_page_that_says_what_was_wrong(client, table, p
     assert 'class="note error"' in answer.text
 
 
+@pytest.mark.parametrize("path", [f"/job/{LONG_NUMBER}", f"/failed?after={LONG_NUMBER}",
+                                  f"/failed?limit={LONG_NUMBER}", f"/batches?after={LONG_NUMBER}"])
+def test_a_number_of_thousands_of_digits_gets_a_4xx_page_not_a_500(client, table, path):
+    answer = get(client, path)
+    assert 400 <= answer.status_code < 500
+    assert "must be a whole number" in answer.text
+
+
 BAD_FORMS = [("/retry", {}), ("/retry", {"id": "abc"}), ("/retry", {"id": "99999999999999999999"}),
              ("/discard", {"id": "-3"}), ("/cancel", {"id": ""}), ("/pause", {"queue": ""}),
-             ("/resume", {}), ("/pause", {"queue": "x" * 201}), ("/retry", {"all_shown": "1"})]
+             ("/resume", {}), ("/pause", {"queue": "x" * 201}), ("/retry", {"all_shown": "1"}),
+             ("/retry", {"id": LONG_NUMBER})]
 
 
 @pytest.mark.parametrize("path, data", BAD_FORMS)
