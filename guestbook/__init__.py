@@ -34,7 +34,7 @@ def create_app(config: dict | None = None) -> Flask:
 
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
     (seconds), TRUSTED_PROXIES (how many proxies in front set X-Forwarded-For),
-    ADMIN_EMAILS (who may see /jobs), and DEVELOPMENT (True: the /outbox page, /jobs for
+    and DEVELOPMENT (True: the /outbox page, /jobs for
     anyone, cookies without Secure, no HSTS, and only the Host names LOCAL_HOSTS and
     BASE_URL's).
     """
@@ -74,7 +74,6 @@ def settings_from_environment() -> dict:
         "SECRET_KEY": os.environ.get("SECRET_KEY"),
         "DATABASE_URL": os.environ.get("DATABASE_URL"),
         "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
-        "ADMIN_EMAILS": os.environ.get("ADMIN_EMAILS", ""),
         "RESET_TOKEN_MAX_AGE": whole_number("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE),
         "TRUSTED_PROXIES": whole_number("TRUSTED_PROXIES", TRUSTED_PROXIES_DEFAULT),
         "DEVELOPMENT": False,

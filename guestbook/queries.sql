@@ -164,3 +164,23 @@ DELETE FROM sessions WHERE id = %(id)s
 -- name: sessions_ended
 -- Every session of the account, wherever its cookies are: sign out everywhere, and a reset.
 DELETE FROM sessions WHERE account_id = %(account_id)s
+
+-- name: admin_granted
+-- An operator's grant (admins.py): only to a confirmed account, whose address is proved.
+-- A second grant changes nothing and keeps the moment of the first.
+INSERT INTO admins (account_id)
+SELECT id FROM accounts WHERE email = %(email)s AND confirmed_at IS NOT NULL
+ON CONFLICT (account_id) DO NOTHING
+RETURNING account_id
+
+-- name: admin_revoked
+DELETE FROM admins USING accounts
+WHERE admins.account_id = accounts.id AND accounts.email = %(email)s
+RETURNING admins.account_id
+
+-- name: admins_listed
+SELECT a.email, d.granted_at FROM admins d JOIN accounts a ON a.id = d.account_id ORDER BY a.email
+
+-- name: admin_held
+-- Asked on every request to /jobs and for every page whose header may link there.
+SELECT 1 FROM admins WHERE account_id = %(account_id)s

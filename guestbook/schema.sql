@@ -69,3 +69,13 @@ ALTER TABLE accounts
 --    gets the column, empty for the accounts it holds (their entries are signed
 --    names.ANONYMOUS); a column with a constant default is added without rewriting rows.
 ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name text NOT NULL DEFAULT '';
+
+-- name: step 2
+-- Who may see the job queue's dashboard at /jobs (admins.py): the accounts an operator
+-- granted it, one row each, written by `python -m guestbook admins add ADDRESS` and
+-- deleted by `admins remove`. No request of the site writes this table, so no sign-up
+-- or sign-in can grant it, whatever the address; deleting the account ends the grant.
+CREATE TABLE IF NOT EXISTS admins (
+    account_id bigint PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
+    granted_at timestamptz NOT NULL DEFAULT now()
+);
