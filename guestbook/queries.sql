@@ -22,8 +22,10 @@ FROM accounts
 WHERE id = %(id)s
 
 -- name: account_confirmed
--- A second confirmation keeps the moment of the first.
-UPDATE accounts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = %(id)s
+-- Only over the digest the given password was checked against (auth.confirm), not one
+-- a reset set while it was hashed. A second confirmation keeps the moment of the first.
+UPDATE accounts SET confirmed_at = coalesce(confirmed_at, now())
+WHERE id = %(id)s AND password_digest = %(digest)s
 
 -- name: unconfirmed_pruned
 -- The daily upkeep (upkeep.py): an account whose last confirmation link expired unused

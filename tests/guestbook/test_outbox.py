@@ -5,6 +5,8 @@ import pytest
 import jobs
 import mail
 
+from .conftest import PASSWORD
+
 
 @pytest.fixture
 def settings(settings):
@@ -38,7 +40,7 @@ def test_outbox_link_confirms_the_account(client, visitor, db, outbox):
     page = client.get("/outbox").get_data(as_text=True)
     link = page.split('<a href="http://guestbook.test', 1)[1].split('"', 1)[0]
 
-    visitor.submit(link)
+    visitor.submit(link, password=PASSWORD)
 
     assert visitor.signin("ada@example.com").status_code == 302
 
