@@ -162,3 +162,15 @@ CREATE TABLE IF NOT EXISTS job_paused_queues (
     queue text PRIMARY KEY,
     paused_at bigint NOT NULL  -- ms since the epoch
 );
+
+-- name: step 7
+-- Kept for the step that records the workers themselves; it changes nothing here.
+SELECT 1;
+
+-- name: step 8
+-- The arguments of a job that are secrets (a letter's body, with its live links; a
+-- token; a password), named by the caller of `later(..., secret=[...])`: the
+-- dashboard shows them hidden, and a failure's reason and traceback are written with
+-- their values taken out (redaction.py). NULL, as every job had before, hides nothing.
+-- A column with no default is added without rewriting a row.
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS secret text[];

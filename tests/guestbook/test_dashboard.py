@@ -1,5 +1,6 @@
 """The job queue's dashboard at /jobs: for the accounts an operator granted it, or anyone in development."""
 
+import logging
 import re
 import subprocess
 import sys
@@ -12,6 +13,7 @@ from guestbook import upkeep
 from guestbook.__main__ import main
 
 from ..mail.smtpd import free_port
+from .conftest import Visitor
 from .served import ROOT, WAIT, environment
 
 
@@ -113,3 +115,30 @@ class TestDevelopment:
     def test_anyone_on_the_machine_sees_the_dashboard(self, client):
         assert client.get("/jobs/").status_code == 200
         assert 'href="/jobs/"' in client.get("/").get_data(as_text=True)
+
+
+def test_a_reset_letter_waiting_on_a_paused_queue_shows_its_token_nowhere(app, client, admin, post, db, database_url,
+                                                                         caplog):
+    caplog.set_level(logging.DEBUG)
+    token = re.search(r'name="csrf" value="([^"]+)"', client.get("/jobs/").get_data(as_text=True)).group(1)
+    assert client.post("/jobs/pause", data={"csrf": token, "queue": mail.QUEUE}).status_code == 200
+    stranger = Visitor(app.test_client(), post)
+    assert stranger.submit("/resets/new", email="ada@example.com").status_code == 302
+    (job, body), = db.execute("SELECT id, args->>'body' FROM jobs WHERE queue = %s", [mail.QUEUE]).fetchall()
+    secret = re.search(r"/resets/([^/\s]+)/edit", body).group(1)
+    pages = ["/jobs/", "/jobs/queues.fragment", "/jobs/failed", f"/jobs/job/{job}", f"/jobs/job/{job}?args=shown",
+             "/jobs/metrics", "/jobs/batches", "/jobs/schedules", "/"]
+
+    seen = [client.get(path) for path in pages]
+    assert client.post("/jobs/cancel", data={"csrf": token, "id": str(job)}).status_code == 200  # onto the shelf
+    seen += [client.get(path) for path in pages]
+    said = [subprocess.run([sys.executable, "-m", "jobs", *command], env=environment(DATABASE_URL=database_url,
+                           PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=WAIT)
+            for command in (["status"], ["failed"], ["failed", "--full"])]
+
+    assert [answer.status_code for answer in seen] == [200] * len(seen)
+    assert "ada@example.com" in seen[pages.index(f"/jobs/job/{job}?args=shown")].get_data(as_text=True)
+    assert [path for path, answer in zip(pages * 2, seen) if secret in answer.get_data(as_text=True)] == []
+    assert [done.args for done in said if secret in done.stdout + done.stderr] == []
+    assert "deliver" in said[2].stdout  # the cancelled letter is on the shelf, and listed
+    assert secret not in caplog.text
