@@ -34,7 +34,8 @@ def load_signed_in_account() -> None:
     g.account = None
     if session.get("session_id") is None:
         return
-    account = sessions.account_of(get_db(), session["session_id"], session.get("account_id"))
+    account = sessions.account_of(get_db(), session["session_id"], session.get("account_id"),
+                                  seen=not sessions.is_background(request.headers))
     if account is None or not tokens.fits("session", session.get("password", ""), account):
         session.clear()
         return

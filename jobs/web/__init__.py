@@ -13,6 +13,12 @@ from ..schedules import held
 from . import actions, metrics, pages
 from .wsgi import Dashboard, Route
 
+# The header the queues page's script sends with each look it takes on its own, every
+# REFRESH_EVERY seconds: an app may leave such looks out of a session's activity, so an
+# open tab nobody watches does not keep a person signed in (browsers with Fetch
+# Metadata say as much in Sec-Fetch-Mode; this says it for every browser).
+REFRESH_HEADER = "X-Jobs-Refresh"
+
 
 def app(connect, authorize=None, *, development: bool = False, worker=None, schedules=()) -> Dashboard:
     """The dashboard as a WSGI app, reading and writing the jobs table through `connect()`.

@@ -9,7 +9,7 @@ import pytest
 
 import jobs
 import mail
-from guestbook import upkeep
+from guestbook import sessions, upkeep
 from guestbook.__main__ import main
 
 from ..mail.smtpd import free_port
@@ -142,3 +142,19 @@ def test_a_reset_letter_waiting_on_a_paused_queue_shows_its_token_nowhere(app, c
     assert [done.args for done in said if secret in done.stdout + done.stderr] == []
     assert "deliver" in said[2].stdout  # the cancelled letter is on the shelf, and listed
     assert secret not in caplog.text
+
+
+@pytest.mark.parametrize("headers", [{"Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"},  # a script's fetch
+                                     {jobs.web.REFRESH_HEADER: "1"}])  # a browser that sends no Fetch Metadata
+def test_the_queues_page_s_refresh_does_not_keep_an_unattended_session_alive(client, admin, db, headers):
+    db.execute("UPDATE sessions SET seen_at = now() - make_interval(secs => %s)", [sessions.SEEN_EVERY + 5])
+    before = db.execute("SELECT seen_at FROM sessions").fetchone()[0]
+
+    for _ in range(3):
+        assert client.get("/jobs/queues.fragment", headers=headers).status_code == 200
+
+    assert db.execute("SELECT seen_at FROM sessions").fetchone()[0] == before
+    assert client.get("/jobs/", headers={"Sec-Fetch-Mode": "navigate"}).status_code == 200  # the person looks
+    assert db.execute("SELECT seen_at FROM sessions").fetchone()[0] > before
+    db.execute("UPDATE sessions SET seen_at = now() - make_interval(secs => %s)", [sessions.SESSION_IDLE + 1])
+    assert client.get("/jobs/queues.fragment", headers=headers).status_code == 403  # idle: the session has ended
