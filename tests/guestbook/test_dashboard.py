@@ -9,7 +9,7 @@ import pytest
 
 import jobs
 import mail
-from guestbook import sessions, upkeep
+from guestbook import create_app, db as guestbook_db, development, headers, sessions, upkeep
 from guestbook.__main__ import main
 
 from ..mail.smtpd import free_port
@@ -112,7 +112,9 @@ class TestDevelopment:
     def settings(self, settings):
         return {**settings, "DEVELOPMENT": True}
 
-    def test_anyone_on_the_machine_sees_the_dashboard(self, client):
+    def test_the_browser_that_opened_the_printed_link_sees_the_dashboard(self, app, client):
+        assert client.get("/jobs/").status_code == 403
+        client.get(development.link(app, "http://localhost"))
         assert client.get("/jobs/").status_code == 200
         assert 'href="/jobs/"' in client.get("/").get_data(as_text=True)
 
@@ -158,3 +160,36 @@ def test_the_queues_page_s_refresh_does_not_keep_an_unattended_session_alive(cli
     assert db.execute("SELECT seen_at FROM sessions").fetchone()[0] > before
     db.execute("UPDATE sessions SET seen_at = now() - make_interval(secs => %s)", [sessions.SESSION_IDLE + 1])
     assert client.get("/jobs/queues.fragment", headers=headers).status_code == 403  # idle: the session has ended
+
+
+def test_the_dashboard_s_answers_carry_the_guestbook_s_headers(client, admin):
+    answer = client.get("/jobs/")
+    assert answer.headers["Strict-Transport-Security"] == f"max-age={headers.HSTS_MAX_AGE}"
+    assert (answer.headers["X-Frame-Options"], answer.headers["Referrer-Policy"]) == ("DENY", "no-referrer")
+    assert "script-src 'self'" in answer.headers["Content-Security-Policy"]  # its own policy, for its script
+
+
+def test_a_dashboard_form_from_another_session_or_another_site_is_refused(client, visitor, admin, db):
+    token = re.search(r'name="csrf" value="([^"]+)"', client.get("/jobs/").get_data(as_text=True)).group(1)
+    elsewhere = client.post("/jobs/pause", data={"csrf": token, "queue": "mail"},
+                            headers={"Origin": "https://attacker.example"})
+    visitor.signout()
+    assert visitor.signin("ada@example.com").status_code == 302  # a new session: the old page's token is not its own
+    stale = client.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Origin": "http://guestbook.test"})
+
+    assert (elsewhere.status_code, stale.status_code) == (403, 403)
+    assert jobs.paused_queues(db) == set()
+    token = re.search(r'name="csrf" value="([^"]+)"', client.get("/jobs/").get_data(as_text=True)).group(1)
+    fresh = client.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Origin": "http://guestbook.test"})
+    assert fresh.status_code == 200
+
+
+def test_the_dashboard_s_csrf_cookie_is_secure_behind_a_proxy_that_ends_https(settings, admin, post, monkeypatch):
+    monkeypatch.setenv("BASE_URL", "https://guestbook.example")  # as production always is; the app itself sees http
+    served = create_app(settings)
+    try:
+        browser = Visitor(served.test_client(), post)
+        assert browser.signin("ada@example.com").status_code == 302
+        assert "; Secure" in browser.client.get("/jobs/").headers["Set-Cookie"]
+    finally:
+        guestbook_db.closed(served)

@@ -289,3 +289,55 @@ def test_the_dashboard_links_from_where_it_is_mounted(connect, table):
                                                                     environ_base=OPERATOR)
     assert 'href="/jobs/style.css"' in answer.text and 'action="/jobs/resume"' in answer.text
     assert "Path=/jobs;" in answer.headers["Set-Cookie"]
+
+
+def test_a_csrf_value_the_client_chose_itself_is_refused(client, table):
+    chosen = "c" * 43  # as long as a real token: the cookie and the form agree, but no server signed it
+    before = everything(table)
+    client.set_cookie("jobs_csrf", chosen)
+    answer = client.post("/pause", data={"csrf": chosen, "queue": "mail"}, environ_base=OPERATOR)
+    assert answer.status_code == 403
+    assert everything(table) == before
+
+
+def test_a_csrf_token_taken_from_another_session_is_refused(connect, table):
+    def session(environ):
+        return environ.get("HTTP_X_SESSION", "")
+    dashboard = jobs.web.app(connect, authorize=operator, secret="the app's secret", session=session)
+    mallory, ada = Client(dashboard), Client(dashboard)
+    page = mallory.get("/", environ_base={**OPERATOR, "HTTP_X_SESSION": "mallory"})
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    ada.set_cookie("jobs_csrf", mallory.get_cookie("jobs_csrf").value)  # planted, as a neighbouring site could
+
+    refused = ada.post("/pause", data={"csrf": token, "queue": "q"}, environ_base={**OPERATOR, "HTTP_X_SESSION": "ada"})
+    taken = mallory.post("/pause", data={"csrf": token, "queue": "q"},
+                         environ_base={**OPERATOR, "HTTP_X_SESSION": "mallory"})
+
+    assert (refused.status_code, taken.status_code) == (403, 200)
+
+
+def test_a_form_from_another_origin_is_refused_before_its_token_is_read(client, table):
+    before = everything(table)
+    token = re.search(r'name="csrf" value="([^"]+)"', get(client, "/").text).group(1)
+    for headers in ({"HTTP_ORIGIN": "https://elsewhere.example"}, {"HTTP_ORIGIN": "null"},
+                    {"HTTP_SEC_FETCH_SITE": "cross-site"}, {"HTTP_SEC_FETCH_SITE": "same-site"}):
+        answer = client.post("/pause", data={"csrf": token, "queue": "mail"}, environ_base={**OPERATOR, **headers})
+        assert answer.status_code == 403, headers
+        assert "another site" in answer.text
+    assert everything(table) == before
+    same = client.post("/pause", data={"csrf": token, "queue": "mail"},
+                       environ_base={**OPERATOR, "HTTP_ORIGIN": "http://localhost"})
+    assert same.status_code == 200
+
+
+@pytest.mark.parametrize("options, base_url", [({"origin": "https://jobs.example"}, "http://localhost"),
+                                               ({}, "https://localhost")])
+def test_the_csrf_cookie_is_secure_when_the_dashboard_is_served_over_https(connect, table, options, base_url):
+    answer = Client(jobs.web.app(connect, authorize=operator, **options)).get("/", base_url=base_url,
+                                                                               environ_base=OPERATOR)
+    assert "; Secure" in answer.headers["Set-Cookie"]
+    assert "; Secure" not in get(Client(jobs.web.app(connect, authorize=operator)), "/").headers["Set-Cookie"]
+
+
+def test_no_page_may_be_framed_even_by_a_browser_older_than_csp_2(client, table):
+    assert get(client, "/").headers["X-Frame-Options"] == "DENY"
