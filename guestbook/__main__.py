@@ -30,7 +30,7 @@ import mail
 
 from psycopg.rows import namedtuple_row
 
-from . import admins, create_app, dashboard, db, embedded, forms, settings_from_environment, upkeep
+from . import admins, create_app, dashboard, db, development, embedded, forms, settings_from_environment, upkeep
 
 DEFAULT_PORT = 5000  # the port served when neither --port nor PORT names one
 THREADS = db.POOL_MAX  # requests served at once: one pool connection each
@@ -108,6 +108,9 @@ def serve_command(args) -> int:
         max_request_body_size=BODY_MAX,
     )
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
+    if args.development:  # the outbox and the dashboard show live links: for the person who started it only
+        print(f"Open {development.link(app, base)} once to see /outbox and /jobs in your browser "
+              "(no other user of this machine can)", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
         jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, performers, server.run, schedules=upkeep.schedules,

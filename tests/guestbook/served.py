@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 from ..mail.smtpd import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
+ADDRESS_LINE = "The guestbook is at"  # how the line `guestbook serve` prints once it listens begins
 WAIT = 20.0  # seconds a test waits for the server to start, a letter to arrive, or the process to end
 SETTINGS = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_OUTBOX", "BASE_URL", "PORT", "MAIL_RETRY_INTERVALS",
             "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES", "ADMIN_EMAILS")
@@ -35,12 +36,18 @@ class Served:
         env = {"BASE_URL": self.base, **env, "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port), *args],
                                         env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.said = self.process.stdout.readline()  # the address line, printed once the app is made
-        self.request = self.visitor().request
+        # The address line, printed once the app is made (after the log of any schema step it took).
+        self.said = next((line for line in iter(self.process.stdout.readline, "") if line.startswith(ADDRESS_LINE)), "")
+        # Development prints the link that lets a browser see /outbox and /jobs next; its visitor opens it.
+        self.key_link = self.process.stdout.readline().split()[1] if "--development" in args else None
+        self.request = self.visitor(keyed=True).request
 
-    def visitor(self) -> "Visitor":
-        """A visitor of the process, with a cookie of its own."""
-        return Visitor(self.base)
+    def visitor(self, keyed: bool = False) -> "Visitor":
+        """A visitor of the process, with cookies of its own; `keyed`: it opened development's printed link."""
+        visitor = Visitor(self.base)
+        if keyed and self.key_link:
+            visitor.request(self.key_link.removeprefix(self.base))
+        return visitor
 
     def stopped(self) -> int:
         """Sends SIGTERM, as a platform stopping the process does, and returns its exit status."""
@@ -55,20 +62,25 @@ class Visitor:
     """One visitor of the server at `base`, keeping its session cookie as a browser would."""
 
     def __init__(self, base: str):
-        self.base, self.cookie = base, ""
+        self.base, self.cookies = base, {}
+        self.headers = {}  # the headers of the last answer
 
-    def request(self, path, fields=None):
-        """GETs `path`, or POSTs `fields` with the session's CSRF token; returns (status, page)."""
-        data = urlencode({"csrf_token": self.csrf_token(), **fields}).encode() if fields is not None else None
-        request = urllib.request.Request(self.base + path, data=data, headers={"Cookie": self.cookie})
+    def request(self, path, fields=None, *, headers=None, csrf=True):
+        """GETs `path`, or POSTs `fields` (with the session's CSRF token, if `csrf`); returns (status, page)."""
+        if fields is not None and csrf:
+            fields = {"csrf_token": self.csrf_token(), **fields}
+        data = urlencode(fields).encode() if fields is not None else None
+        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+        request = urllib.request.Request(self.base + path, data=data, headers={"Cookie": cookie, **(headers or {})})
         try:
             answer = urllib.request.build_opener(NoRedirect).open(request, timeout=WAIT)
         except urllib.error.HTTPError as error:
             answer = error
-        # The cookie is Secure outside development, which a cookie jar would keep off plain HTTP.
-        cookie = answer.headers.get("Set-Cookie")
-        if cookie:
-            self.cookie = cookie.split(";", 1)[0]
+        # The cookies are Secure outside development, which a cookie jar would keep off plain HTTP.
+        for set_cookie in answer.headers.get_all("Set-Cookie") or []:
+            name, _, value = set_cookie.split(";", 1)[0].partition("=")
+            self.cookies[name] = value
+        self.headers = answer.headers
         return answer.status, answer.read().decode()
 
     def csrf_token(self) -> str:
