@@ -47,9 +47,14 @@ def passed(dashboard, request) -> bool:
 
 
 def same_site(dashboard, request) -> bool:
-    """Whether a POST comes from the dashboard's own site, as far as the browser says (a client that says nothing does)."""
-    sent = request.environ.get("HTTP_ORIGIN")
-    if sent is not None:
+    """Whether a POST comes from the dashboard's own site, as far as the browser says (a client that says nothing does).
+
+    Origin decides when it names a site. A browser sends "null" instead where the page's
+    Referrer-Policy is no-referrer (as the guestbook's is), and then Sec-Fetch-Site,
+    which no policy hides, says whether the form was the site's own.
+    """
+    sent = request.environ.get("HTTP_ORIGIN", "null")
+    if sent != "null":
         return sent == origin(dashboard, request)
     return request.environ.get("HTTP_SEC_FETCH_SITE", "same-origin") in ("same-origin", "none")
 
