@@ -14,6 +14,7 @@ import time
 import psycopg
 
 from . import chores, schema, store
+from .backends import ended
 from .complaints import Complaints
 from .doorbell import Doorbell
 from .frontier import Frontiers
@@ -69,7 +70,7 @@ class Worker:
             raise ValueError("a worker needs a queue, one thread or more, a lease of more than 0 s, "
                              "and a timeout of more than 0 s if any")
         self.connect, self.queues, self.performers = connect, list(queues), performers
-        self.threads, self.lease, self.poll, self.timeout = threads, lease, poll, timeout
+        self.threads, self.lease, self.poll, self.timeout, self.listen = threads, lease, poll, timeout, listen
         self.counts = Counts()
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
         self.pace = Pace()  # which job names are quick enough to share a settlement transaction
@@ -200,8 +201,10 @@ class Worker:
             if replacement is not None:
                 self._work.append(replacement)
         held = work.abandon()
-        if work.backend_pid is not None:  # gone before the performer is told: it must find nothing to commit on
-            db.execute("SELECT pg_terminate_backend(%s, %s)", [work.backend_pid, round(TERMINATE_WAIT * 1000)])
+        # Gone before the performer is told, so it finds nothing to commit on.
+        if work.backend is not None and not ended(db, work.backend, round(TERMINATE_WAIT * 1000)):
+            log.warning("the server process of a let-go thread did not end within %g s; its jobs go back anyway",
+                        TERMINATE_WAIT)
         for job in held:
             job.cancelled.set()
         if overdue is not None:

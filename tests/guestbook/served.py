@@ -2,6 +2,8 @@
 
 The tests of the command line, of waitress's limits and of the lockout under parallel
 requests start it as a platform would, on a port of its own, and stop it with SIGTERM.
+It is tied to the test run as the browser specs' guestbook is (e2e/tether.py), and
+starts only once no stray guestbook under test works the database's mail queue.
 """
 
 import os
@@ -15,10 +17,12 @@ import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
 
+from e2e.served import APPLICATION, no_stray_guestbook
+from e2e.tether import dying_with_this_thread
+
 from ..mail.smtpd import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
-ADDRESS_LINE = "The guestbook is at"  # how the line `guestbook serve` prints once it listens begins
 WAIT = 20.0  # seconds a test waits for the server to start, a letter to arrive, or the process to end
 SETTINGS = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_OUTBOX", "BASE_URL", "PORT", "MAIL_RETRY_INTERVALS",
             "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES", "ADMIN_EMAILS")
@@ -33,14 +37,27 @@ class Served:
     def __init__(self, args, env, cwd):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        env = {"BASE_URL": self.base, **env, "PYTHONPATH": str(ROOT)}
+        env = {"BASE_URL": self.base, "PGAPPNAME": f"{APPLICATION} (run {os.getpid()})", **env, "PYTHONPATH": str(ROOT)}
+        if env.get("DATABASE_URL"):
+            no_stray_guestbook(env["DATABASE_URL"])
         self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port), *args],
-                                        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        # The address line, printed once the app is made (after the log of any schema step it took).
-        self.said = next((line for line in iter(self.process.stdout.readline, "") if line.startswith(ADDRESS_LINE)), "")
+                                        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        preexec_fn=dying_with_this_thread())
+        self.said = self._address_line()
         # Development prints the link that lets a browser see /outbox and /jobs next; its visitor opens it.
         self.key_link = self.process.stdout.readline().split()[1] if "--development" in args else None
         self.request = self.visitor(keyed=True).request
+
+    def _address_line(self) -> str:
+        """The line that gives the address, printed once the app is made; log lines before it
+        (a first start on a database takes the guestbook's schema steps, and says so) are kept
+        in `before`. A process that ends first answers its last line."""
+        self.before = []
+        for line in self.process.stdout:
+            if line.startswith("The guestbook is at"):
+                return line
+            self.before.append(line)
+        return self.before[-1] if self.before else ""
 
     def visitor(self, keyed: bool = False) -> "Visitor":
         """A visitor of the process, with cookies of its own; `keyed`: it opened development's printed link."""
@@ -59,7 +76,7 @@ class Served:
 
 
 class Visitor:
-    """One visitor of the server at `base`, keeping its session cookie as a browser would."""
+    """One visitor of the server at `base`, keeping its cookies (the session, the dashboard's, the key) as a browser would."""
 
     def __init__(self, base: str):
         self.base, self.cookies = base, {}
