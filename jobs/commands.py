@@ -1,8 +1,9 @@
 """The command line's look at the queue and its hand on it: every command but `work`.
 
 `python -m jobs` (__main__.py) parses the command line and opens the connection; each
-function here runs one command on it, prints plain tables (never a job's arguments)
-and answers the exit code.
+function here runs one command on it, prints plain tables (never a job's arguments,
+and reasons the runner wrote without the values of secret ones: redaction.py) and
+answers the exit code.
 """
 
 import argparse
