@@ -50,7 +50,7 @@ def current_job() -> store.Job:
 
 
 def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, pace=None, timeout=None,
-              settled=None) -> list[str]:
+              settled=None, backend=None) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
@@ -58,7 +58,8 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
     `pace` tells which jobs are quick enough to share a transaction (pace.py); a worker
     keeps one across its batches. `timeout` is the seconds a job may run when its
     policy names none (None: no limit); the worker enforces it (threads.py).
-    `settled(jobs)` hears of each group once its transaction has ended.
+    `settled(jobs)` hears of each group once its transaction has ended. `backend`
+    (backends.py) learns which server process runs each transaction, behind a pooler.
     """
     counts = counts if counts is not None else Counts()
     pace = pace if pace is not None else Pace()
@@ -71,7 +72,8 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
             if stopping():
                 store.released(db, waiting, now)
                 break
-            group_lines, group = settled_group(db, waiting, performers, now, counts, stopping, pace, timeout)
+            group_lines, group = settled_group(db, waiting, performers, now, counts, stopping, pace, timeout,
+                                               backend)
             lines += group_lines
             if settled is not None:
                 settled(group)
@@ -81,7 +83,8 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
     return lines
 
 
-def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout) -> tuple[list[str], list]:
+def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout,
+                  backend=None) -> tuple[list[str], list]:
     """Runs jobs off the front of `waiting` on one transaction, commits it, then counts and logs.
 
     Returns the outcome lines and the group's jobs.
@@ -96,7 +99,7 @@ def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout)
     (outcomes.deleted_alone).
     """
     group: list[tuple[store.Job, Outcome]] = []
-    settlement = Settlement(db)
+    settlement = Settlement(db, backend)
     started = time.monotonic()
     try:
         while waiting and not stopping() and (not group or joins(waiting[0], started, pace)):

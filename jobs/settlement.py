@@ -17,10 +17,13 @@ FORBIDDEN = ("commit", "rollback", "close")  # what a performer may not do to th
 
 
 class Settlement:
-    """One settlement transaction on an autocommit connection, begun when first needed."""
+    """One settlement transaction on an autocommit connection, begun when first needed.
 
-    def __init__(self, db):
-        self.db = db
+    `backend` (backends.py), when given, is told each time the transaction begins.
+    """
+
+    def __init__(self, db, backend=None):
+        self.db, self.backend = db, backend
         self.begun = False
         self.held = False  # a savepoint of an earlier job is open, waiting to be released
 
@@ -29,6 +32,7 @@ class Settlement:
         if not self.begun:
             self.db.execute("BEGIN")
             self.begun = True
+            self._entered()
 
     def opened(self) -> None:
         """Makes a new savepoint, beginning the transaction or releasing an earlier savepoint at once."""
@@ -37,7 +41,14 @@ class Settlement:
             statements.append(f"RELEASE SAVEPOINT {SAVEPOINT}")
         statements.append(f"SAVEPOINT {SAVEPOINT}")
         self.db.execute("; ".join(statements))
-        self.begun = self.held = True
+        if not self.begun:
+            self.begun = True
+            self._entered()
+        self.held = True
+
+    def _entered(self) -> None:
+        if self.backend is not None:
+            self.backend.entered(self.db)
 
     def rolled_back_to_savepoint(self) -> None:
         """Undoes the current job's writes; its savepoint stays, to be released later."""

@@ -14,6 +14,7 @@ import time
 import psycopg
 
 from . import chores, schema, store
+from .backends import ended
 from .complaints import Complaints
 from .connections import SILENT_AFTER
 from .doorbell import Doorbell
@@ -75,7 +76,7 @@ class Worker:
         # Every connection the worker opens is watched, but not while a performer waits on it.
         self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
         self.connect, self.queues, self.performers = self.watchdog.connecting(connect), list(queues), performers
-        self.threads, self.lease, self.poll, self.timeout = threads, lease, poll, timeout
+        self.threads, self.lease, self.poll, self.timeout, self.listen = threads, lease, poll, timeout, listen
         self.counts = Counts()
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
         self.pace = Pace()  # which job names are quick enough to share a settlement transaction
@@ -207,8 +208,10 @@ class Worker:
             if replacement is not None:
                 self._work.append(replacement)
         held = work.abandon()
-        if work.backend_pid is not None:  # gone before the performer is told: it must find nothing to commit on
-            db.execute("SELECT pg_terminate_backend(%s, %s)", [work.backend_pid, round(TERMINATE_WAIT * 1000)])
+        # Gone before the performer is told, so it finds nothing to commit on.
+        if work.backend is not None and not ended(db, work.backend, round(TERMINATE_WAIT * 1000)):
+            log.warning("the server process of a let-go thread did not end within %g s; its jobs go back anyway",
+                        TERMINATE_WAIT)
         for job in held:
             job.cancelled.set()
         if overdue is not None:
