@@ -29,9 +29,10 @@ ORPHAN_WAIT = 1.0  # seconds a new connection waits for the server to end the se
 
 # The session of a connection, as the server knows it: its process and when it began,
 # so that a later look finds that session and no other that got the same process id.
-# The id is the one the connection was told at its start (behind PgBouncer, PgBouncer's
-# own, which names no server process: then nothing is found, and nothing ended).
-SESSION = "SELECT backend_start FROM pg_stat_activity WHERE pid = %(pid)s"
+# Only when the process the connection was told of at its start is the one that answers:
+# behind a pooler (PgBouncer) that id is the pooler's own, the server connection under
+# it serves other clients too, and nothing is recorded, so nothing is ever ended.
+SESSION = "SELECT backend_start FROM pg_stat_activity WHERE pid = %(pid)s AND pid = pg_backend_pid()"
 ORPHAN_ENDED = ("SELECT pg_terminate_backend(pid, %(wait)s) FROM pg_stat_activity"
                 " WHERE pid = %(pid)s AND backend_start = %(start)s")
 
