@@ -97,3 +97,20 @@ def test_tcp_user_timeout_drops_a_connection_whose_statement_is_never_acknowledg
         with pytest.raises(psycopg.OperationalError):
             db.execute("SELECT 1")  # no watchdog here: only the kernel can end this wait
         assert time.monotonic() - began < SILENCE + SLACK
+
+
+def test_a_performers_long_statement_is_not_the_watchdogs_to_cut(db, connect, caplog):
+    # A job may rightly wait on the database longer than the worker's bound: its own
+    # timeout is what bounds it, not the watchdog.
+    ran = []
+    worker = jobs.worker(connect, "default", {"long": lambda db, args: ran.append(
+        db.execute("SELECT pg_sleep(%s)", [2 * SILENCE]).fetchone())}, silent_after=SILENCE)
+    try:
+        jobs.later(db, "default", "long", {})
+        assert worker.wait_until_empty(30), "the job ran and was settled"
+    finally:
+        worker.stop()
+        worker.join()
+    assert ran == [("",)], "its statement answered"
+    assert "gave no answer" not in caplog.text
+    assert "lost its database connection" not in caplog.text
