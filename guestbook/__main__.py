@@ -89,8 +89,8 @@ def serve_command(args) -> int:
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
-        jobs.beside(lambda: psycopg.connect(url, **jobs.keepalives()), mail.QUEUE, performers, server.run, schedules=upkeep.schedules,
-                    on_start=lambda worker: dashboard.shows_worker(app, worker))
+        jobs.beside(lambda: psycopg.connect(url, **jobs.keepalives()), mail.QUEUE, performers, server.run,
+                    schedules=upkeep.schedules, on_start=lambda worker: dashboard.shows_worker(app, worker))
     except KeyboardInterrupt:
         pass
     finally:
