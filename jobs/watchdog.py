@@ -12,7 +12,8 @@ it watches that have had no answer since that wait began are cut too, idle or wa
 a silence rarely takes one connection alone, and each would cost its next user the bound.
 
 A wait that `exempt()` says is not the watchdog's (a performer's statement, which may
-rightly run long: the job's timeout bounds it) is not watched. `on_cut()` hears of each
+rightly run long: the job's timeout bounds it) is not watched, and its connection is not
+cut with the others while it lasts. `on_cut()` hears of each
 look that cut connections, for a pool to clear out the ones it holds.
 """
 
@@ -45,15 +46,14 @@ class Watchdog:
             self._watched[db] = mark
 
         def waited(*args, **kwargs):
-            if self.exempt():
-                return wait(*args, **kwargs)
+            exempt = self.exempt()
             with self._lock:
-                mark.since = time.monotonic()
+                mark.since, mark.exempt = (None, True) if exempt else (time.monotonic(), False)
             try:
                 return wait(*args, **kwargs)
             finally:
                 with self._lock:
-                    mark.since, mark.answered = None, time.monotonic()
+                    mark.since, mark.exempt, mark.answered = None, False, time.monotonic()
 
         db.wait = waited
         self._started()
@@ -92,8 +92,8 @@ class Watchdog:
             if not overdue:
                 return []
             began = min(overdue)
-            silent = [(db, mark) for db, mark in marks
-                      if (mark.since is not None and now - mark.since > self.within) or mark.answered < began]
+            silent = [(db, mark) for db, mark in marks if not mark.exempt
+                      and ((mark.since is not None and now - mark.since > self.within) or mark.answered < began)]
             for db, mark in silent:
                 del self._watched[db]  # cut once; a connection cut is done with
             return [(db, began) for db, _ in silent]
@@ -104,6 +104,7 @@ class Wait:
 
     def __init__(self):
         self.since: float | None = None
+        self.exempt = False  # waiting, but not the watchdog's: never cut, not even with the others
         self.answered = time.monotonic()
 
 
