@@ -45,13 +45,16 @@ def keepalives(within: float = SILENT_AFTER) -> dict:
     For psycopg.connect(url, **keepalives()). An idle connection is probed after a third
     of `within`, then KEEPALIVE_PROBES times until `within` has passed; one whose sent
     data goes unacknowledged for `within` (tcp_user_timeout) is dropped as well. Either
-    way the thread waiting on it gets an error and reconnects. Neither sees a peer that
-    acknowledges and never answers (a hung pooler): the watchdog does (watchdog.py).
+    way the thread waiting on it gets an error and reconnects. A new connection that
+    gets no answer gives up after `within` too (connect_timeout, 2 s at the least). None
+    of these sees a peer that acknowledges and never answers (a hung pooler): the
+    watchdog does (watchdog.py).
     """
     idle = max(1, int(within / 3))
     interval = max(1, int((within - idle) / KEEPALIVE_PROBES))
     return {"keepalives": 1, "keepalives_idle": idle, "keepalives_interval": interval,
-            "keepalives_count": max(1, int((within - idle) / interval)), "tcp_user_timeout": round(within * 1000)}
+            "keepalives_count": max(1, int((within - idle) / interval)), "tcp_user_timeout": round(within * 1000),
+            "connect_timeout": max(2, round(within))}
 
 
 def opened(connect):

@@ -39,11 +39,11 @@ class SilentProxy:
         return urlunsplit(parts._replace(netloc=f"{user}@127.0.0.1:{self.port}" if user else f"127.0.0.1:{self.port}"))
 
     def silenced(self, mode: str) -> int:
-        """Makes every connection open now go silent ("hold" or "drop"); returns how many."""
+        """Makes every connection open now go silent ("hold" or "drop"); returns how many there were."""
         if mode not in ("hold", "drop"):
             raise ValueError(f"a silence is 'hold' or 'drop', not {mode!r}")
         with self._lock:
-            pairs = [pair for pair in self._pairs if not pair.silent]
+            pairs = [pair for pair in self._pairs if not pair.silent and not pair.closed]
             for pair in pairs:
                 pair.silent = True
         if mode == "drop":
@@ -94,7 +94,7 @@ class Pair:
 
     def __init__(self, client: socket.socket, server: socket.socket, client_port: int):
         self.client, self.server, self.client_port = client, server, client_port
-        self.silent = False
+        self.silent = self.closed = False
 
     def pumped(self, source: socket.socket, sink: socket.socket) -> None:
         """Forwards what `source` sends to `sink` until either closes; once silent, reads and forwards nothing."""
@@ -108,6 +108,7 @@ class Pair:
             self.close()
 
     def close(self) -> None:
+        self.closed = True
         for end in (self.client, self.server):
             try:
                 end.close()

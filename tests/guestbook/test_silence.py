@@ -20,7 +20,7 @@ from tests.silent_proxy import SilentProxy
 pytestmark = pytest.mark.slow
 
 SILENCE = 2.0  # seconds: the pool's bound here (jobs.SILENT_AFTER is 30), so that the test takes seconds
-SLACK = 3.0  # seconds past the bound a request may take to get a new connection and answer
+SLACK = 8.0  # seconds past the bound a request may take to get a new connection and answer, on a busy machine
 CLIENTS = 8  # requests at once before the silence: one pooled connection each, at most
 POOLED = 3  # connections the pool holds, at least, when the silence comes
 
