@@ -10,8 +10,11 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   on commit; `claimed` takes due rows under a lease, as Jobs (job.py);
                   settling statements.
   listener.py     a Worker's listener hears the notification and wakes a work thread;
-                  it also promotes scheduled jobs, beats the heartbeat and reaps
+                  it also promotes scheduled jobs and reaps, each chore alone
                   (chores.py), and bounds where claims start (frontier.py, SQL).
+  heartbeat.py    beside it, the heartbeat records the worker in job_workers and beats
+                  its row (roster.py, SQL); the watch lets go of a thread whose job ran
+                  past its timeout (watch.py).
   workers.py      a work thread claims a batch of due jobs and hands it to the runner;
                   `worked` does the same once, for a caller's own loop.
   connections.py  the loop that keeps each of those threads' connections open, and
@@ -24,6 +27,8 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   batch counts down, the last job queueing its callbacks.
   schedules.py    SQL: the listener also queues the job of each due tick of a worker's
                   schedules (cron.py reads the expressions), once across all workers.
+  redaction.py    the arguments a caller named secret: hidden by every viewer, and
+                  taken out of a failure's reason and traceback before they are kept.
   shelf.py        SQL: a job that failed for good waits on the shelf to be read,
                   retried or discarded; `status` counts each queue's jobs.
   control.py      SQL: an operator pauses and resumes queues, and cancels jobs onto the

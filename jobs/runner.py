@@ -13,7 +13,7 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from . import store
+from . import redaction, store
 from .outcomes import LeaseLost, Outcome, committed, deleted_alone
 from .pace import Pace
 from .policies import DEFAULT, policy_of
@@ -181,6 +181,8 @@ def recorded_failure(settlement, job, policy, error, reason, trace, now, kind=No
     """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job."""
     settlement.begin()
     db = settlement.db
+    secret = store.secret_of(db, job)  # none of their values is written or logged (redaction.py)
+    reason, trace = redaction.redacted(reason, job.args, secret), redaction.redacted(trace, job.args, secret)
     wait = policy.wait_after(job.attempt, error)
     if wait is None:
         after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index

@@ -16,12 +16,14 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from . import redaction
 from .arguments import encoded, encoded_args, named
 from .job import Job, job_row
 from .sql import queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
 ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise; written on every insert
+HELD = 2**63 - 1  # run_at of a job a Worker holds: the largest bigint, a lease that runs out only when the worker goes
 
 
 def now_ms() -> int:
@@ -36,7 +38,7 @@ def now_ms() -> int:
 
 def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0,
           unique: str | None = None, key: str | None = None, batch: int | None = None,
-          flow: dict | None = None) -> int | None:
+          flow: dict | None = None, secret=None) -> int | None:
     """Queues job `name` with `args` on `queue` to run at `at` (ms since the epoch) or after.
 
     With `at` None it is due at once, by the database's clock; a later `at` waits
@@ -52,33 +54,42 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     unique: at most one job per unique key waits or runs; when one already does,
     nothing is queued and the answer is None.
     key: a concurrency key; jobs sharing one run one at a time across all workers.
+    secret: the names of the arguments that are secrets (a token, a letter's body with
+    its links): no viewer shows them, and a failure's reason and traceback are written
+    without their values (redaction.py). A name that is not an argument is a ValueError.
     batch and flow are written by `flows` for the jobs of batches and chains.
     """
     text = encoded(queue, name, args)
+    secret = redaction.declared(name, args, secret)
     params = {
         "queue": queue, "name": name, "args": text, "run_at": at, "now": None, "priority": priority,
         "max_attempts": ATTEMPTS,
         "key": key, "unique": unique, "batch": batch, "flow": None if flow is None else json.dumps(flow),
+        "secret": secret,
     }
     row = db.execute(queries["later"], params).fetchone()
     return None if row is None else row[0]
 
 
-def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, priority: int = 0) -> int:
+def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, priority: int = 0,
+               secret=None) -> int:
     """Queues job `name` once for each dict in `many_args`, in one COPY; returns how many.
 
     Every argument is checked before anything is written, so one bad dict refuses
-    them all. Written on `db`'s current transaction (one of its own on an autocommit
+    them all; `secret` names the secret arguments of every one of them, as `later`'s
+    does. Written on `db`'s current transaction (one of its own on an autocommit
     connection), with one notification for all of them.
     """
     named(queue, name)
+    many_args = list(many_args)
     texts = [encoded_args(name, args) for args in many_args]
+    secrets_of = [redaction.declared(name, args, secret) for args in many_args]
     with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
         now = cursor.execute(queries["now"], {"now": None}).fetchone()[0]
         run_at, later_on = (now, False) if at is None else (at, at > now)
         with cursor.copy(queries["later_many"]) as copy:
-            for text in texts:
-                copy.write_row((queue, name, text, run_at, later_on, priority, ATTEMPTS))
+            for text, hidden in zip(texts, secrets_of):
+                copy.write_row((queue, name, text, run_at, later_on, priority, ATTEMPTS, hidden))
         cursor.execute(queries["notify"], {"queue": queue})
     return len(texts)
 
@@ -89,15 +100,17 @@ def promoted(db, now: int | None = None) -> list[str]:
 
 
 def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: float = LEASE,
-            after: tuple[int, int] | None = None) -> list[Job]:
+            after: tuple[int, int] | None = None, worker: int | None = None) -> list[Job]:
     """Claims up to `limit` jobs of `queue` due at `now` (the database's clock when None), in claim order, and commits.
 
-    Each claimed row has its attempt counted and is held for `lease` seconds under a
-    new claim token; see the claim in queries.sql. `after` (priority, run_at) is where
-    the claim starts in that order, from frontier.py; None: at the front.
+    Each claimed row has its attempt counted and is held under a new claim token; see
+    the claim in queries.sql. With `worker` (a Worker's id in job_workers) the job is
+    held while that worker beats; without, for `lease` seconds. `after` (priority,
+    run_at) is where the claim starts in that order, from frontier.py; None: at the front.
     """
     claim = secrets.randbits(63)
-    params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim}
+    params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim, "worker": worker,
+              "held": None if worker is None else HELD}
     if after is not None:
         params["after_priority"], params["after_run_at"] = after
     try:
@@ -108,7 +121,7 @@ def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: fl
         # Two jobs of one concurrency key: twice in this batch, or taken side by side
         # by two claims. The index refused it and nothing was claimed; one job at a
         # time cannot clash with itself, and the next claim sees the key in work.
-        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease, after=after)
+        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker)
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
 
@@ -142,6 +155,12 @@ def attempt_failed(db, job: Job, reason: str, traceback: str, wait: int, max_att
     return db.execute(queries["fail"], params).rowcount == 1
 
 
+def secret_of(db, job: Job) -> list[str] | None:
+    """The names of `job`'s secret arguments, as its caller gave them to `later`; None when it has none."""
+    row = db.execute(queries["secret_of"], {"id": job.id}).fetchone()
+    return row[0] if row else None
+
+
 def released(db, jobs: list[Job], now: int | None = None) -> None:
     """Gives claimed jobs that never started back to the queue, due again as they were before the claim."""
     if jobs:
@@ -153,14 +172,6 @@ def lapsed(db, jobs: list[Job], now: int | None = None) -> None:
     """Lets the leases of jobs a worker was cut off from run out now (see lapse in queries.sql)."""
     if jobs:
         db.execute(queries["lapse"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now})
-
-
-def extended(db, jobs: list[Job], now: int | None = None, lease: float = LEASE) -> set[int]:
-    """Moves the leases of held jobs one lease on from `now`; returns the ids another worker holds now."""
-    if not jobs:
-        return set()
-    params = {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now, "lease": int(lease * 1000)}
-    return {row[0] for row in db.execute(queries["extend"], params)}
 
 
 def listed(db, queue: str | None = None) -> list[dict]:

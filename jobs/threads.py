@@ -29,7 +29,7 @@ class WorkThread:
         self.worker, self.n = worker, n
         self.ending = threading.Event()  # set when the worker stops, or abandons this thread
         self.abandoned = False
-        self.held: list[store.Job] = []  # the claimed jobs not yet settled, for the heartbeat
+        self.held: list[store.Job] = []  # the claimed jobs not yet settled, for the watch
         self.cut_off: list[store.Job] = []  # what it held when its connection was lost, to give back
         self.backend: Backend | None = None  # the server process of this thread's connection (backends.py)
         self.limit = 1  # how many jobs the next claim may take
@@ -76,7 +76,8 @@ class WorkThread:
         worker = self.worker
         busy = False
         for queue in worker.claimable():
-            jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease, after=worker.frontiers.bound(queue))
+            jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease, after=worker.frontiers.bound(queue),
+                                 worker=worker.id)
             if len(jobs) == self.limit:
                 worker.doorbell.ring()  # a full batch: more may be due, for another thread
             if jobs:
@@ -112,6 +113,6 @@ class WorkThread:
         return min(BATCH_MAX, len(jobs) * 2)
 
     def _settled(self, jobs: list) -> None:
-        """Drops settled jobs from what the thread holds, so the heartbeat no longer extends them."""
+        """Drops settled jobs from what the thread holds, so the watch and the cancels no longer look at them."""
         ids = {job.id for job in jobs}
         self.held = [job for job in self.held if job.id not in ids]

@@ -1,35 +1,36 @@
 """The worker: threads that claim due jobs, run them and wait for more.
 
 A Worker runs `threads` work threads, each on a connection of its own, and beside them
-one listener thread (listener.py) that wakes them when jobs come and keeps the leases
-of the jobs in hand. A work thread claims a batch, hands it to the runner (runner.py)
-and waits when nothing is due; it never dies of a job's failure or of a lost
-connection (connections.py). `worked` is the same step, once, for a caller's own loop.
+a listener thread (listener.py) that wakes them when jobs come and does the chores, and
+a heartbeat thread (heartbeat.py) that records the worker as alive in job_workers and
+watches the jobs in hand for one past its timeout (watch.py). A work thread claims a
+batch, hands it to the runner (runner.py) and waits when nothing is due; it never dies
+of a job's failure or of a lost connection (connections.py). `worked` is the same
+step, once, for a caller's own loop.
 """
 
 import logging
+import secrets
 import threading
 import time
 
 import psycopg
 
 from . import chores, schema, store
-from .backends import ended
 from .complaints import Complaints
 from .connections import SILENT_AFTER
 from .doorbell import Doorbell
 from .frontier import Frontiers
+from .heartbeat import Heartbeat
 from .listener import POLL_INTERVAL, Listener
 from .pace import Pace
-from .policies import policy_of
-from .endings import timed_out
 from .runner import Counts, current, performed
 from .schedules import held
 from .threads import WorkThread
+from .watch import Watch
 from .watchdog import Watchdog
 
-UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renews that lease
-TERMINATE_WAIT = 1.0  # seconds the listener waits for the server to end a let-go thread's connection
+UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
 
 log = logging.getLogger("jobs")
 
@@ -56,8 +57,9 @@ class Worker:
     """Works `queues` with `performers` on connections from `connect` until stopped.
 
     connect: a callable that returns a new psycopg connection.
-    threads: how many jobs run at once; the worker holds threads + 1 connections.
-    lease: seconds a claim holds a job; the heartbeat renews it every half lease.
+    threads: how many jobs run at once; the worker holds threads + 2 connections.
+    lease: how long the worker may fall silent (seconds) before another worker takes it for
+    gone and its jobs come back; its heartbeat beats every lease / roster.BEATS.
     listen: False for a polling worker (behind PgBouncer in transaction mode, where
     LISTEN does not work): it looks for due jobs every `poll` seconds.
     timeout: seconds a job may run when its policy names no timeout (None: no limit).
@@ -77,27 +79,32 @@ class Worker:
         self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
         self.connect, self.queues, self.performers = self.watchdog.connecting(connect), list(queues), performers
         self.threads, self.lease, self.poll, self.timeout, self.listen = threads, lease, poll, timeout, listen
+        self.id = secrets.randbits(63)  # its row in job_workers, and the mark its claims leave on the jobs they hold
+        self.version = schema.VERSION
         self.counts = Counts()
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
         self.pace = Pace()  # which job names are quick enough to share a settlement transaction
         self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
         self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
-        self.draining = False
+        self._drain = False  # stop(drain=True) asked
+        self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
         self._stopping = threading.Event()  # nothing new is claimed once it is set
-        self._ended = threading.Event()  # set when the last work thread has ended: the listener ends too
+        self._ready = threading.Event()  # set once the worker is registered and has read the paused queues
         self._grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
         self._lock = threading.Lock()
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self.schedules = held(schedules)
-        self.paused: set[str] = set()  # the worker's queues paused when the listener last looked
-        self._listener = Listener(self.connect, self.queues, poll=poll, lease=lease, listen=listen, held=self.batches_held,
-                                  polled=lambda db: chores.polled(db, self),
-                                  beaten=lambda db: chores.beaten(db, self, lease), watch=self._watched,
-                                  stopping=self._ended, doorbell=self.doorbell, complaints=self.complaints)
+        self.paused: set[str] = set()  # the worker's queues paused when last read
+        self._listener = Listener(self.connect, self.queues, listen=listen, chores=chores.timetable(self),
+                                  stopping=self.ended, doorbell=self.doorbell, complaints=self.complaints)
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
+        self.watch = Watch(self)  # lets go of threads past their job's timeout or the grace (watch.py)
+        self._heartbeat = Heartbeat(self)
+        self._heartbeat_thread = threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True)
 
     def start(self) -> "Worker":
-        """Starts the threads and returns the worker."""
+        """Starts the threads and returns the worker; the work threads claim once it is registered (heartbeat.py)."""
+        self._heartbeat_thread.start()
         self._listener_thread.start()
         with self._lock:
             self._work = [WorkThread(self, n).start() for n in range(self.threads)]
@@ -113,10 +120,12 @@ class Worker:
         """
         if grace is not None:
             self._grace_ends = time.monotonic() + grace
-            self._listener.interrupted()
+            self._heartbeat.interrupted()
         if drain:
-            self.draining = True  # each work thread ends when it finds nothing due
-            self.doorbell.ring_everyone()
+            self._drain = True  # each work thread ends when it finds nothing due, once it may claim
+            self.frontiers.drained()  # due means due: a drain's claims start at the front
+            if self._ready.is_set():
+                self.doorbell.ring_everyone()  # else registered() does, once the threads may claim
         else:
             self._stopping.set()
             for work in self._work_threads():
@@ -127,10 +136,10 @@ class Worker:
         """Waits for the threads to end; True when they all have."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            threads = [work.thread for work in self._work_threads()] + [self._listener_thread]
+            threads = self._threads()
             for thread in threads:
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            if threads == [work.thread for work in self._work_threads()] + [self._listener_thread]:
+            if threads == self._threads():
                 break  # no thread was replaced meanwhile
         if any(thread.is_alive() for thread in threads):
             return False
@@ -149,12 +158,32 @@ class Worker:
             while time.monotonic() < deadline:
                 if not self.batches_held() and store.outstanding(db, self.queues) == 0:
                     return True
-                self._ended.wait(0.01)
+                self.ended.wait(0.01)
         return False
 
+    @property
+    def draining(self) -> bool:
+        """Whether a work thread that found nothing due ends: a drain was asked, and the worker may claim."""
+        return self._drain and self._ready.is_set()
+
+    def _threads(self) -> list[threading.Thread]:
+        return [work.thread for work in self._work_threads()] + [self._listener_thread, self._heartbeat_thread]
+
     def claimable(self) -> list[str]:
-        """The queues a work thread may claim from now: those not paused, and none once the worker stops."""
-        return [] if self._stopping.is_set() else [queue for queue in self.queues if queue not in self.paused]
+        """The queues a work thread may claim from now: those not paused; none before the worker is registered,
+        and none once it stops."""
+        if self._stopping.is_set() or not self._ready.is_set():
+            return []
+        return [queue for queue in self.queues if queue not in self.paused]
+
+    def registered(self) -> None:
+        """Hears that the worker's row is written and the paused queues read: its threads may claim, and are woken."""
+        if not self._ready.is_set():
+            self._ready.set()
+            for _ in range(self.threads):
+                self.doorbell.ring()
+            if self._drain:
+                self.doorbell.ring_everyone()
 
     def paused_now(self, paused: set[str]) -> None:
         """Hears which queues are paused now (chores.py, every POLL_INTERVAL); a resumed one wakes a thread."""
@@ -171,8 +200,9 @@ class Worker:
                 self._work.remove(work)
             last = not self._work
         if last:
-            self._ended.set()
+            self.ended.set()
             self._listener.interrupted()
+            self._heartbeat.interrupted()
 
     def _work_threads(self) -> list[WorkThread]:
         with self._lock:
@@ -182,56 +212,23 @@ class Worker:
         """The jobs each work thread holds now (claimed, not yet settled)."""
         return [work.held for work in self._work_threads() if work.held]
 
-    def _watched(self, db) -> None:
-        """On the listener's connection: lets go of threads whose job ran past its timeout or grace."""
-        now = time.monotonic()
-        grace_over = self._grace_ends is not None and now >= self._grace_ends
-        for work in self._work_threads():
-            job = work.overdue(now)
-            if job is not None:
-                self._abandoned(db, work, job)
-            elif grace_over and work.held:
-                self._abandoned(db, work, None)
+    def replaced(self, work: WorkThread) -> bool | None:
+        """Takes thread `work` out and, unless stopping, starts a thread in its place at once (watch.py lets it go).
 
-    def _abandoned(self, db, work: WorkThread, overdue: store.Job | None) -> None:
-        """Ends thread `work`'s transaction, gives its jobs back, and starts a thread in its place.
-
-        The thread's connection is ended from the server side, so whatever its stuck
-        performer wrote is rolled back and nothing of it can commit later. The
-        overdue job fails with its timeout; the other jobs it held go back at once.
+        Answers whether it was the last one (the worker then ends once its jobs are
+        given back), or None when it was taken out already.
         """
         with self._lock:
             if work not in self._work:
-                return
+                return None
             self._work.remove(work)
-            replacement = None if self._stopping.is_set() else WorkThread(self, work.n)
-            if replacement is not None:
-                self._work.append(replacement)
-        held = work.abandon()
-        # Gone before the performer is told, so it finds nothing to commit on.
-        if work.backend is not None and not ended(db, work.backend, round(TERMINATE_WAIT * 1000)):
-            log.warning("the server process of a let-go thread did not end within %g s; its jobs go back anyway",
-                        TERMINATE_WAIT)
-        for job in held:
-            job.cancelled.set()
-        if overdue is not None:
-            limit = self._limit_of(overdue)
-            log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go and replaced",
-                        overdue.id, overdue.name, overdue.queue, limit)
-            timed_out(db, overdue, self.performers, limit, self.counts)
-        else:
-            log.warning("jobs %s were still in hand when the grace period ended; they go back to the queue",
-                        [job.id for job in held])
-        store.released(db, [job for job in held if job is not overdue])
-        if replacement is not None:
-            replacement.start()
-        elif not self._work_threads():
-            self.thread_ended(work)
+            if not self._stopping.is_set():
+                self._work.append(WorkThread(self, work.n).start())
+            return not self._work
 
-    def _limit_of(self, job: store.Job) -> float:
-        """The timeout that applies to `job`: its policy's, or the worker's."""
-        limit = policy_of(self.performers.get(job.name)).timeout
-        return limit if limit is not None else self.timeout
+    def grace_over(self, now: float) -> bool:
+        """Whether a stop's grace period has run out at `now` (time.monotonic())."""
+        return self._grace_ends is not None and now >= self._grace_ends
 
 
 def worker(connect, queues, performers, **options) -> Worker:

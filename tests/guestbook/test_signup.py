@@ -91,14 +91,39 @@ def test_confirm_link_shows_a_button_and_only_the_post_confirms(client, visitor,
 
     assert page.status_code == 200 and "Confirm my account" in page.get_data(as_text=True)
     assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is None
-    assert visitor.submit(link).status_code == 302
+    assert visitor.submit(link, password=PASSWORD).status_code == 302
+    assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is not None
+
+
+def test_the_owner_s_click_never_confirms_an_account_whose_password_someone_else_chose(client, visitor, post, db):
+    visitor.signup("ada@example.com", "the squatter's own password")  # someone who is not Ada, before she signs up
+    link = post.only_link_to("ada@example.com")
+
+    page = client.get(link).get_data(as_text=True)
+    pressed = visitor.submit(link)  # Ada presses Confirm on a letter she never asked for
+    guessed = visitor.submit(link, password=PASSWORD)  # ...and tries the password she would have chosen
+
+    assert 'type="password"' in page and 'autocomplete="current-password"' in page
+    assert (pressed.status_code, guessed.status_code) == (400, 401)  # 400: the form's password field is missing
+    assert "not the password" in guessed.get_data(as_text=True)
+    assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is None
+    assert visitor.signin("ada@example.com", "the squatter's own password").status_code == 403  # still unconfirmed
+
+
+def test_the_password_of_the_sign_up_confirms_the_account(visitor, post, db):
+    visitor.signup("ada@example.com")
+    link = post.only_link_to("ada@example.com")
+
+    answer = visitor.submit(link, password=PASSWORD)
+
+    assert answer.status_code == 302
     assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is not None
 
 
 def test_confirming_twice_is_harmless(visitor, post, db):
     visitor.signup("ada@example.com")
     link = post.only_link_to("ada@example.com")
-    visitor.submit(link)
+    visitor.submit(link, password=PASSWORD)
     first = db.execute("SELECT confirmed_at FROM accounts").fetchone()[0]
 
     again = visitor.submit(link)
@@ -159,9 +184,21 @@ def test_a_short_address_name_in_a_password_is_fine(visitor):
 
 
 def test_password_of_twelve_and_of_128_characters_are_accepted(visitor, db):
-    assert visitor.signup("short@example.com", "x" * 12).status_code == 302
-    assert visitor.signup("long@example.com", "x" * 128).status_code == 302
+    assert visitor.signup("short@example.com", "wide river 4").status_code == 302
+    assert visitor.signup("long@example.com", "wide river 4 stones " * 6 + "and more").status_code == 302
     assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 2
+
+
+@pytest.mark.parametrize("password", [
+    "aaaaaaaaaaaa", "123456789012", "passwordpassword", "Password123!", "guestbook123", "Welcome12345",
+    "abcdefghijkl", "qwertyuiopas", "Guestbook2026!", "x" * 128,
+])
+def test_signup_with_a_password_of_a_guessable_pattern_is_refused_and_writes_nothing(visitor, db, password):
+    answer = visitor.signup("ada@example.com", password)
+
+    assert answer.status_code == 422
+    assert "a pattern that guessers try early" in answer.get_data(as_text=True)
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
 
 
 def test_signup_whose_insert_fails_at_commit_queues_no_letter(app, visitor, db):

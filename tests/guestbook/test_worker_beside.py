@@ -4,8 +4,9 @@ import pytest
 
 import jobs
 import mail
+from guestbook import upkeep
 
-from .conftest import LINK
+from .conftest import LINK, PASSWORD
 from ..mail.smtpd import body_of
 
 WAIT = 10.0  # seconds a test waits for the worker before it fails
@@ -13,7 +14,7 @@ WAIT = 10.0  # seconds a test waits for the worker before it fails
 
 @pytest.fixture
 def worker(connect, app):
-    running = jobs.worker(connect, [mail.QUEUE], mail.performers, poll=0.1)
+    running = jobs.worker(connect, [mail.QUEUE], upkeep.performers, poll=0.1)  # as the worker beside the server
     yield running
     running.stop()
     running.join(WAIT)
@@ -25,7 +26,7 @@ def test_running_worker_sends_the_confirmation_and_its_link_confirms(client, vis
     assert worker.wait_until_empty(WAIT)
     (letter,) = smtp.letters
     (link,) = LINK.findall(body_of(letter))
-    visitor.submit(link)
+    visitor.submit(link, password=PASSWORD)
     assert visitor.signin("ada@example.com").status_code == 302
 
 

@@ -1,0 +1,106 @@
+"""The watch: letting go of a work thread whose job ran past its timeout, or that still works when the grace ends.
+
+The heartbeat (heartbeat.py) looks every WATCH_INTERVAL while jobs are in hand, on its
+own connection. A thread let go is replaced at once (Worker.replaced), before any
+statement; then its connection is ended from the server side, its overdue job fails
+with its timeout (endings.py) and the rest of what it held goes back to the queue. That
+give-back is owed until it is done: a connection lost midway leaves it for the next look.
+"""
+
+import logging
+import time
+from dataclasses import dataclass, field
+
+from . import store
+from .backends import ended
+from .endings import timed_out
+from .policies import policy_of
+
+TERMINATE_WAIT = 1.0  # seconds the watch waits for the server to end a let-go thread's connection
+
+log = logging.getLogger("jobs")
+
+
+@dataclass(eq=False)
+class GiveBack:
+    """What a thread let go owes: its connection ended, its jobs told, the overdue one failed, the rest given back."""
+
+    backend: object  # the let-go thread's server process (backends.Backend), None when it never connected
+    held: list
+    overdue: store.Job | None  # None once its timeout is recorded
+    told: bool = False  # its connection ended and its jobs' `cancelled` set
+    said: bool = False  # the give-back logged
+    failed: list = field(default_factory=list)  # the overdue job, which is failed rather than given back
+
+    def __post_init__(self):
+        if self.overdue is not None:
+            self.failed.append(self.overdue)
+
+
+class Watch:
+    """The watch of `worker` (a Worker): `watched(db)` is one look, on the heartbeat's connection."""
+
+    def __init__(self, worker):
+        self.worker = worker
+        self._owed: list[GiveBack] = []  # threads let go whose jobs are not all given back yet
+
+    def owed(self) -> bool:
+        """Whether a thread let go still has jobs to give back (its give-back was cut off)."""
+        return bool(self._owed)
+
+    def watched(self, db) -> None:
+        """Lets go of threads whose job ran past its timeout or grace, after finishing what is owed."""
+        self._given_back(db)
+        now = time.monotonic()
+        grace_over = self.worker.grace_over(now)
+        for work in self.worker._work_threads():
+            job = work.overdue(now)
+            if job is not None:
+                self._let_go(db, work, job)
+            elif grace_over and work.held:
+                self._let_go(db, work, None)
+
+    def _let_go(self, db, work, overdue: store.Job | None) -> None:
+        """Replaces thread `work`, then gives back what it held (failing `overdue` with its timeout)."""
+        last = self.worker.replaced(work)
+        if last is None:
+            return
+        self._owed.append(GiveBack(work.backend, work.abandon(), overdue))
+        try:
+            self._given_back(db)
+        finally:
+            if last:
+                self.worker.thread_ended(work)
+
+    def _given_back(self, db) -> None:
+        """Does what the threads let go still owe, oldest first; a statement that fails leaves the rest owed."""
+        while self._owed:
+            owed = self._owed[0]
+            if not owed.told:
+                # The thread's connection is ended from the server side, so whatever its stuck
+                # performer wrote is rolled back and nothing of it can commit later; it is gone
+                # before the performer is told, so the performer finds nothing to commit on.
+                if owed.backend is not None and not ended(db, owed.backend, round(TERMINATE_WAIT * 1000)):
+                    log.warning("the server process of a let-go thread did not end within %g s; its jobs go back "
+                                "anyway", TERMINATE_WAIT)
+                for job in owed.held:
+                    job.cancelled.set()
+                owed.told = True
+                if owed.overdue is not None:
+                    log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go",
+                                owed.overdue.id, owed.overdue.name, owed.overdue.queue, self._limit_of(owed.overdue))
+            if owed.overdue is not None:
+                timed_out(db, owed.overdue, self.worker.performers, self._limit_of(owed.overdue), self.worker.counts)
+                owed.overdue = None
+            rest = [job for job in owed.held if job not in owed.failed]
+            if rest and not owed.said:
+                log.warning("jobs %s were in hand when their thread was let go; they go back to the queue",
+                            [job.id for job in rest])
+                owed.said = True
+            store.released(db, rest)
+            self._owed.pop(0)
+
+    def _limit_of(self, job: store.Job) -> float:
+        """The timeout that applies to `job`: its policy's, or the worker's."""
+        limit = policy_of(self.worker.performers.get(job.name)).timeout
+        return limit if limit is not None else self.worker.timeout
