@@ -119,8 +119,8 @@ def serve_command(args) -> int:
               "(no other user of this machine can)", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
-        jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, performers, server.run, schedules=upkeep.schedules,
-                    on_start=lambda worker: dashboard.shows_worker(app, worker))
+        jobs.beside(lambda: psycopg.connect(url, **jobs.keepalives()), mail.QUEUE, performers, server.run,
+                    schedules=upkeep.schedules, on_start=lambda worker: dashboard.shows_worker(app, worker))
     except KeyboardInterrupt:
         pass
     finally:

@@ -3,8 +3,14 @@
 Connections are in autocommit mode, so a view says where its transaction is with
 `with db.transaction():`, and what it writes there commits together with the
 letters it queues (mail.delivered_later writes on the same transaction).
+
+A pooled connection that goes silent (a firewall that forgets it, a hung pooler) is
+found out within DATABASE_SILENT_AFTER seconds (jobs.SILENT_AFTER unless set): the
+kernel's keepalives drop it, or the pool's watchdog cuts it when an answer does not
+come, together with every connection unheard since; the pool then opens new ones.
 """
 
+import threading
 from pathlib import Path
 
 import psycopg
@@ -15,6 +21,7 @@ from psycopg_pool import ConnectionPool
 import jobs
 from jobs import load_queries
 from jobs.schema import Steps, numbered
+from jobs.watchdog import Watchdog
 
 POOL_MIN = 1  # connections the pool keeps open when idle
 POOL_MAX = 8  # connections at most: one per request served at once (see THREADS in __main__)
@@ -28,12 +35,17 @@ queries = load_queries(Path(__file__).with_name("queries.sql"))
 
 def init_app(app) -> None:
     """Opens the app's pool, makes the tables it needs, and gives connections back after each request."""
+    silent_after = app.config.get("DATABASE_SILENT_AFTER", jobs.SILENT_AFTER)
+    # Once the watchdog cuts connections, the pool checks those it holds at once, in a
+    # thread of its own: each found cut is replaced, so no request is handed it, and
+    # none waits out the pool's backoff between the checks that fail.
+    watchdog = Watchdog(silent_after, on_cut=lambda: threading.Thread(target=pool.check, daemon=True).start())
     pool = ConnectionPool(
         app.config["DATABASE_URL"], min_size=POOL_MIN, max_size=POOL_MAX, timeout=POOL_WAIT,
-        kwargs={"autocommit": True, "row_factory": namedtuple_row}, check=ConnectionPool.check_connection,
-        name="guestbook", open=True,
+        kwargs={"autocommit": True, "row_factory": namedtuple_row} | jobs.keepalives(silent_after),
+        configure=watchdog.watched, check=ConnectionPool.check_connection, name="guestbook", open=True,
     )
-    app.extensions["guestbook.pool"] = pool
+    app.extensions["guestbook.pool"], app.extensions["guestbook.watchdog"] = pool, watchdog
     with pool.connection() as db:
         prepared(db)
     app.teardown_appcontext(given_back)
@@ -66,5 +78,6 @@ def given_back(error: BaseException | None = None) -> None:
 
 
 def closed(app) -> None:
-    """Closes the app's pool, for the end of a process or a test."""
+    """Closes the app's pool and its watchdog, for the end of a process or a test."""
     app.extensions["guestbook.pool"].close()
+    app.extensions["guestbook.watchdog"].stop()

@@ -17,8 +17,9 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   past its timeout (watch.py).
   workers.py      a work thread claims a batch of due jobs and hands it to the runner;
                   `worked` does the same once, for a caller's own loop.
-  connections.py  the loop that keeps each of those threads' connections open;
-                  complaints.py says why when the database refuses a statement.
+  connections.py  the loop that keeps each of those threads' connections open, and
+                  notices one gone silent (with watchdog.py); complaints.py says
+                  why when the database refuses a statement.
   runner.py       each job runs in a savepoint of a settlement transaction
                   (settlement.py): success deletes the row, failure keeps its reason
                   and schedules a retry (policies.py); outcomes.py ends the group.
@@ -40,6 +41,7 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
 It needs psycopg 3 and the standard library only, so it can be copied into an app.
 """
 
+from .connections import SILENT_AFTER, keepalives
 from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .listener import POLL_INTERVAL
@@ -53,9 +55,9 @@ from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms
 from .workers import Worker, beside, worked, worker
 
 __all__ = [
-    "ATTEMPTS", "CANCELLED", "LEASE", "NO_RETRY", "PAGE", "POLL_INTERVAL", "Cancellation", "Counts", "Job",
-    "Policy", "Schedule", "SchemaError", "Worker", "batch", "batch_status", "beside", "cancel_batch", "cancelled", "chain",
-    "current_job", "discarded", "every", "exponential", "failed", "intervals", "later", "later_many", "listed",
+    "ATTEMPTS", "CANCELLED", "LEASE", "NO_RETRY", "PAGE", "POLL_INTERVAL", "SILENT_AFTER", "Cancellation", "Counts",
+    "Job", "Policy", "Schedule", "SchemaError", "Worker", "batch", "batch_status", "beside", "cancel_batch", "cancelled", "chain",
+    "current_job", "discarded", "every", "exponential", "failed", "intervals", "keepalives", "later", "later_many", "listed",
     "load_queries", "now_ms", "paused", "paused_queues", "policy", "polynomial", "prepared", "pruned", "resumed",
     "retried", "status", "worked", "worker",
 ]

@@ -34,6 +34,7 @@ import psycopg
 
 from . import complaints, schema, store
 from .commands import commands_added, imported
+from .connections import keepalives
 from .listener import POLL_INTERVAL
 from .workers import Worker
 
@@ -98,7 +99,11 @@ def work_command(args, url: str) -> int:
         return EXIT_DATABASE
     # Polling is for PgBouncer in transaction mode, where prepared statements would
     # meet server connections that never prepared them: psycopg is told not to prepare.
-    options = {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
+    # Keepalives let the kernel drop a connection whose packets are lost (connections.py);
+    # those DATABASE_URL sets itself are its own.
+    given = psycopg.conninfo.conninfo_to_dict(url)
+    options = {name: value for name, value in keepalives().items() if name not in given}
+    options |= {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
     running = Worker(lambda: psycopg.connect(url, **options), args.queues, performers, threads=args.threads,
                      lease=args.lease, poll=args.poll, listen=args.listen, timeout=args.timeout,
                      schedules=held)

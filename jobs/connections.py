@@ -5,6 +5,13 @@ loses the connection (or hits a bug outside any job) is logged, the connection i
 closed, and after a wait that doubles from RECONNECT_FIRST up to RECONNECT_MAX a new
 one is opened. A statement the server refused is logged once (complaints.py) and the
 connection kept. So a thread never dies of the database; it says why in the log.
+
+A connection that goes silent is lost too, within SILENT_AFTER: `keepalives` are the
+options that make the kernel drop one whose packets go unanswered, and the worker's
+watchdog (watchdog.py) cuts one whose answer does not come. The server may not know
+the connection is gone, and would keep its session, and the locks of a transaction
+left open, for hours: so the first thing a thread does on its new connection is end
+the session of the one it lost, if it still runs (`ORPHAN_ENDED`).
 """
 
 import logging
@@ -16,8 +23,38 @@ from .complaints import Complaints, kept
 
 RECONNECT_FIRST = 0.1  # seconds before the first reconnection; doubles up to RECONNECT_MAX
 RECONNECT_MAX = 5.0  # seconds between reconnections at the most
+SILENT_AFTER = 30.0  # seconds without an answer after which a worker takes its connection for lost
+KEEPALIVE_PROBES = 4  # keepalive probes the kernel sends an idle connection, unanswered, before it drops it
+ORPHAN_WAIT = 1.0  # seconds a new connection waits for the server to end the session of the one lost
+
+# The session of a connection, as the server knows it: its process and when it began,
+# so that a later look finds that session and no other that got the same process id.
+# Only when the process the connection was told of at its start is the one that answers:
+# behind a pooler (PgBouncer) that id is the pooler's own, the server connection under
+# it serves other clients too, and nothing is recorded, so nothing is ever ended.
+SESSION = "SELECT backend_start FROM pg_stat_activity WHERE pid = %(pid)s AND pid = pg_backend_pid()"
+ORPHAN_ENDED = ("SELECT pg_terminate_backend(pid, %(wait)s) FROM pg_stat_activity"
+                " WHERE pid = %(pid)s AND backend_start = %(start)s")
 
 log = logging.getLogger("jobs")
+
+
+def keepalives(within: float = SILENT_AFTER) -> dict:
+    """The libpq options that make the kernel drop, within `within` seconds, a connection whose packets are lost.
+
+    For psycopg.connect(url, **keepalives()). An idle connection is probed after a third
+    of `within`, then KEEPALIVE_PROBES times until `within` has passed; one whose sent
+    data goes unacknowledged for `within` (tcp_user_timeout) is dropped as well. Either
+    way the thread waiting on it gets an error and reconnects. A new connection that
+    gets no answer gives up after `within` too (connect_timeout, 2 s at the least). None
+    of these sees a peer that acknowledges and never answers (a hung pooler): the
+    watchdog does (watchdog.py).
+    """
+    idle = max(1, int(within / 3))
+    interval = max(1, int((within - idle) / KEEPALIVE_PROBES))
+    return {"keepalives": 1, "keepalives_idle": idle, "keepalives_interval": interval,
+            "keepalives_count": max(1, int((within - idle) / interval)), "tcp_user_timeout": round(within * 1000),
+            "connect_timeout": max(2, round(within))}
 
 
 def opened(connect):
@@ -25,6 +62,25 @@ def opened(connect):
     db = connect()
     db.autocommit = True
     return db
+
+
+def session_of(db) -> tuple[int, object] | None:
+    """The server session of `db` (process id, start), or None when the server shows none by that id."""
+    pid = db.info.backend_pid
+    row = db.execute(SESSION, {"pid": pid}).fetchone()
+    return None if row is None else (pid, row[0])
+
+
+def orphan_ended(db, session) -> None:
+    """Ends, from `db`, the server session of a connection this thread lost, if it still runs.
+
+    A connection cut for its silence, or dropped by the kernel, may still have its
+    session on the server: idle in a transaction whose row locks the new connection's
+    first statements (giving back the jobs it held) would wait on forever.
+    """
+    if session is not None:
+        pid, start = session
+        db.execute(ORPHAN_ENDED, {"pid": pid, "start": start, "wait": round(ORPHAN_WAIT * 1000)})
 
 
 def closed(db) -> None:
@@ -46,12 +102,13 @@ def kept_running(connect, stopping: threading.Event, step, *, who: str, complain
     in the log; `complaints` (shared by a worker's threads) logs each refusal of the
     database once, and a refusal keeps a connection that is still sound.
     """
-    db, pause = None, RECONNECT_FIRST
+    db, pause, orphan = None, RECONNECT_FIRST, None
     try:
         while not stopping.is_set():
             try:
                 if db is None:
-                    db = opened_for(connect, on_open)
+                    db, session = opened_for(connect, on_open, orphan)
+                    orphan = None
                 if step(db) is False:
                     return
                 pause = RECONNECT_FIRST
@@ -64,23 +121,26 @@ def kept_running(connect, stopping: threading.Event, step, *, who: str, complain
                 if stopping.is_set():
                     return  # a thread let go (its connection ended on purpose) or stopping: no news
                 complained(who, error, pause, complaints)
-                db = db if kept(db, error) else closed(db)
+                if db is not None and not kept(db, error):
+                    db, orphan = closed(db), session
                 stopping.wait(pause)
                 pause = min(pause * 2, RECONNECT_MAX)
     finally:
         closed(db)
 
 
-def opened_for(connect, on_open):
-    """A new connection, with `on_open` run on it first when there is one."""
+def opened_for(connect, on_open, orphan):
+    """A new connection and its session; it first ends the `orphan` session, then runs `on_open`, if any."""
     db = opened(connect)
     try:
+        orphan_ended(db, orphan)
+        session = session_of(db)
         if on_open is not None:
             on_open(db)
     except BaseException:
         closed(db)
         raise
-    return db
+    return db, session
 
 
 def complained(who: str, error: Exception, pause: float, complaints: Complaints) -> None:

@@ -18,15 +18,17 @@ import psycopg
 
 from . import chores, schema, store
 from .complaints import Complaints
+from .connections import SILENT_AFTER
 from .doorbell import Doorbell
 from .frontier import Frontiers
 from .heartbeat import Heartbeat
 from .listener import POLL_INTERVAL, Listener
 from .pace import Pace
-from .runner import Counts, performed
+from .runner import Counts, current, performed
 from .schedules import held
 from .threads import WorkThread
 from .watch import Watch
+from .watchdog import Watchdog
 
 UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
 
@@ -62,16 +64,20 @@ class Worker:
     LISTEN does not work): it looks for due jobs every `poll` seconds.
     timeout: seconds a job may run when its policy names no timeout (None: no limit).
     schedules: Schedules (jobs.every) whose due ticks the listener queues every `poll` seconds.
+    silent_after: seconds the worker's own statements may wait for an answer before the
+    watchdog cuts their connection (SILENT_AFTER; a job's timeout bounds a performer's).
     """
 
     def __init__(self, connect, queues, performers, *, threads=1, lease=store.LEASE, poll=POLL_INTERVAL, listen=True,
-                 timeout=None, schedules=()):
+                 timeout=None, schedules=(), silent_after=SILENT_AFTER):
         if isinstance(queues, str):
             queues = [queues]
         if not queues or threads < 1 or lease <= 0 or (timeout is not None and not timeout > 0):
             raise ValueError("a worker needs a queue, one thread or more, a lease of more than 0 s, "
                              "and a timeout of more than 0 s if any")
-        self.connect, self.queues, self.performers = connect, list(queues), performers
+        # Every connection the worker opens is watched, but not while a performer waits on it.
+        self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
+        self.connect, self.queues, self.performers = self.watchdog.connecting(connect), list(queues), performers
         self.threads, self.lease, self.poll, self.timeout, self.listen = threads, lease, poll, timeout, listen
         self.id = secrets.randbits(63)  # its row in job_workers, and the mark its claims leave on the jobs they hold
         self.version = schema.VERSION
@@ -89,7 +95,7 @@ class Worker:
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self.schedules = held(schedules)
         self.paused: set[str] = set()  # the worker's queues paused when last read
-        self._listener = Listener(connect, self.queues, listen=listen, chores=chores.timetable(self),
+        self._listener = Listener(self.connect, self.queues, listen=listen, chores=chores.timetable(self),
                                   stopping=self.ended, doorbell=self.doorbell, complaints=self.complaints)
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
         self.watch = Watch(self)  # lets go of threads past their job's timeout or the grace (watch.py)
@@ -138,6 +144,7 @@ class Worker:
         if any(thread.is_alive() for thread in threads):
             return False
         self._listener.closed()
+        self.watchdog.stop()
         return True
 
     def wait_until_empty(self, timeout: float) -> bool:

@@ -1,5 +1,6 @@
-"""The claim walks the `jobs_ready` index in order whatever the statistics say (issue 13, point 5)."""
+"""The claim walks the `jobs_ready` index in order whatever the statistics say, and walks it once."""
 
+import psycopg
 import pytest
 
 import jobs
@@ -46,3 +47,19 @@ def test_claim_walks_the_ready_index_in_order_after_statistics_of_a_quiet_queue(
     assert not [kind for kind in kinds if kind[0] == "Seq Scan" and kind[1] == "jobs"], kinds
     assert ("Index Scan", "jobs", "jobs_ready") in kinds, kinds
     assert [node["Actual Rows"] for node in nodes if node["Node Type"] == "LockRows"] == [4]
+
+
+
+def test_a_claim_takes_its_limit_in_one_walk_after_statistics_of_a_drained_table(private_url):
+    # The first statistics of a busy queue, taken between bursts: every row deleted,
+    # the pages still there, and no column statistics, as ANALYZE writes none from an
+    # empty sample. The planner then counts no row at all in a table that has many.
+    with psycopg.connect(private_url, autocommit=True) as db:  # new tables: statistics of their own
+        jobs.later_many(db, "default", "noop", [{}] * BACKLOG)
+        db.execute("DELETE FROM jobs")
+        db.execute("ANALYZE jobs")
+        jobs.later_many(db, "default", "noop", [{"n": n} for n in range(BACKLOG)], at=jobs.now_ms() - 1000)
+        nodes = claim_plan(db)
+        assert [node["Actual Loops"] for node in nodes if node["Node Type"] == "LockRows"] == [1], "the walk ran once"
+        assert len(store.claimed(db, "default", jobs.now_ms(), limit=4)) == 4
+        assert db.execute("SELECT count(*) FROM jobs WHERE claim IS NOT NULL").fetchone()[0] == 4, "it took no more"

@@ -1,0 +1,131 @@
+"""The watchdog: a bound on how long a thread waits for the database to answer.
+
+A connection can go silent without being closed. A NAT or a firewall that forgets it
+drops its packets: the kernel's keepalives see that (connections.keepalives). A hung
+pooler or proxy takes the packets and never answers: only a bound on the wait for an
+answer sees that. psycopg waits for every answer through the connection's `wait`
+method, so `watched(db)` wraps that method to note when each wait began, and the
+watchdog's thread looks every tenth of its bound. A wait older than the bound is cut:
+the connection's socket is shut down, so the thread waiting on it gets an
+OperationalError at once and reconnects, as after any lost connection. The connections
+it watches that have had no answer since that wait began are cut too, idle or waiting:
+a silence rarely takes one connection alone, and each would cost its next user the bound.
+
+A wait that `exempt()` says is not the watchdog's (a performer's statement, which may
+rightly run long: the job's timeout bounds it) is not watched, and its connection is not
+cut with the others while it lasts. `on_cut()` hears of each
+look that cut connections, for a pool to clear out the ones it holds.
+"""
+
+import logging
+import os
+import socket
+import threading
+import time
+import weakref
+
+log = logging.getLogger("jobs")
+
+
+class Watchdog:
+    """Cuts the connections it watches once one of their waits for an answer passes `within` seconds."""
+
+    def __init__(self, within: float, *, exempt=lambda: False, on_cut=lambda: None):
+        if not within > 0:
+            raise ValueError(f"a watchdog needs a bound of more than 0 s, not {within!r}")
+        self.within, self.exempt, self.on_cut = within, exempt, on_cut
+        self._lock = threading.Lock()
+        self._watched: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # connection -> Wait
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def watched(self, db):
+        """Watches `db`'s waits for answers from now on; returns `db`."""
+        wait, mark = db.wait, Wait()
+        with self._lock:
+            self._watched[db] = mark
+
+        def waited(*args, **kwargs):
+            exempt = self.exempt()
+            with self._lock:
+                mark.since, mark.exempt = (None, True) if exempt else (time.monotonic(), False)
+            try:
+                return wait(*args, **kwargs)
+            finally:
+                with self._lock:
+                    mark.since, mark.exempt, mark.answered = None, False, time.monotonic()
+
+        db.wait = waited
+        self._started()
+        return db
+
+    def connecting(self, connect):
+        """`connect`, with each connection it opens watched."""
+        return lambda: self.watched(connect())
+
+    def stop(self) -> None:
+        """Ends the watchdog's thread."""
+        self._stopping.set()
+
+    def _started(self) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jobs-watchdog", daemon=True)
+                self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stopping.wait(self.within / 10):
+            silent = self._silent()
+            for db, began in silent:
+                log.warning("a database connection (backend %s) gave no answer for %.1f s; it is cut, and "
+                            "its thread reconnects", backend_of(db), time.monotonic() - began)
+                cut(db)
+            if silent:
+                self.on_cut()
+
+    def _silent(self) -> list:
+        """The connections to cut now, with when the silence began: those waiting past the bound, and all unheard since."""
+        now = time.monotonic()
+        with self._lock:
+            marks = list(self._watched.items())
+            overdue = [mark.since for _, mark in marks if mark.since is not None and now - mark.since > self.within]
+            if not overdue:
+                return []
+            began = min(overdue)
+            silent = [(db, mark) for db, mark in marks if not mark.exempt
+                      and ((mark.since is not None and now - mark.since > self.within) or mark.answered < began)]
+            for db, mark in silent:
+                del self._watched[db]  # cut once; a connection cut is done with
+            return [(db, began) for db, _ in silent]
+
+
+class Wait:
+    """When a connection's current wait for an answer began (None: not waiting), and when it last had one."""
+
+    def __init__(self):
+        self.since: float | None = None
+        self.exempt = False  # waiting, but not the watchdog's: never cut, not even with the others
+        self.answered = time.monotonic()
+
+
+def cut(db) -> None:
+    """Shuts down `db`'s socket, so that whatever waits on it, now or next, fails at once."""
+    try:
+        fd = db.fileno()
+    except Exception:
+        return  # closed already
+    try:
+        # A second descriptor of the same socket: closing it leaves libpq's own open,
+        # while the shutdown ends the connection for both.
+        with socket.socket(fileno=os.dup(fd)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # the connection ended meanwhile
+
+
+def backend_of(db):
+    """The server process of `db`, for the log."""
+    try:
+        return db.info.backend_pid
+    except Exception:
+        return "unknown"
