@@ -16,6 +16,8 @@ import mail
 
 from . import accounts, tokens
 
+RESET_SECRET_ARGS = ("letter",)  # the reset job's whole letter, live link and all, as mail.SECRET_ARGS: never shown
+
 
 def confirmation(db, account) -> int:
     """The letter with the link that confirms a new account."""
@@ -55,7 +57,9 @@ def reset_asked(db, account) -> int:
     `account` is the address's account, or for an address without one a stand-in
     (accounts.nobody) whose letter is written all the same and never sent: the request
     takes one path for both, writing one job, so its time tells nothing. The job
-    (`reset_letter`, below) sends the letter when the account may have one now.
+    (`reset_letter`, below) sends the letter when the account may have one now. Its
+    argument `letter` is secret (RESET_SECRET_ARGS), as a letter's body is once queued:
+    the link in it sets the password, so no page, command or log line shows it.
     """
     link = mail.url_for(f"/resets/{tokens.made('reset', account)}/edit")
     lifetime = current_app.config["RESET_TOKEN_MAX_AGE"]
@@ -67,7 +71,8 @@ def reset_asked(db, account) -> int:
     reason = mail.refusal(letter)
     if reason:
         raise mail.Refused(reason)
-    return jobs.later(db, mail.QUEUE, "reset_letter", {"account": account.id, "letter": asdict(letter)})
+    return jobs.later(db, mail.QUEUE, "reset_letter", {"account": account.id, "letter": asdict(letter)},
+                      secret=RESET_SECRET_ARGS)
 
 
 def reset_letter(db, args: dict) -> None:

@@ -87,8 +87,8 @@ class Visitor:
         if fields is not None and csrf:
             fields = {"csrf_token": self.csrf_token(), **fields}
         data = urlencode(fields).encode() if fields is not None else None
-        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
-        request = urllib.request.Request(self.base + path, data=data, headers={"Cookie": cookie, **(headers or {})})
+        request = urllib.request.Request(self.base + path, data=data,
+                                         headers={"Cookie": self.cookie, **(headers or {})})
         try:
             answer = urllib.request.build_opener(NoRedirect).open(request, timeout=WAIT)
         except urllib.error.HTTPError as error:
@@ -99,6 +99,11 @@ class Visitor:
             self.cookies[name] = value
         self.headers = answer.headers
         return answer.status, answer.read().decode()
+
+    @property
+    def cookie(self) -> str:
+        """The Cookie header this visitor sends: every cookie it keeps."""
+        return "; ".join(f"{name}={value}" for name, value in self.cookies.items())
 
     def csrf_token(self) -> str:
         return re.search(r'name="csrf_token" value="([^"]+)"', self.request("/signin")[1]).group(1)

@@ -119,6 +119,23 @@ class TestDevelopment:
         assert 'href="/jobs/"' in client.get("/").get_data(as_text=True)
 
 
+def everything_said_of(client, token, job, database_url) -> list[str]:
+    """The dashboard's pages with `job` waiting, then cancelled onto the shelf, and what `python -m jobs` says then.
+
+    The fifth is the job's page with ?args=shown while it waits; the last is `python -m jobs failed --full`.
+    """
+    pages = ["/jobs/", "/jobs/queues.fragment", "/jobs/failed", f"/jobs/job/{job}", f"/jobs/job/{job}?args=shown",
+             "/jobs/metrics", "/jobs/batches", "/jobs/schedules", "/"]
+    seen = [client.get(path) for path in pages]
+    assert client.post("/jobs/cancel", data={"csrf": token, "id": str(job)}).status_code == 200  # onto the shelf
+    seen += [client.get(path) for path in pages]
+    assert [(path, answer.status_code) for path, answer in zip(pages * 2, seen)] == [(path, 200) for path in pages * 2]
+    said = [subprocess.run([sys.executable, "-m", "jobs", *command], env=environment(DATABASE_URL=database_url,
+                           PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=WAIT)
+            for command in (["status"], ["failed"], ["failed", "--full"])]
+    return [answer.get_data(as_text=True) for answer in seen] + [done.stdout + done.stderr for done in said]
+
+
 def test_a_reset_letter_waiting_on_a_paused_queue_shows_its_token_nowhere(app, client, admin, post, db, database_url,
                                                                          caplog):
     caplog.set_level(logging.DEBUG)
@@ -126,23 +143,21 @@ def test_a_reset_letter_waiting_on_a_paused_queue_shows_its_token_nowhere(app, c
     assert client.post("/jobs/pause", data={"csrf": token, "queue": mail.QUEUE}).status_code == 200
     stranger = Visitor(app.test_client(), post)
     assert stranger.submit("/resets/new", email="ada@example.com").status_code == 302
-    (job, body), = db.execute("SELECT id, args->>'body' FROM jobs WHERE queue = %s", [mail.QUEUE]).fetchall()
+    (asked, body), = db.execute("SELECT id, args->'letter'->>'body' FROM jobs WHERE queue = %s",
+                                [mail.QUEUE]).fetchall()
     secret = re.search(r"/resets/([^/\s]+)/edit", body).group(1)
-    pages = ["/jobs/", "/jobs/queues.fragment", "/jobs/failed", f"/jobs/job/{job}", f"/jobs/job/{job}?args=shown",
-             "/jobs/metrics", "/jobs/batches", "/jobs/schedules", "/"]
 
-    seen = [client.get(path) for path in pages]
-    assert client.post("/jobs/cancel", data={"csrf": token, "id": str(job)}).status_code == 200  # onto the shelf
-    seen += [client.get(path) for path in pages]
-    said = [subprocess.run([sys.executable, "-m", "jobs", *command], env=environment(DATABASE_URL=database_url,
-                           PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=WAIT)
-            for command in (["status"], ["failed"], ["failed", "--full"])]
+    reset = everything_said_of(client, token, asked, database_url)  # the job `reset_letter`, which holds the letter
+    assert client.post("/jobs/retry", data={"csrf": token, "id": str(asked)}).status_code == 200
+    assert jobs.worked(db, mail.QUEUE, upkeep.performers) == "ran reset_letter"  # as the worker does once resumed
+    (letter, sent), = db.execute("SELECT id, args->>'body' FROM jobs WHERE queue = %s", [mail.QUEUE]).fetchall()
+    deliver = everything_said_of(client, token, letter, database_url)  # the job `deliver`, which sends it
 
-    assert [answer.status_code for answer in seen] == [200] * len(seen)
-    assert "ada@example.com" in seen[pages.index(f"/jobs/job/{job}?args=shown")].get_data(as_text=True)
-    assert [path for path, answer in zip(pages * 2, seen) if secret in answer.get_data(as_text=True)] == []
-    assert [done.args for done in said if secret in done.stdout + done.stderr] == []
-    assert "deliver" in said[2].stdout  # the cancelled letter is on the shelf, and listed
+    assert secret in sent  # the letter the job `reset_letter` queued carries the live link
+    assert [text for text in reset + deliver if secret in text] == []
+    assert "&quot;account&quot;: 1" in reset[4] and jobs.redaction.HIDDEN in reset[4]  # shown, less its secrets
+    assert "ada@example.com" in deliver[4] and jobs.redaction.HIDDEN in deliver[4]
+    assert "reset_letter" in reset[-1] and "deliver" in deliver[-1]  # each on the shelf in its turn, and listed
     assert secret not in caplog.text
 
 

@@ -14,6 +14,8 @@ import uuid
 
 import pytest
 
+from guestbook import auth
+
 from ..mail.smtpd import SMTPServer, body_of
 from .served import ROOT, WAIT, Served, environment, eventually
 from .test_serve import SECRET, SITE
@@ -63,8 +65,10 @@ def test_a_pre_registered_address_never_becomes_the_squatter_s_nor_gives_the_das
 
     assert owner.request(link, {"password": PASSWORD})[0] == 401  # the owner's click, with her own password
     assert operator(database_url, "add", email).returncode == 1  # not confirmed: no grant
-    assert squatter.request("/signin", {"email": email, "password": SQUATTER})[0] == 403  # still unconfirmed
+    status, page = squatter.request("/signin", {"email": email, "password": SQUATTER})  # still unconfirmed
+    assert status == 401 and auth.SIGNIN_FAILED in page  # sign-in's one answer to every failure
     assert squatter.request("/jobs/")[0] == 403
+    assert 'action="/signout"' not in squatter.request("/")[1]  # not signed in
 
 
 @pytest.fixture
@@ -92,7 +96,8 @@ def test_no_page_of_the_dashboard_shows_the_link_of_a_reset_letter_held_on_a_pau
     paused = 'jobs_worker_queue_paused{queue="mail"} 1'  # the worker beside looks every POLL_INTERVAL
     assert eventually(lambda: paused in visitor.request("/jobs/metrics")[1].splitlines())
     assert served.visitor().request("/resets/new", {"email": email})[0] == 302
-    job, body = db.execute("SELECT id, args->>'body' FROM jobs WHERE args->>'to' = %s", [email]).fetchone()
+    job, body, account = db.execute("SELECT id, args->'letter'->>'body', args->>'account' FROM jobs "
+                                    "WHERE args->'letter'->>'to' = %s", [email]).fetchone()  # the job reset_letter
     token = re.search(r"/resets/([^/\s]+)/edit", body).group(1)
 
     pages = [visitor.request(path) for path in ("/jobs/", "/jobs/failed", f"/jobs/job/{job}",
@@ -100,7 +105,7 @@ def test_no_page_of_the_dashboard_shows_the_link_of_a_reset_letter_held_on_a_pau
 
     assert [status for status, _ in pages] == [200] * len(pages)
     assert [page for _, page in pages if token in page] == []
-    assert email in pages[3][1]  # the letter's other arguments show
+    assert f"&quot;account&quot;: {account}" in pages[3][1]  # the job's other argument shows
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import pytest
 
 import jobs
 import mail
-from guestbook import accounts, db as guestbook_db, tokens
+from guestbook import accounts, auth, db as guestbook_db, tokens
 
 from ..mail.smtpd import body_of
 from .conftest import PASSWORD
@@ -107,7 +107,10 @@ def test_the_owner_s_click_never_confirms_an_account_whose_password_someone_else
     assert (pressed.status_code, guessed.status_code) == (400, 401)  # 400: the form's password field is missing
     assert "not the password" in guessed.get_data(as_text=True)
     assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is None
-    assert visitor.signin("ada@example.com", "the squatter's own password").status_code == 403  # still unconfirmed
+    squatter = visitor.signin("ada@example.com", "the squatter's own password")  # still unconfirmed: no way in
+    assert squatter.status_code == 401 and auth.SIGNIN_FAILED in squatter.get_data(as_text=True)
+    with client.session_transaction() as session:
+        assert "account_id" not in session and "session_id" not in session
 
 
 def test_the_password_of_the_sign_up_confirms_the_account(visitor, post, db):

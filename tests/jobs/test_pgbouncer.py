@@ -34,11 +34,15 @@ def bouncer(database_url):
 
 @pytest.fixture
 def tables(db):
-    """The performers' tables, and an account row a job may lock, empty but for the account."""
-    for made in (RUNS, STARTS, "CREATE TABLE IF NOT EXISTS accounts (id int PRIMARY KEY, balance int NOT NULL)"):
+    """The performers' tables, and a wallet row a job may lock, empty but for the wallet.
+
+    The table is `wallets`, not `accounts`: the guestbook's tests share this database and own
+    a table of that name, which other tables reference.
+    """
+    for made in (RUNS, STARTS, "CREATE TABLE IF NOT EXISTS wallets (id int PRIMARY KEY, balance int NOT NULL)"):
         db.execute(made)
-    db.execute("TRUNCATE runs, starts, accounts")
-    db.execute("INSERT INTO accounts VALUES (1, 0)")
+    db.execute("TRUNCATE runs, starts, wallets")
+    db.execute("INSERT INTO wallets VALUES (1, 0)")
     return db
 
 
@@ -82,7 +86,7 @@ def test_a_timeout_behind_pgbouncer_ends_the_job_s_transaction_and_frees_its_loc
 
     @jobs.policy(attempts=1, timeout=0.5)
     def transfer(db, args):
-        db.execute("UPDATE accounts SET balance = balance + 1 WHERE id = 1")
+        db.execute("UPDATE wallets SET balance = balance + 1 WHERE id = 1")
         go_on.wait(60)  # a call to another service that never answers
 
     worker = jobs.worker(bouncer.connect, "default", {"transfer": transfer}, listen=False, poll=POLL)
@@ -91,13 +95,13 @@ def test_a_timeout_behind_pgbouncer_ends_the_job_s_transaction_and_frees_its_loc
         shelf = wait_for(lambda: jobs.failed(tables), "the job to time out")
         with psycopg.connect(tables.info.dsn, autocommit=True) as app:
             app.execute(f"SET lock_timeout = '{LOCK_WAIT}'")
-            app.execute("UPDATE accounts SET balance = balance + 100 WHERE id = 1")  # waits on the stuck job's lock
+            app.execute("UPDATE wallets SET balance = balance + 100 WHERE id = 1")  # waits on the stuck job's lock
     finally:
         go_on.set()
         worker.stop()
         worker.join(10)
     assert [(j["id"], j["failure"]) for j in shelf] == [(job, "timed out after 0.5 s")]
-    assert scalar(tables, "SELECT balance FROM accounts") == 100, "the timed-out job's write was rolled back"
+    assert scalar(tables, "SELECT balance FROM wallets") == 100, "the timed-out job's write was rolled back"
 
 
 def test_a_job_cancelled_behind_pgbouncer_goes_on_the_shelf_and_never_counts(bouncer, tables):
