@@ -18,12 +18,11 @@ from .complaints import Complaints
 from .doorbell import Doorbell
 from .frontier import Frontiers
 from .listener import POLL_INTERVAL, Listener
-from .pace import Pace
 from .policies import policy_of
 from .endings import timed_out
-from .runner import Counts, performed
+from .runner import Counts, performed, settled_quietly
 from .schedules import held
-from .threads import WorkThread
+from .threads import BATCH_TIME, WorkThread
 
 UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renews that lease
 TERMINATE_WAIT = 1.0  # seconds the listener waits for the server to end a let-go thread's connection
@@ -43,7 +42,7 @@ def worked(db, queue: str, performers: dict, now: int | None = None, *, lease: f
         raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
     with db.transaction():
         store.promoted(db, now)
-    claimed = store.claimed(db, queue, now, limit=1, lease=lease)
+    claimed = store.claimed(db, queue, now, limit=1, lease=lease, budgets=store.budgets_of(performers))
     if not claimed:
         return None
     return performed(db, claimed, performers, now=now)[0]
@@ -72,7 +71,7 @@ class Worker:
         self.threads, self.lease, self.poll, self.timeout = threads, lease, poll, timeout
         self.counts = Counts()
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
-        self.pace = Pace()  # which job names are quick enough to share a settlement transaction
+        self.budgets = store.budgets_of(performers)  # the attempts each policy allows, for the claim
         self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
         self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
         self.draining = False
@@ -171,19 +170,37 @@ class Worker:
             return list(self._work)
 
     def batches_held(self) -> list[list[store.Job]]:
-        """The jobs each work thread holds now (claimed, not yet settled)."""
-        return [work.held for work in self._work_threads() if work.held]
+        """The jobs each work thread holds now (claimed, not yet settled or given back)."""
+        return [held for held in (work.held() for work in self._work_threads()) if held]
 
     def _watched(self, db) -> None:
-        """On the listener's connection: lets go of threads whose job ran past its timeout or grace."""
+        """On the listener's connection: gives back what a thread cannot start now, and lets go of stuck threads.
+
+        A thread whose job has run longer than BATCH_TIME, or whose worker stops, gives
+        back the jobs it claimed after that job, at once, for any thread to take; what
+        ran before it and wrote nothing is deleted now rather than after it. A thread
+        whose job ran past its timeout, or past a stop's grace, is let go (`_abandoned`).
+        """
         now = time.monotonic()
         grace_over = self._grace_ends is not None and now >= self._grace_ends
         for work in self._work_threads():
             job = work.overdue(now)
             if job is not None:
                 self._abandoned(db, work, job)
-            elif grace_over and work.held:
+            elif grace_over and work.held():
                 self._abandoned(db, work, None)
+            elif self._stopping.is_set() or work.hand.running_past(BATCH_TIME) is not None:
+                self._given_back(db, work.hand)
+
+    def _given_back(self, db, hand) -> None:
+        """Gives back the jobs of `hand` not yet started, and deletes its quiet successes."""
+        settled_quietly(db, hand.quiet(), self.counts)
+        waiting = hand.waiting()
+        if waiting:
+            store.released(db, waiting)
+            log.info("jobs %s waited behind a slow job: given back for another thread", [job.id for job in waiting])
+            for _ in waiting:
+                self.doorbell.ring()
 
     def _abandoned(self, db, work: WorkThread, overdue: store.Job | None) -> None:
         """Ends thread `work`'s transaction, gives its jobs back, and starts a thread in its place.
@@ -199,11 +216,13 @@ class Worker:
             replacement = None if self._stopping.is_set() else WorkThread(self, work.n)
             if replacement is not None:
                 self._work.append(replacement)
-        held = work.abandon()
+        hand = work.abandon()
+        held = hand.held()
         if work.backend_pid is not None:  # gone before the performer is told: it must find nothing to commit on
             db.execute("SELECT pg_terminate_backend(%s, %s)", [work.backend_pid, round(TERMINATE_WAIT * 1000)])
         for job in held:
             job.cancelled.set()
+        settled_quietly(db, hand.quiet(), self.counts)  # they ran and wrote nothing: they are done
         if overdue is not None:
             limit = self._limit_of(overdue)
             log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go and replaced",
@@ -212,7 +231,7 @@ class Worker:
         else:
             log.warning("jobs %s were still in hand when the grace period ended; they go back to the queue",
                         [job.id for job in held])
-        store.released(db, [job for job in held if job is not overdue])
+        store.released(db, [job for job in hand.waiting() + [hand.running] if job is not None and job is not overdue])
         if replacement is not None:
             replacement.start()
         elif not self._work_threads():
