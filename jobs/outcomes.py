@@ -128,9 +128,9 @@ def recorded_failure(db, job, policy, error, reason, trace, now, kind=None) -> O
     return outcome
 
 
-def moved_flows_on(db, group) -> None:
+def moved_flows_on(db, settled) -> None:
     """Lets chains and batches react to settlements, on the same transaction."""
-    done = [job for job, outcome in group if outcome.kind == "processed" and (job.batch or job.flow)]
-    ended = [job for job, outcome in group if outcome.final and (job.batch or job.flow)]
+    done = [job for job, outcome in settled if outcome.kind == "processed" and (job.batch or job.flow)]
+    ended = [job for job, outcome in settled if outcome.final and (job.batch or job.flow)]
     if done or ended:
         flows.settled(db, done, ended)

@@ -6,7 +6,7 @@ own (settlement.py), on which its row is then deleted or its failure recorded, a
 which commits at once: its writes and its settlement commit together, exactly once,
 and never wait on another job. Successes that never touched the connection are deleted
 together, in one statement, once COMMIT_AFTER has passed or the batch is done
-(outcomes.py; the "Transactions" section of the README).
+(outcomes.py; "A job's transaction" in the README).
 """
 
 import contextvars

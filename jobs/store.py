@@ -161,6 +161,12 @@ def released(db, jobs: list[Job], now: int | None = None) -> None:
         db.execute(queries["release"], params | {"now": now})
 
 
+def announced(db, queues) -> None:
+    """Wakes the workers of `queues`, as `later` does: jobs are due on them again."""
+    for queue in sorted(queues):
+        db.execute(queries["notify"], {"queue": queue})
+
+
 def lapsed(db, jobs: list[Job], now: int | None = None) -> None:
     """Lets the leases of jobs a worker was cut off from run out now (see lapse in queries.sql)."""
     if jobs:

@@ -18,14 +18,12 @@ from .complaints import Complaints
 from .doorbell import Doorbell
 from .frontier import Frontiers
 from .listener import POLL_INTERVAL, Listener
-from .policies import policy_of
-from .endings import timed_out
-from .runner import Counts, performed, settled_quietly
+from .runner import Counts, performed
 from .schedules import held
-from .threads import BATCH_TIME, WorkThread
+from .threads import WorkThread
+from .watch import watched
 
 UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renews that lease
-TERMINATE_WAIT = 1.0  # seconds the listener waits for the server to end a let-go thread's connection
 
 log = logging.getLogger("jobs")
 
@@ -174,73 +172,31 @@ class Worker:
         return [held for held in (work.held() for work in self._work_threads()) if held]
 
     def _watched(self, db) -> None:
-        """On the listener's connection: gives back what a thread cannot start now, and lets go of stuck threads.
+        """On the listener's connection: the watch over the threads' hands (watch.py)."""
+        watched(self, db)
 
-        A thread whose job has run longer than BATCH_TIME, or whose worker stops, gives
-        back the jobs it claimed after that job, at once, for any thread to take; what
-        ran before it and wrote nothing is deleted now rather than after it. A thread
-        whose job ran past its timeout, or past a stop's grace, is let go (`_abandoned`).
-        """
-        now = time.monotonic()
-        grace_over = self._grace_ends is not None and now >= self._grace_ends
-        for work in self._work_threads():
-            job = work.overdue(now)
-            if job is not None:
-                self._abandoned(db, work, job)
-            elif grace_over and work.held():
-                self._abandoned(db, work, None)
-            elif self._stopping.is_set() or work.hand.running_past(BATCH_TIME) is not None:
-                self._given_back(db, work.hand)
+    def grace_over(self, now: float) -> bool:
+        """Whether a stop's grace period has run out at `now` (time.monotonic())."""
+        return self._grace_ends is not None and now >= self._grace_ends
 
-    def _given_back(self, db, hand) -> None:
-        """Gives back the jobs of `hand` not yet started, and deletes its quiet successes."""
-        settled_quietly(db, hand.quiet(), self.counts)
-        waiting = hand.waiting()
-        if waiting:
-            store.released(db, waiting)
-            log.info("jobs %s waited behind a slow job: given back for another thread", [job.id for job in waiting])
-            for _ in waiting:
-                self.doorbell.ring()
+    def stopping(self) -> bool:
+        """Whether the worker claims nothing new any more."""
+        return self._stopping.is_set()
 
-    def _abandoned(self, db, work: WorkThread, overdue: store.Job | None) -> None:
-        """Ends thread `work`'s transaction, gives its jobs back, and starts a thread in its place.
+    def replaced(self, work: WorkThread) -> WorkThread | None | bool:
+        """Takes `work` out of the worker's threads and puts a new thread in its place (not yet started).
 
-        The thread's connection is ended from the server side, so whatever its stuck
-        performer wrote is rolled back and nothing of it can commit later. The
-        overdue job fails with its timeout; the other jobs it held go back at once.
+        Answers the new thread; None when the worker stops and none replaces it; False
+        when `work` was let go already.
         """
         with self._lock:
             if work not in self._work:
-                return
+                return False
             self._work.remove(work)
             replacement = None if self._stopping.is_set() else WorkThread(self, work.n)
             if replacement is not None:
                 self._work.append(replacement)
-        hand = work.abandon()
-        held = hand.held()
-        if work.backend_pid is not None:  # gone before the performer is told: it must find nothing to commit on
-            db.execute("SELECT pg_terminate_backend(%s, %s)", [work.backend_pid, round(TERMINATE_WAIT * 1000)])
-        for job in held:
-            job.cancelled.set()
-        settled_quietly(db, hand.quiet(), self.counts)  # they ran and wrote nothing: they are done
-        if overdue is not None:
-            limit = self._limit_of(overdue)
-            log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go and replaced",
-                        overdue.id, overdue.name, overdue.queue, limit)
-            timed_out(db, overdue, self.performers, limit, self.counts)
-        else:
-            log.warning("jobs %s were still in hand when the grace period ended; they go back to the queue",
-                        [job.id for job in held])
-        store.released(db, [job for job in hand.waiting() + [hand.running] if job is not None and job is not overdue])
-        if replacement is not None:
-            replacement.start()
-        elif not self._work_threads():
-            self.thread_ended(work)
-
-    def _limit_of(self, job: store.Job) -> float:
-        """The timeout that applies to `job`: its policy's, or the worker's."""
-        limit = policy_of(self.performers.get(job.name)).timeout
-        return limit if limit is not None else self.timeout
+            return replacement
 
 
 def worker(connect, queues, performers, **options) -> Worker:

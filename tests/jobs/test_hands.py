@@ -8,7 +8,7 @@ that the jobs claimed after it run elsewhere, or are seen as waiting, while it r
 import threading
 
 import jobs
-from jobs import workers
+from jobs import watch
 from tests.jobs.helpers import scalar, wait_for
 
 BURSTS = (1, 2, 4, 8, 16, 32)  # jobs queued at once, one burst after another, so each thread's claims grow
@@ -82,7 +82,7 @@ def test_cancel_batch_skips_the_members_claimed_behind_the_one_that_runs(db, con
 
 
 def test_a_stop_gives_back_at_once_the_jobs_claimed_behind_the_one_that_runs(db, connect, monkeypatch):
-    monkeypatch.setattr(workers, "BATCH_TIME", 60.0, raising=False)  # only the stop gives them back here
+    monkeypatch.setattr(watch, "BATCH_TIME", 60.0, raising=False)  # only the stop gives them back here
     runs = Runs()
     worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
     try:
