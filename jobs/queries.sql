@@ -228,6 +228,22 @@ SET cancelled_at = coalesce(cancelled_at, {now}),
 WHERE id = %(id)s AND finished_at IS NULL
 RETURNING (SELECT count(*) FROM skipped)
 
+-- name: skip_given_back
+-- After jobs of a batch were given back unstarted (a worker's watch, a shutdown), the
+-- batch may have been cancelled while they sat in a worker's hand: they are skipped
+-- now as cancel_batch skips waiting ones. Nothing happens to a batch not cancelled.
+WITH skipped AS (
+    DELETE FROM jobs
+    WHERE batch = %(id)s AND claim IS NULL AND attempts < max_attempts
+        AND (flow IS NULL OR NOT flow ? 'callback')
+        AND EXISTS (SELECT FROM job_batches WHERE id = %(id)s AND cancelled_at IS NOT NULL AND finished_at IS NULL)
+    RETURNING id
+)
+UPDATE job_batches
+SET cancelled = cancelled + (SELECT count(*) FROM skipped)
+WHERE id = %(id)s AND cancelled_at IS NOT NULL AND finished_at IS NULL
+RETURNING (SELECT count(*) FROM skipped)
+
 -- name: batch_status
 SELECT id, total, pending, failed, cancelled, finished_at IS NOT NULL AS finished,
     cancelled_at IS NOT NULL AS cancelling

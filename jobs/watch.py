@@ -9,7 +9,7 @@ job ran past its timeout, or past a stop's grace, is let go and replaced (`aband
 import logging
 import time
 
-from . import store
+from . import flows, store
 from .endings import timed_out
 from .policies import policy_of
 from .runner import settled_quietly
@@ -42,7 +42,7 @@ def given_back(worker, db, hand) -> None:
     settled_quietly(db, hand.quiet(), worker.counts)
     waiting = hand.waiting()
     if waiting:
-        store.released(db, waiting)
+        flows.given_back(db, waiting)
         store.announced(db, {job.queue for job in waiting})  # for idle workers elsewhere too
         log.info("jobs %s, claimed behind one still running, are given back for another thread to start",
                  [job.id for job in waiting])
@@ -75,7 +75,7 @@ def abandoned(worker, db, work, overdue: store.Job | None) -> None:
     else:
         log.warning("jobs %s were still in hand when the grace period ended; they go back to the queue",
                     [job.id for job in held])
-    store.released(db, [job for job in hand.waiting() + [hand.running] if job is not None and job is not overdue])
+    flows.given_back(db, [job for job in hand.waiting() + [hand.running] if job is not None and job is not overdue])
     if replacement is not None:
         replacement.start()
     elif not worker._work_threads():
