@@ -1,8 +1,10 @@
 """What a worker says when the database will not let it work: a lost connection, or a refusal.
 
-A lost connection mends by reconnecting, and is logged as a warning each time. A
-statement the server refused (permission denied, a missing table or column) does not
-mend by itself: it is logged at ERROR with its SQLSTATE once, then counted.
+A lost connection mends by reconnecting, and is logged as a warning each time. So does
+a connection that reached a read-only server (a standby, after a failover or through a
+stale DNS name): only a new connection finds the primary. A statement the server
+refused (permission denied, a missing table or column) does not mend by itself: it is
+logged at ERROR with its SQLSTATE once, then counted.
 """
 
 import logging
@@ -18,6 +20,7 @@ from .sql import queries
 # class "connection exception", and the server shutting down or not yet accepting.
 LOST_CLASS = "08"
 LOST_STATES = {"57P01", "57P02", "57P03"}  # admin_shutdown, crash_shutdown, cannot_connect_now
+READ_ONLY = "25006"  # read_only_sql_transaction: the server is a standby, or refuses writes for now
 COMPLAINT_REPEAT = 300.0  # seconds a refusal is counted in silence before it is logged again, with its count
 NOTHING_DUE = -1  # ms: the moment `refusal` claims at, before any job's run_at, so it finds nothing
 
@@ -31,7 +34,7 @@ def lost(error: BaseException) -> bool:
     state = error.sqlstate
     if state is None:
         return isinstance(error, psycopg.OperationalError | psycopg.InterfaceError)  # said by psycopg, not the server
-    return state.startswith(LOST_CLASS) or state in LOST_STATES
+    return state.startswith(LOST_CLASS) or state in LOST_STATES or state == READ_ONLY
 
 
 def described(error: psycopg.Error) -> str:
@@ -60,6 +63,10 @@ class Complaints:
 
     def heard(self, error: psycopg.Error, who: str, pause: float) -> None:
         """Logs `error`, met by `who` ("worker", "worker's listener"), who tries again in `pause` s."""
+        if isinstance(error, psycopg.Error) and error.sqlstate == READ_ONLY:
+            log.warning("%s reached a server that is read-only, a standby perhaps (%s); reconnecting in %.1f s",
+                        who, described(error), pause)
+            return
         if lost(error):
             log.warning("%s lost its database connection (%s); reconnecting in %.1f s", who, error, pause)
             return
@@ -94,7 +101,8 @@ def refusal(db, queues: list[str]) -> psycopg.Error | None:
     """The refusal a worker on `queues` would meet on `db`, or None when it can work.
 
     It claims, settles and promotes as a worker does, at NOTHING_DUE and in a
-    transaction rolled back at the end, so it finds nothing and changes nothing.
+    transaction rolled back at the end, so it finds nothing and changes nothing. A
+    read-only server is a refusal here: a worker started on a standby cannot work.
     """
     try:
         with db.transaction(force_rollback=True):
@@ -103,7 +111,7 @@ def refusal(db, queues: list[str]) -> psycopg.Error | None:
             db.execute(queries["finish"], {"ids": [], "claim": 0})
             store.promoted(db, NOTHING_DUE)
     except psycopg.Error as error:
-        if lost(error):
+        if lost(error) and error.sqlstate != READ_ONLY:
             raise
         return error
     return None

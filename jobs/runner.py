@@ -52,7 +52,7 @@ def current_job() -> store.Job:
 
 
 def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, timeout=None,
-              hand=None, patience=None) -> list[str]:
+              hand=None, patience=None, backend=None) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
@@ -61,7 +61,8 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
     the worker enforces it (workers.py). `hand` is the thread's Hand of `jobs`, which
     the worker may take jobs back out of while one runs; a new one by default. After a
     job that ran longer than `patience` seconds (None: however long), the jobs not yet
-    started go back to the queue, for any thread to take.
+    started go back to the queue, for any thread to take. `backend` (backends.py) learns
+    which server process runs each job's transaction, behind a pooler.
     """
     counts = counts if counts is not None else Counts()
     hand = hand if hand is not None else Hand(jobs)
@@ -71,7 +72,7 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
     try:
         while not stopping() and (job := hand.next()) is not None:
             began = time.monotonic()
-            outcome, quiet = ran(db, job, performers, now, timeout)
+            outcome, quiet = ran(db, job, performers, now, timeout, backend)
             hand.ended(quiet)
             if patience is not None and time.monotonic() - began > patience and (waiting := hand.waiting()):
                 flows.given_back(db, waiting, now)
@@ -103,7 +104,7 @@ def told(job, outcome: Outcome, counts: Counts) -> None:
     log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
 
 
-def ran(db, job, performers, now, timeout=None) -> tuple[Outcome, bool]:
+def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, bool]:
     """Performs one job and settles it, unless it is a quiet success; answers its outcome and whether it is one.
 
     A quiet success ran without touching the connection, and waits to be deleted with
@@ -122,7 +123,7 @@ def ran(db, job, performers, now, timeout=None) -> tuple[Outcome, bool]:
     limit = policy.timeout if policy.timeout is not None else timeout
     job.deadline = None if limit is None else time.monotonic() + limit
     token = current.set(job)
-    transaction = JobTransaction(db)
+    transaction = JobTransaction(db, backend)
     try:
         perform(transaction.for_job(), job.args)
         if transaction.left_failed():

@@ -24,10 +24,13 @@ QUOTED = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(\$[
 
 
 class JobTransaction:
-    """One job's transaction on an autocommit connection, begun when its performer first uses it."""
+    """One job's transaction on an autocommit connection, begun when its performer first uses it.
 
-    def __init__(self, db):
-        self.db = db
+    `backend` (backends.py), when given, is told each time the transaction begins.
+    """
+
+    def __init__(self, db, backend=None):
+        self.db, self.backend = db, backend
         self.begun = False
 
     def begin(self) -> None:
@@ -35,6 +38,11 @@ class JobTransaction:
         if not self.begun:
             self.db.execute("BEGIN")
             self.begun = True
+            self._entered()
+
+    def _entered(self) -> None:
+        if self.backend is not None:
+            self.backend.entered(self.db)
 
     def committed(self) -> None:
         if self.begun:

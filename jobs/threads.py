@@ -13,6 +13,7 @@ import threading
 import time
 
 from . import store
+from .backends import Backend, told
 from .connections import kept_running
 from .hand import Hand
 from .runner import performed
@@ -32,7 +33,7 @@ class WorkThread:
         self.abandoned = False
         self.hand = Hand([])  # the jobs of its last claim not yet settled or given back
         self.cut_off: list[store.Job] = []  # what it held when its connection was lost, to give back
-        self.backend_pid: int | None = None  # the server process of this thread's connection
+        self.backend: Backend | None = None  # the server process of this thread's connection (backends.py)
         self.limit = 1  # how many jobs the next claim may take
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
 
@@ -66,7 +67,8 @@ class WorkThread:
 
     def _opened(self, db) -> None:
         """On a new connection: lets the leases of what the lost one held run out now (none of it runs)."""
-        self.backend_pid = db.info.backend_pid
+        self.backend = Backend(db)
+        told(self.worker, self.backend)
         if self.cut_off:
             store.lapsed(db, self.cut_off)
             log.info("%d job(s) it held when cut off are due again at once: %s", len(self.cut_off),
@@ -106,7 +108,8 @@ class WorkThread:
         started = time.monotonic()
         try:
             performed(db, jobs, self.worker.performers, counts=self.worker.counts, stopping=self.ending.is_set,
-                      timeout=self.worker.timeout, hand=hand, patience=BATCH_TIME)
+                      timeout=self.worker.timeout, hand=hand, patience=BATCH_TIME,
+                      backend=self.backend)
         except Exception:
             if (db.broken or db.closed) and not self.abandoned:
                 self.cut_off = hand.held()  # their settlement died with the connection

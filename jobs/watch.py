@@ -10,6 +10,7 @@ import logging
 import time
 
 from . import flows, store
+from .backends import ended
 from .endings import timed_out
 from .policies import policy_of
 from .runner import settled_quietly
@@ -62,8 +63,10 @@ def abandoned(worker, db, work, overdue: store.Job | None) -> None:
         return
     hand = work.abandon()
     held = hand.held()
-    if work.backend_pid is not None:  # gone before the performer is told: it must find nothing to commit on
-        db.execute("SELECT pg_terminate_backend(%s, %s)", [work.backend_pid, round(TERMINATE_WAIT * 1000)])
+    # Gone before the performer is told, so it finds nothing to commit on.
+    if work.backend is not None and not ended(db, work.backend, round(TERMINATE_WAIT * 1000)):
+        log.warning("the server process of a let-go thread did not end within %g s; its jobs go back anyway",
+                    TERMINATE_WAIT)
     for job in held:
         job.cancelled.set()
     settled_quietly(db, hand.quiet(), worker.counts)

@@ -66,7 +66,7 @@ class Worker:
             raise ValueError("a worker needs a queue, one thread or more, a lease of more than 0 s, "
                              "and a timeout of more than 0 s if any")
         self.connect, self.queues, self.performers = connect, list(queues), performers
-        self.threads, self.lease, self.poll, self.timeout = threads, lease, poll, timeout
+        self.threads, self.lease, self.poll, self.timeout, self.listen = threads, lease, poll, timeout, listen
         self.counts = Counts()
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
         self.budgets = store.budgets_of(performers)  # the attempts each policy allows, for the claim

@@ -42,7 +42,10 @@ def described(url: str) -> str:
     with connected(url) as db:
         version = db.execute("SHOW server_version").fetchone()[0]
         commit = db.execute("SHOW synchronous_commit").fetchone()[0]
-    return f"PostgreSQL {version.split()[0]}, synchronous_commit {commit}"
+        # The embedded server is built without JIT; Debian's and most managed services' have it on.
+        jit = db.execute("SELECT CASE WHEN NOT pg_jit_available() THEN 'no JIT' "
+                         "ELSE 'jit ' || current_setting('jit') END").fetchone()[0]
+    return f"PostgreSQL {version.split()[0]}, synchronous_commit {commit}, {jit}"
 
 
 def dropped(url: str) -> None:

@@ -35,8 +35,19 @@ class Served:
         env = {"BASE_URL": self.base, **env, "PYTHONPATH": str(ROOT)}
         self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port), *args],
                                         env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.said = self.process.stdout.readline()  # the address line, printed once the app is made
+        self.said = self._address_line()
         self.request = self.visitor().request
+
+    def _address_line(self) -> str:
+        """The line that gives the address, printed once the app is made; log lines before it
+        (a first start on a database takes the guestbook's schema steps, and says so) are kept
+        in `before`. A process that ends first answers its last line."""
+        self.before = []
+        for line in self.process.stdout:
+            if line.startswith("The guestbook is at"):
+                return line
+            self.before.append(line)
+        return self.before[-1] if self.before else ""
 
     def visitor(self) -> "Visitor":
         """A visitor of the process, with a cookie of its own."""

@@ -19,6 +19,7 @@ import psycopg
 # Statements slower than this show in the server log, with the lock waits behind them.
 SLOW_STATEMENT = 200  # ms
 READY = 30.0  # seconds pg_ctl waits for the server to start or stop
+SYSTEM_SERVERS = Path("/usr/lib/postgresql")  # where Debian and Ubuntu install each PostgreSQL version
 RETRY_EVERY = 0.05  # seconds between tries of a server that does not answer yet
 SETTINGS = {
     "listen_addresses": "'127.0.0.1'",
@@ -33,25 +34,37 @@ SETTINGS = {
 
 
 class PrivatePostgres:
-    """A PostgreSQL server in a folder of its own, on a port of its own."""
+    """A PostgreSQL server in a folder of its own, on a port of its own.
 
-    def __init__(self, folder: Path):
+    `bin` is the folder of the server's programs (the `pgserver` wheel's by default; see
+    system_binaries for the machine's own), and `settings` are written to its
+    postgresql.conf after SETTINGS. With `standby_of`, it starts as a streaming standby of
+    that running server, from a base backup (pg_basebackup -R), until it is promoted.
+    """
+
+    def __init__(self, folder: Path, bin: Path | None = None, settings: dict | None = None,
+                 standby_of: "PrivatePostgres | None" = None):
         self.folder = folder
         self.data = folder / "data"
         self.log = folder / "server.log"
         self.port = free_port()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
         self.user = server_user()
-        self.bin = binaries()
+        self.bin = bin or binaries()
         self.data.mkdir()
         if self.user:
             shutil.chown(self.folder, self.user)
             shutil.chown(self.data, self.user)
             os.chmod(self.folder, 0o755)
-        self._run("initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--encoding=utf8")
+        if standby_of is None:
+            self._run("initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--encoding=utf8")
+        else:
+            self._run("pg_basebackup", "-D", self.data, "-R", "-X", "stream", "-c", "fast",
+                      "-h", "127.0.0.1", "-p", standby_of.port, "-U", "postgres")
+            os.chmod(self.data, 0o700)  # the server refuses a data folder others may read; initdb's is so
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write(f"port = {self.port}\n")
-            conf.writelines(f"{name} = {value}\n" for name, value in SETTINGS.items())
+            conf.writelines(f"{name} = {value}\n" for name, value in (SETTINGS | (settings or {})).items())
 
     def start(self) -> "PrivatePostgres":
         self._run("pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", str(int(READY)), "start")
@@ -60,6 +73,14 @@ class PrivatePostgres:
     def stop(self) -> None:
         """A fast shutdown: open transactions roll back, sessions are cut off, nothing is lost."""
         self._run("pg_ctl", "-D", self.data, "-w", "-t", str(int(READY)), "-m", "fast", "stop")
+
+    def crashed(self) -> None:
+        """An immediate shutdown, as a machine that loses its power: no checkpoint, sessions cut off."""
+        self._run("pg_ctl", "-D", self.data, "-w", "-t", str(int(READY)), "-m", "immediate", "stop")
+
+    def promote(self) -> None:
+        """Makes a standby a primary that accepts writes, and returns once it does."""
+        self._run("pg_ctl", "-D", self.data, "-w", "-t", str(int(READY)), "promote")
 
     def restart(self) -> None:
         self._run("pg_ctl", "-D", self.data, "-l", self.log, "-w", "-t", str(int(READY)), "-m", "fast", "restart")
@@ -101,10 +122,28 @@ def binaries() -> Path:
     return Path(POSTGRES_BIN_PATH)
 
 
-def started(parent: str | None = None):
-    """A started PrivatePostgres in a new temporary folder; `removed` stops it and deletes the folder."""
+def system_binaries() -> Path:
+    """The programs of the machine's own PostgreSQL (a Debian or Ubuntu package), built with JIT.
+
+    The newest version under SYSTEM_SERVERS whose lib folder holds llvmjit.so; an
+    AssertionError saying what to install when there is none.
+    """
+    found = sorted(SYSTEM_SERVERS.glob("*/lib/llvmjit.so"), key=lambda path: int(path.parts[-3]))
+    assert found, f"these tests need the machine's PostgreSQL with JIT under {SYSTEM_SERVERS} (apt-get install postgresql)"
+    return found[-1].parent.parent / "bin"
+
+
+def started(parent: str | None = None, **options):
+    """A started PrivatePostgres in a new temporary folder; `removed` stops it and deletes the folder.
+
+    The options are PrivatePostgres's `bin` and `settings`.
+    """
     folder = Path(tempfile.mkdtemp(prefix="jobs-private-pg-", dir=parent))
-    return PrivatePostgres(folder).start()
+    try:
+        return PrivatePostgres(folder, **options).start()
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # nothing runs from it: the server never started
+        raise
 
 
 def removed(server: PrivatePostgres) -> None:
