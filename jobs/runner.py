@@ -52,17 +52,16 @@ def current_job() -> store.Job:
 
 
 def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, timeout=None,
-              hand=None, patience=None, backend=None) -> list[str]:
+              hand=None, backend=None) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
     `now` fixes the moment failures are scheduled from (for tests); else the database's clock.
     `timeout` is the seconds a job may run when its policy names none (None: no limit);
     the worker enforces it (workers.py). `hand` is the thread's Hand of `jobs`, which
-    the worker may take jobs back out of while one runs; a new one by default. After a
-    job that ran longer than `patience` seconds (None: however long), the jobs not yet
-    started go back to the queue, for any thread to take. `backend` (backends.py) learns
-    which server process runs each job's transaction, behind a pooler.
+    the worker may take jobs back out of while one runs; a new one by default.
+    `backend` (backends.py) learns which server process runs each job's transaction,
+    behind a pooler.
     """
     counts = counts if counts is not None else Counts()
     hand = hand if hand is not None else Hand(jobs)
@@ -71,12 +70,8 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
     db.autocommit = True  # each job's transaction is begun and committed by the runner itself
     try:
         while not stopping() and (job := hand.next()) is not None:
-            began = time.monotonic()
             outcome, quiet = ran(db, job, performers, now, timeout, backend)
             hand.ended(quiet)
-            if patience is not None and time.monotonic() - began > patience and (waiting := hand.waiting()):
-                flows.given_back(db, waiting, now)
-                store.announced(db, {job.queue for job in waiting})  # a thread that waits takes them
             lines[job.id] = outcome.line
             if not quiet:
                 told(job, outcome, counts)

@@ -100,16 +100,15 @@ class WorkThread:
         """Runs a claimed batch and returns how many jobs the next claim may take.
 
         Batches grow while they are quick, and fall back to one job as soon as one
-        takes longer than BATCH_TIME: the jobs claimed after it are given back, by the
-        worker's watch while it runs (watch.py) or by the runner once it has ended, so
-        they wait on no slow job, and the next claims stay small while jobs are slow.
+        takes longer than BATCH_TIME: the worker's watch gives back the jobs claimed
+        after a job that runs longer than that (watch.py), so they wait on no slow
+        job, and the next claims stay small while jobs are slow.
         """
         hand = self.hand = Hand(jobs)
         started = time.monotonic()
         try:
             performed(db, jobs, self.worker.performers, counts=self.worker.counts, stopping=self.ending.is_set,
-                      timeout=self.worker.timeout, hand=hand, patience=BATCH_TIME,
-                      backend=self.backend)
+                      timeout=self.worker.timeout, hand=hand, backend=self.backend)
         except Exception:
             if (db.broken or db.closed) and not self.abandoned:
                 self.cut_off = hand.held()  # their settlement died with the connection

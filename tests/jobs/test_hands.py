@@ -136,20 +136,6 @@ def test_a_timeout_never_runs_again_the_jobs_that_ran_before_it_in_its_claim(db,
     assert sorted(sent) == letters, "each letter sent once"
 
 
-def test_a_thread_gives_back_what_it_claimed_after_a_job_that_ran_longer_than_its_patience(db):
-    let_go = threading.Event()
-
-    def slow(conn, args):
-        let_go.wait(0.05)  # no one sets it: it runs 50 ms, longer than the patience of 10 ms
-
-    jobs.later(db, "default", "slow", {})
-    later_ones = [jobs.later(db, "default", "quick", {}) for _ in range(3)]
-    held = store.claimed(db, "default", limit=4)
-    lines = runner.performed(db, held, {"slow": slow, "quick": lambda conn, args: None}, patience=0.01)
-    assert lines == ["ran slow"]
-    assert [job.id for job in store.claimed(db, "default", limit=4)] == later_ones, "due again, in their order"
-
-
 def test_members_of_a_batch_cancelled_while_in_a_workers_hand_are_skipped_when_given_back(db):
     batch = jobs.batch(db, "default", [("member", {})] * 3, always=("always", {}))
     first, *rest = store.claimed(db, "default", limit=3)
