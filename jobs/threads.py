@@ -19,7 +19,8 @@ from .hand import Hand
 from .runner import performed
 
 BATCH_MAX = 100  # jobs one claim may take at the most
-BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back
+BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back; and a batch
+                   # that took longer makes the next claim take one job
 
 log = logging.getLogger("jobs")
 
@@ -42,7 +43,7 @@ class WorkThread:
         return self
 
     def abandon(self) -> list[store.Job]:
-        """Lets the thread go: it claims nothing more and ends when its performer returns. Returns what it held."""
+        """Lets the thread go: it claims nothing more and ends when its performer returns. Returns its Hand."""
         self.abandoned = True
         self.ending.set()
         hand, self.hand = self.hand, Hand([])
