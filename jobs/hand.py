@@ -23,6 +23,8 @@ class Hand:
         self._started = 0.0  # when the running job started (time.monotonic())
         self._quiet: list[Job] = []  # ran and succeeded without touching the connection; not yet deleted
         self._quiet_since = 0.0  # when the oldest of them ended
+        self.claimed_at = time.monotonic()
+        self.longest = 0.0  # seconds the longest of its jobs ran, settlement included
 
     def next(self) -> Job | None:
         """The next job to run, now marked running; None when no job waits."""
@@ -35,6 +37,7 @@ class Hand:
     def ended(self, quiet_success: bool) -> None:
         """Hears that the running job ended; a quiet success waits to be deleted with its neighbours."""
         with self._lock:
+            self.longest = max(self.longest, time.monotonic() - self._started)
             if quiet_success:
                 if not self._quiet:
                     self._quiet_since = time.monotonic()

@@ -10,7 +10,6 @@ connection is lost gives back what it held as soon as it has a new one.
 
 import logging
 import threading
-import time
 
 from . import store
 from .backends import Backend, told
@@ -19,8 +18,8 @@ from .hand import Hand
 from .runner import performed
 
 BATCH_MAX = 100  # jobs one claim may take at the most
-BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back; and a batch
-                   # that took longer makes the next claim take one job
+BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back (or a claim
+                   # may be held while another thread idles); a job that ran longer makes the next claim take one
 
 log = logging.getLogger("jobs")
 
@@ -100,13 +99,13 @@ class WorkThread:
     def _ran_batch(self, db, jobs: list) -> int:
         """Runs a claimed batch and returns how many jobs the next claim may take.
 
-        Batches grow while they are quick, and fall back to one job as soon as one
-        takes longer than BATCH_TIME: the worker's watch gives back the jobs claimed
-        after a job that runs longer than that (watch.py), so they wait on no slow
-        job, and the next claims stay small while jobs are slow.
+        Batches grow while their jobs are quick, and fall back to one job as soon as
+        one takes longer than BATCH_TIME: the worker's watch gives back the jobs
+        claimed after a job that runs longer than that, or after BATCH_TIME while
+        another thread idles (watch.py), so they wait on no slow job and no thread
+        idles beside them, and the next claims stay small while jobs are slow.
         """
         hand = self.hand = Hand(jobs)
-        started = time.monotonic()
         try:
             performed(db, jobs, self.worker.performers, counts=self.worker.counts, stopping=self.ending.is_set,
                       timeout=self.worker.timeout, hand=hand, backend=self.backend)
@@ -117,6 +116,6 @@ class WorkThread:
         finally:
             if self.hand is hand:
                 self.hand = Hand([])
-        if time.monotonic() - started > BATCH_TIME:
+        if hand.longest > BATCH_TIME:
             return 1
         return min(BATCH_MAX, len(jobs) * 2)

@@ -1,8 +1,9 @@
 """The worker's watch over its threads' hands, every WATCH_INTERVAL on the listener's connection.
 
 A thread holds no claimed job it cannot start now: when the job it runs has run longer
-than BATCH_TIME, or the worker stops, the jobs it claimed after that job go back to the
-queue at once, for any thread of any worker to start (`given_back`). A thread whose
+than BATCH_TIME, or its claim is older than that while another thread of the worker
+waits with nothing to do, or the worker stops, the jobs it claimed after the running
+one go back to the queue at once, for any thread of any worker to start (`given_back`). A thread whose
 job ran past its timeout, or past a stop's grace, is let go and replaced (`abandoned`).
 """
 
@@ -30,7 +31,8 @@ def watched(worker, db) -> None:
             abandoned(worker, db, work, job)
         elif worker.grace_over(now) and work.held():
             abandoned(worker, db, work, None)
-        elif worker.stopping() or work.hand.running_past(BATCH_TIME) is not None:
+        elif worker.stopping() or work.hand.running_past(BATCH_TIME) is not None or (
+                worker.doorbell.idle() and now - work.hand.claimed_at > BATCH_TIME):
             given_back(worker, db, work.hand)
 
 
