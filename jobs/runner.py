@@ -52,14 +52,16 @@ def current_job() -> store.Job:
 
 
 def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, timeout=None,
-              hand=None, backend=None) -> list[str]:
+              hand=None, patience=None, backend=None) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
     `now` fixes the moment failures are scheduled from (for tests); else the database's clock.
     `timeout` is the seconds a job may run when its policy names none (None: no limit);
     the worker enforces it (workers.py). `hand` is the thread's Hand of `jobs`, which
-    the worker may take jobs back out of while one runs; a new one by default.
+    the worker may take jobs back out of while one runs; a new one by default. After a
+    performer that ran longer than `patience` seconds (None: however long), the jobs not
+    yet started go back to the queue: they could have waited that long for any thread.
     `backend` (backends.py) learns which server process runs each job's transaction,
     behind a pooler.
     """
@@ -70,8 +72,11 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
     db.autocommit = True  # each job's transaction is begun and committed by the runner itself
     try:
         while not stopping() and (job := hand.next()) is not None:
-            outcome, quiet = ran(db, job, performers, now, timeout, backend)
+            outcome, quiet, seconds = ran(db, job, performers, now, timeout, backend)
             hand.ended(quiet)
+            if patience is not None and seconds > patience and (waiting := hand.waiting()):
+                flows.given_back(db, waiting, now)
+                store.announced(db, {job.queue for job in waiting})  # a thread that waits takes them
             lines[job.id] = outcome.line
             if not quiet:
                 told(job, outcome, counts)
@@ -99,8 +104,10 @@ def told(job, outcome: Outcome, counts: Counts) -> None:
     log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
 
 
-def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, bool]:
-    """Performs one job and settles it, unless it is a quiet success; answers its outcome and whether it is one.
+def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, bool, float]:
+    """Performs one job and settles it, unless it is a quiet success.
+
+    Answers its outcome, whether it is a quiet success, and the seconds its performer ran.
 
     A quiet success ran without touching the connection, and waits to be deleted with
     its neighbours. A job an operator cancelled while it was held (chores.py settled it
@@ -108,17 +115,18 @@ def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, 
     however it ended.
     """
     if job.cancelling:
-        return cancelled(job), False
+        return cancelled(job), False, 0.0
     perform = performers.get(job.name)
     if perform is None:
         reason = f"no performer is named {job.name}"
-        return recorded_failure(db, job, DEFAULT, LookupError(reason), reason, "", now, "dropped"), False
+        return recorded_failure(db, job, DEFAULT, LookupError(reason), reason, "", now, "dropped"), False, 0.0
     policy = policy_of(perform)
     job.final = policy.is_last(job.attempt)
     limit = policy.timeout if policy.timeout is not None else timeout
     job.deadline = None if limit is None else time.monotonic() + limit
     token = current.set(job)
     transaction = JobTransaction(db, backend)
+    began = time.monotonic()
     try:
         perform(transaction.for_job(), job.args)
         if transaction.left_failed():
@@ -126,19 +134,21 @@ def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, 
         if transaction.left_ended():
             raise RuntimeError("the job ended the worker's transaction itself: what it wrote before is committed")
     except Exception as error:
+        seconds = time.monotonic() - began
         if db.broken or db.closed:
             raise  # the database is gone, not the job: its row returns when the lease runs out
         transaction.rolled_back()
         if job.cancelling:
-            return cancelled(job), False
+            return cancelled(job), False, seconds
         reason = str(error) or type(error).__name__
-        return recorded_failure(db, job, policy, error, reason, traceback.format_exc(), now), False
+        return recorded_failure(db, job, policy, error, reason, traceback.format_exc(), now), False, seconds
     finally:
         job.deadline = None  # it runs no more: no timeout can fall on it now
         current.reset(token)
+    seconds = time.monotonic() - began
     if job.cancelling:
         transaction.rolled_back()
-        return cancelled(job), False
+        return cancelled(job), False, seconds
     if not transaction.begun:
-        return processed(job), True
-    return success_committed(transaction, job), False
+        return processed(job), True, seconds
+    return success_committed(transaction, job), False, seconds

@@ -102,13 +102,15 @@ class WorkThread:
         Batches grow while their jobs are quick, and fall back to one job as soon as
         one takes longer than BATCH_TIME: the worker's watch gives back the jobs
         claimed after a job that runs longer than that, or after BATCH_TIME while
-        another thread idles (watch.py), so they wait on no slow job and no thread
-        idles beside them, and the next claims stay small while jobs are slow.
+        another thread idles (watch.py), and the runner gives them back itself after
+        a performer that ran longer (they could have waited that long for any thread),
+        so they wait on no slow job and no thread idles beside them, and the next
+        claims stay small while jobs are slow.
         """
         hand = self.hand = Hand(jobs)
         try:
             performed(db, jobs, self.worker.performers, counts=self.worker.counts, stopping=self.ending.is_set,
-                      timeout=self.worker.timeout, hand=hand, backend=self.backend)
+                      timeout=self.worker.timeout, hand=hand, patience=BATCH_TIME, backend=self.backend)
         except Exception:
             if (db.broken or db.closed) and not self.abandoned:
                 self.cut_off = hand.held()  # their settlement died with the connection

@@ -146,3 +146,15 @@ def test_members_of_a_batch_cancelled_while_in_a_workers_hand_are_skipped_when_g
     assert runner.performed(db, [first], {"member": lambda conn, args: None}) == ["ran member"]
     assert jobs.batch_status(db, batch)["finished"]
     assert [job["name"] for job in jobs.listed(db)] == ["always"]
+
+
+def test_a_thread_gives_back_what_it_claimed_after_a_performer_that_ran_longer_than_its_patience(db):
+    def slow(conn, args):
+        threading.Event().wait(0.05)  # 50 ms, longer than the patience of 10 ms
+
+    jobs.later(db, "default", "slow", {})
+    later_ones = [jobs.later(db, "default", "quick", {}) for _ in range(3)]
+    held = store.claimed(db, "default", limit=4)
+    lines = runner.performed(db, held, {"slow": slow, "quick": lambda conn, args: None}, patience=0.01)
+    assert lines == ["ran slow"]
+    assert [job.id for job in store.claimed(db, "default", limit=4)] == later_ones, "due again, in their order"
