@@ -15,7 +15,9 @@ import pytest
 
 from .guest import Guest
 from .inbox import Inbox
+from .leftovers import swept
 from .served import Guestbook, emptied
+from .tether import stops_on_sigterm
 
 SYSTEM_CHROMIUM = "/usr/bin/chromium"  # Debian's Chromium, used unless CHROMIUM_PATH names another
 # How a machine's own Chromium is launched in a container or CI: without its sandbox,
@@ -25,7 +27,11 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networki
 
 
 def pytest_configure(config) -> None:
-    """Keeps a screenshot and a trace of every spec that fails, unless the command line asks for them."""
+    """Keeps a screenshot and a trace of every spec that fails, unless the command line asks for them.
+
+    A run stopped with SIGTERM runs its teardown first, as one stopped with Ctrl-C does.
+    """
+    stops_on_sigterm()
     if config.option.screenshot == "off":
         config.option.screenshot = "only-on-failure"
     if config.option.tracing == "off":
@@ -56,6 +62,7 @@ def database_url():
         return
     from guestbook import embedded
 
+    swept()  # the servers that killed runs left behind
     with tempfile.TemporaryDirectory(prefix="guestbook-e2e-") as folder:
         server = embedded.server(Path(folder) / "pgdata", throwaway=True)
         yield server.get_uri()

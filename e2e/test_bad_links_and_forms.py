@@ -37,7 +37,7 @@ def test_tampered_confirmation_link_is_refused_and_confirms_nothing(page, guest,
     expect(page.get_by_role("alert")).to_contain_text("This confirmation link is not valid")
 
     guest.sign_in(ADA, PASSWORD)
-    expect(page.get_by_role("heading", name="Confirm your account first")).to_be_visible()
+    expect(page.get_by_role("alert")).to_contain_text("Sign-in failed")  # not confirmed: the answer of any failure
 
 
 def test_expired_reset_link_is_refused_and_changes_nothing(page, guestbook, guest, inbox):

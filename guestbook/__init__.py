@@ -8,9 +8,11 @@ How a request travels, file by file:
   auth.py, unlocks.py, resets.py, entries.py, outbox.py   the views.
   accounts.py  the SQL of the accounts table (queries.sql), on db.py's connection.
   sessions.py  the rows that sessions are, which signing out deletes; names.py the
-               name an account signs its entries with.
+               name an account signs its entries with, kept apart from its look-alikes
+               by skeletons.py.
   tokens.py    the signed links; mailer.py queues the letters that carry them.
   upkeep.py    the jobs that run on a schedule beside the server (__main__.py).
+  connections.py  what waitress, before the app, does with slow clients (__main__.py).
 """
 
 import os
@@ -49,6 +51,7 @@ def create_app(config: dict | None = None) -> Flask:
     if missing:
         raise RuntimeError(f"the guestbook needs {' and '.join(missing)} to start")
     db.init_app(app)
+    names.init_app(app)
     app.register_blueprint(auth.bp)  # first: its loader sets g.account before any check can refuse a request
     forms.init_app(app)
     csrf.init_app(app)

@@ -25,7 +25,7 @@ import waitress
 import jobs
 import mail
 
-from . import create_app, dashboard, db, embedded, forms, settings_from_environment, upkeep
+from . import connections, create_app, dashboard, db, embedded, forms, settings_from_environment, upkeep
 
 DEFAULT_PORT = 5000  # the port served when neither --port nor PORT names one
 THREADS = db.POOL_MAX  # requests served at once: one pool connection each
@@ -33,11 +33,12 @@ SECRET_FILE = Path(".secret_key")  # where development keeps the secret it made
 SECRET_BYTES = 32  # random bytes in a secret made for development
 SECRET_KEY_MIN = 32  # characters a SECRET_KEY needs outside development (a random one: `openssl rand -hex 32`)
 HOSTS = {True: "127.0.0.1", False: "0.0.0.0"}  # the interface listened on, in development or not
-# waitress's limits, so that a slow or hostile client cannot hold the server (see README,
-# "Passwords and tokens"): a connection idle mid-request for CHANNEL_TIMEOUT is closed,
+# waitress's limits, so that a slow or hostile client cannot hold the server (see
+# docs/security.md): a connection idle mid-request for CHANNEL_TIMEOUT is closed,
 # looked for every CLEANUP_INTERVAL; up to CONNECTION_LIMIT are served at once, polled
 # (select() would stop at 1024 descriptors); a body is refused with a 413 as soon as it
 # is past the app's own limit, before it is read (waitress refuses at >=, Flask past >).
+# connections.py adds a deadline for each request and a cap on one client's connections.
 CHANNEL_TIMEOUT = 10  # seconds a connection may send nothing before waitress closes it (its default: 120)
 CLEANUP_INTERVAL = 2  # seconds between waitress's looks for idle connections (its default: 30)
 CONNECTION_LIMIT = 1000  # connections open at once (its default: 100, which 100 idle clients filled)
@@ -85,7 +86,12 @@ def serve_command(args) -> int:
         app, host=HOSTS[args.development], port=port, threads=THREADS, channel_timeout=CHANNEL_TIMEOUT,
         cleanup_interval=CLEANUP_INTERVAL, connection_limit=CONNECTION_LIMIT, asyncore_use_poll=True,
         max_request_body_size=BODY_MAX,
+        # The app reads X-Forwarded-For through TRUSTED_PROXIES proxies (limits.py); waitress,
+        # told of no proxy itself, would delete the header first, and every client behind
+        # the proxy would count as the proxy.
+        clear_untrusted_proxy_headers=False,
     )
+    server.channel_class = connections.guarded(capped=not app.config["TRUSTED_PROXIES"])  # for every accept from now
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:

@@ -4,13 +4,17 @@ Each function sends one statement of queries.sql on the connection it is given;
 the views decide which of them share a transaction with a queued letter.
 """
 
-from . import tokens
+from collections import namedtuple
+
+from . import passwords, tokens
 from .db import queries
+
+Nobody = namedtuple("Nobody", "id email password_digest")  # what `nobody` gives: as much of an account as a letter reads
 
 LOCK_AFTER = 10  # consecutive wrong passwords that lock an account
 LOCK_DURATION = 3600  # seconds after which a lock ends by itself: an hour
 RESET_EVERY = 5 * 60  # seconds that must pass between two reset letters to one account
-CONFIRM_EVERY = 5 * 60  # seconds that must pass between two confirmation letters asked for again
+CONFIRM_EVERY = 5 * 60  # seconds that must pass between two confirmation letters sent again at a sign-in
 SIGNUP_AGAIN_EVERY = 60 * 60  # seconds between two "you already have an account" letters to one account: an hour
 
 
@@ -33,9 +37,11 @@ def for_token(db, purpose: str, token: str):
     return account
 
 
-def created(db, email: str, digest: str, name: str = ""):
-    """A new unconfirmed account signing as `name`, or None when the address already has one."""
-    return db.execute(queries["account_created"], {"email": email, "digest": digest, "name": name}).fetchone()
+def created(db, email: str, digest: str, name: str = "", name_key: str | None = None):
+    """A new unconfirmed account signing as `name` (whose names.key is `name_key`), or None when the address
+    already has one, or the name was taken a moment ago."""
+    params = {"email": email, "digest": digest, "name": name, "name_key": name_key}
+    return db.execute(queries["account_created"], params).fetchone()
 
 
 def confirmed(db, account) -> None:
@@ -43,9 +49,14 @@ def confirmed(db, account) -> None:
     db.execute(queries["account_confirmed"], {"id": account.id})
 
 
-def unconfirmed_pruned(db) -> int:
-    """Deletes the accounts whose last confirmation link expired unused (CONFIRM_MAX_AGE); returns how many."""
-    return db.execute(queries["unconfirmed_pruned"], {"max_age": tokens.CONFIRM_MAX_AGE}).rowcount
+def unconfirmed_pruned(db, reset_max_age: int) -> int:
+    """Deletes the accounts whose last confirmation link expired unused (CONFIRM_MAX_AGE); returns how many.
+
+    An account whose last reset letter went less than `reset_max_age` seconds ago is
+    kept: its link still works, and setting a password with it confirms the account.
+    """
+    params = {"max_age": tokens.CONFIRM_MAX_AGE, "reset_max_age": reset_max_age}
+    return db.execute(queries["unconfirmed_pruned"], params).rowcount
 
 
 def failed_signin(db, account):
@@ -70,9 +81,14 @@ def unlocked(db, account) -> bool:
     return db.execute(queries["account_unlocked"], {"id": account.id, "locked_at": account.locked_at}).rowcount == 1
 
 
-def reset_claimed(db, account) -> bool:
+def reset_claimed(db, account_id: int) -> bool:
     """Whether a reset letter may go to the account now (none in the last RESET_EVERY seconds); notes it if so."""
-    return db.execute(queries["reset_claimed"], {"id": account.id, "every": RESET_EVERY}).rowcount == 1
+    return db.execute(queries["reset_claimed"], {"id": account_id, "every": RESET_EVERY}).rowcount == 1
+
+
+def nobody(email: str):
+    """A stand-in for the account an address does not have: no id, and a digest no password has."""
+    return Nobody(None, email, passwords.DUMMY_DIGEST)
 
 
 def confirmation_claimed(db, account) -> bool:

@@ -19,8 +19,8 @@ from .forms import email_field, field
 bp = Blueprint("auth", __name__)
 
 SIGNIN_FAILED = (
-    "Sign-in failed: the email or the password is wrong, or the account is locked. "
-    "A locked account has been sent a letter with a link to unlock it."
+    "Sign-in failed: the email or the password is wrong, or the account is locked or not confirmed yet. "
+    "A locked account is sent a letter with a link to unlock it, and an unconfirmed one a new confirmation letter."
 )
 
 
@@ -55,13 +55,14 @@ def signup():
     email, password, name = email_field(), field("password", passwords.PASSWORD_MAX), names.posted()
     problem = "" if mail.is_address(email) else "Enter an email address, like name@example.com."
     problem = problem or passwords.problem(password, email) or names.problem(name)
+    db = get_db()
+    problem = problem or (names.TAKEN if names.taken(db, name) else "")  # whatever the address: it tells nothing of it
     if problem:
         flash(problem, "error")
         return render_template("auth/signup.html", email=email, name=name), 422
     digest = passwords.digest(password)
-    db = get_db()
     with db.transaction():
-        account = accounts.created(db, email, digest, name)
+        account = accounts.created(db, email, digest, name, names.key(name))
         if account is not None:
             mailer.confirmation(db, account)
         elif accounts.signup_again_claimed(db, email):
@@ -84,33 +85,14 @@ def confirm(token: str):
     return redirect(url_for("auth.signin"))
 
 
-@bp.route("/confirmations", methods=("POST",))
-def confirmation_again():
-    """Queues a new confirmation letter for the unconfirmed account whose right password was just given.
-
-    The right to ask is in the signed session cookie, which can be replayed for as
-    long as it lives; the database decides how often a letter goes (CONFIRM_EVERY).
-    """
-    account_id = session.pop("unconfirmed", None)
-    db = get_db()
-    account = accounts.by_id(db, account_id) if account_id is not None else None
-    if account is None or account.confirmed_at is not None:
-        abort(400, "There is no unconfirmed account to send a letter for. Sign in again.")
-    with db.transaction():
-        claimed = accounts.confirmation_claimed(db, account)
-        if claimed:
-            mailer.confirmation(db, account)
-    if claimed:
-        flash(f"A new confirmation letter is on its way to {account.email}.")
-    else:
-        flash(f"A confirmation letter went to {account.email} less than {mailer.spoken(accounts.CONFIRM_EVERY)} ago: "
-              "look for it, in the spam folder too, before asking for another.")
-    return redirect(url_for("auth.signin"))
-
-
 @bp.route("/signin", methods=("GET", "POST"))
 def signin():
-    """Signs in with an address and password, with one answer for every kind of failure."""
+    """Signs in with an address and password, with one answer for every kind of failure.
+
+    The right password of an account not confirmed yet is a failure too, with the same
+    answer, or two requests (sign up, then sign in) would tell whether an address had
+    an account; its new confirmation letter goes unsaid (at most one every CONFIRM_EVERY).
+    """
     if request.method != "POST":
         return render_template("auth/signin.html")
     email, password = email_field(), field("password", passwords.PASSWORD_MAX)
@@ -118,17 +100,24 @@ def signin():
     # An account made before addresses were checked as strictly may hold one no letter can go to.
     account = accounts.by_email(db, email) if mail.is_address(email) else None
     outcome = attempted(db, account, password)
-    if outcome == "refused":
+    if outcome == "unconfirmed":
+        confirmation_again(db, account)
+    if outcome != "signed in":
         flash(SIGNIN_FAILED, "error")
         return render_template("auth/signin.html", email=email), 401
-    if outcome == "unconfirmed":
-        session["unconfirmed"] = account.id
-        return render_template("auth/unconfirmed.html", email=account.email), 403
+    sessions.ended(db, session.get("session_id"))  # the session this browser held before, if any, ends
     session.clear()  # a new session for the new account: nothing carried over from before
     session["account_id"] = account.id
     session["session_id"] = sessions.started(db, account)
     session["password"] = tokens.fingerprint("session", tokens.state("session", account))
     return redirect(url_for("entries.index"))
+
+
+def confirmation_again(db, account) -> None:
+    """Queues a new confirmation letter for `account`, unless one was asked for in the last CONFIRM_EVERY."""
+    with db.transaction():
+        if accounts.confirmation_claimed(db, account):
+            mailer.confirmation(db, account)
 
 
 def attempted(db, account, password: str) -> str:

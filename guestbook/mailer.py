@@ -3,10 +3,15 @@
 Each function queues its letter with mail.delivered_later on the connection it is
 given, inside the view's transaction, and returns the job's id; the worker beside
 the server sends it a moment later. Links start from mail.url_for (BASE_URL).
+The reset letter takes one step more (`reset_asked`), so that asking for one costs
+the same whether or not the address has an account.
 """
+
+from dataclasses import asdict
 
 from flask import current_app
 
+import jobs
 import mail
 
 from . import accounts, tokens
@@ -44,15 +49,34 @@ def unlock(db, account) -> int:
     ))
 
 
-def reset(db, account) -> int:
-    """The letter with the link that sets a new password; it works once."""
+def reset_asked(db, account) -> int:
+    """Queues job `reset_letter` with the letter whose link sets a new password (it works once); returns its id.
+
+    `account` is the address's account, or for an address without one a stand-in
+    (accounts.nobody) whose letter is written all the same and never sent: the request
+    takes one path for both, writing one job, so its time tells nothing. The job
+    (`reset_letter`, below) sends the letter when the account may have one now.
+    """
     link = mail.url_for(f"/resets/{tokens.made('reset', account)}/edit")
     lifetime = current_app.config["RESET_TOKEN_MAX_AGE"]
-    return queued(db, account.email, "Choose a new guestbook password", lifetime=lifetime, body=(
+    letter = mail.message(current_app.config["MAIL_FROM"], account.email, "Choose a new guestbook password", (
         "Open this link to choose a new password for your guestbook account:\n\n"
         f"{link}\n\n"
         f"The link works once, for {spoken(lifetime)}. If you did not ask for it, ignore this letter.\n"
-    ))
+    ), lifetime=lifetime)
+    reason = mail.refusal(letter)
+    if reason:
+        raise mail.Refused(reason)
+    return jobs.later(db, mail.QUEUE, "reset_letter", {"account": account.id, "letter": asdict(letter)})
+
+
+def reset_letter(db, args: dict) -> None:
+    """The `reset_letter` job: queues the reset letter when it is an account's and none went in RESET_EVERY."""
+    if args["account"] is not None and accounts.reset_claimed(db, args["account"]):
+        mail.delivered_later(db, mail.Letter(**args["letter"]))
+
+
+PERFORMERS = {"reset_letter": reset_letter}  # the jobs of this module, for the worker on the mail queue
 
 
 def password_changed(db, email: str) -> int:

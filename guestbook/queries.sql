@@ -3,10 +3,27 @@
 
 -- name: account_created
 -- A taken address makes no row and no error: the caller answers the same either way.
-INSERT INTO accounts (email, password_digest, display_name)
-VALUES (%(email)s, %(digest)s, %(name)s)
-ON CONFLICT (email) DO NOTHING
+-- So does a name taken between the caller's look (name_taken) and this insert: the
+-- conflict names no index, so the one on name_key is an arbiter as well as email's.
+INSERT INTO accounts (email, password_digest, display_name, name_key)
+VALUES (%(email)s, %(digest)s, %(name)s, %(name_key)s)
+ON CONFLICT DO NOTHING
 RETURNING id, email, password_digest, confirmed_at, locked_at, false AS locked
+
+-- name: name_taken
+-- By the unique index on name_key.
+SELECT 1 FROM accounts WHERE name_key = %(key)s
+
+-- name: names_unkeyed
+-- Names chosen before accounts had name_key (schema step 2), oldest account first, by
+-- the partial index that holds them alone: on a database without any, it reads nothing.
+SELECT id, display_name FROM accounts WHERE name_key IS NULL AND display_name <> '' ORDER BY id
+
+-- name: name_keyed
+-- Gives the account its name's key unless another account holds that key; a look-alike
+-- of a name keyed before it stays without one, and is looked at again next time.
+UPDATE accounts SET name_key = %(key)s
+WHERE id = %(id)s AND NOT EXISTS (SELECT 1 FROM accounts WHERE name_key = %(key)s)
 
 -- name: account_by_email
 -- `locked` says whether a lock is still in force: it ends by itself LOCK_DURATION after it began.
@@ -27,9 +44,11 @@ UPDATE accounts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = %(id
 
 -- name: unconfirmed_pruned
 -- The daily upkeep (upkeep.py): an account whose last confirmation link expired unused
--- can never be confirmed, so it goes, and its address is free to sign up again.
+-- can never be confirmed, so it goes, and its address is free to sign up again. One
+-- whose reset letter's link may still live stays: using that link would confirm it.
 DELETE FROM accounts
 WHERE confirmed_at IS NULL AND confirmation_sent_at < now() - make_interval(secs => %(max_age)s)
+    AND (reset_sent_at IS NULL OR reset_sent_at < now() - make_interval(secs => %(reset_max_age)s))
 
 -- name: signin_failed
 -- One more wrong password; the count reaching LOCK_AFTER locks the account. The row
@@ -71,9 +90,9 @@ WHERE id = %(id)s
 RETURNING id
 
 -- name: confirmation_claimed
--- At most one confirmation letter asked for again per account every CONFIRM_EVERY
--- seconds, however often a signed cookie that allows asking is replayed; the row
--- lock makes two requests at once queue one letter between them.
+-- At most one confirmation letter sent again per account every CONFIRM_EVERY seconds,
+-- however often the right password of the unconfirmed account is given; the row lock
+-- makes two sign-ins at once queue one letter between them.
 -- The letter's link lives CONFIRM_MAX_AGE from now, and so does the account (unconfirmed_pruned).
 UPDATE accounts SET confirmation_again_at = now(), confirmation_sent_at = now()
 WHERE id = %(id)s AND confirmed_at IS NULL
@@ -121,24 +140,52 @@ DELETE FROM client_tries WHERE client IN (
 )
 
 -- name: entries_page
--- Newest first, each with the name of the account that wrote it; one row more than a
--- page is asked for, to tell whether an older page exists.
-SELECT e.body, e.created_at AT TIME ZONE 'UTC' AS created_utc, a.display_name
+-- Newest first, each with the name of the account that wrote it, from the entry before
+-- the id `before` on (entries.NEWEST for the first page): a keyset, so the primary
+-- key's index finds where a page begins and every page reads `limit` rows, however
+-- deep, where an OFFSET would read and throw away every row before it. One row more
+-- than a page is asked for, to tell whether an older page exists.
+SELECT e.id, e.body, e.created_at AT TIME ZONE 'UTC' AS created_utc, a.display_name
 FROM entries e JOIN accounts a ON a.id = e.account_id
+WHERE e.id < %(before)s
 ORDER BY e.id DESC
-LIMIT %(limit)s OFFSET %(offset)s
+LIMIT %(limit)s
+
+-- name: entry_counted
+-- One more entry by the account, counted in its window of ENTRY_WINDOW seconds, or the
+-- first of a new window once the last has ended. The row lock serialises an account's
+-- posts sent at once, so each is counted and none slips past the limit; RETURNING sees
+-- the row as written: the entries so far, and the whole seconds until the window ends.
+UPDATE accounts AS a SET
+    entries_began = CASE WHEN a.entries_began IS NULL OR a.entries_began <= now() - make_interval(secs => %(window)s)
+                         THEN now() ELSE a.entries_began END,
+    entries_posted = CASE WHEN a.entries_began IS NULL OR a.entries_began <= now() - make_interval(secs => %(window)s)
+                          THEN 1 ELSE a.entries_posted + 1 END
+WHERE id = %(account_id)s
+RETURNING entries_posted, ceil(extract(epoch FROM entries_began + make_interval(secs => %(window)s) - now()))::integer AS wait
 
 -- name: entry_created
 INSERT INTO entries (account_id, body) VALUES (%(account_id)s, %(body)s)
 
 -- name: session_started
--- A new session for the account; the account's sessions that have ended by themselves
--- go at the same time, so the table holds little more than the live ones.
+-- A new session for the account. The account's sessions that have ended by themselves
+-- go at the same time, and so do its live ones past the newest `kept` (SESSIONS_MAX
+-- less the new one), so no account holds more than SESSIONS_MAX rows however often
+-- it signs in. Both deletes read the table as it was before the statement.
 WITH dead AS (
     DELETE FROM sessions
     WHERE account_id = %(account_id)s
         AND (created_at <= now() - make_interval(secs => %(max_age)s)
              OR seen_at <= now() - make_interval(secs => %(idle)s))
+), oldest AS (
+    DELETE FROM sessions WHERE id IN (
+        SELECT id FROM sessions
+        WHERE account_id = %(account_id)s
+            AND created_at > now() - make_interval(secs => %(max_age)s)
+            AND seen_at > now() - make_interval(secs => %(idle)s)
+        ORDER BY id DESC
+        OFFSET %(kept)s
+    )
 )
 INSERT INTO sessions (account_id) VALUES (%(account_id)s)
 RETURNING id
@@ -164,3 +211,9 @@ DELETE FROM sessions WHERE id = %(id)s
 -- name: sessions_ended
 -- Every session of the account, wherever its cookies are: sign out everywhere, and a reset.
 DELETE FROM sessions WHERE account_id = %(account_id)s
+
+-- name: sessions_pruned
+-- The daily upkeep (upkeep.py): every session that has ended by itself, whichever
+-- account it was of, so the table holds little more than the live ones.
+DELETE FROM sessions
+WHERE created_at <= now() - make_interval(secs => %(max_age)s) OR seen_at <= now() - make_interval(secs => %(idle)s)

@@ -1,7 +1,9 @@
 """Choosing a new password, from the link a reset letter carries.
 
 Asking for a letter answers the same whether or not the address has an account,
-and sends at most one letter per account every RESET_EVERY seconds. The link is
+and takes the same path, as long: it writes the letter and queues one job either
+way, and the worker decides (mailer.reset_letter), sending at most one letter per
+account every RESET_EVERY seconds, and none to an address without one. The link is
 bound to the password digest, so setting a new password uses it up; the reset
 also ends every session of the account (sessions.ended_everywhere).
 """
@@ -21,7 +23,7 @@ INVALID = "This reset link is not valid: it has expired or was used already. Ask
 
 @bp.route("/new", methods=("GET", "POST"))
 def new():
-    """Queues a reset letter to the address given, when it has an account and had none lately."""
+    """Queues the reset letter of the address given, which the worker sends when it has an account and had none lately."""
     if request.method != "POST":
         return render_template("resets/new.html")
     email = email_field()
@@ -29,11 +31,8 @@ def new():
         flash("Enter an email address, like name@example.com.", "error")
         return render_template("resets/new.html", email=email), 422
     db = get_db()
-    account = accounts.by_email(db, email)
-    if account is not None:
-        with db.transaction():
-            if accounts.reset_claimed(db, account):
-                mailer.reset(db, account)
+    account = accounts.by_email(db, email) or accounts.nobody(email)
+    mailer.reset_asked(db, account)
     flash(f"If {email} has an account, a letter with a link to choose a new password is on its way.")
     return redirect(url_for("auth.signin"))
 

@@ -69,3 +69,18 @@ ALTER TABLE accounts
 --    gets the column, empty for the accounts it holds (their entries are signed
 --    names.ANONYMOUS); a column with a constant default is added without rewriting rows.
 ALTER TABLE accounts ADD COLUMN IF NOT EXISTS display_name text NOT NULL DEFAULT '';
+
+-- name: step 2
+-- What one account may write. The window of its entries (entries.py), counted on its
+-- own row as client_tries counts a client's tries, NULL until its first entry; and the
+-- look-alike key of its name (names.key), unique, so no two names pass for each other.
+-- Accounts named before this step get their keys from the app at its next start
+-- (names.keys_made: a key is made in Python, not in SQL), by the partial index of the
+-- names without one. IF NOT EXISTS: a database whose record of steps was lost takes
+-- them again.
+ALTER TABLE accounts
+    ADD COLUMN IF NOT EXISTS entries_began timestamptz,    -- when the account's present window of entries began
+    ADD COLUMN IF NOT EXISTS entries_posted integer NOT NULL DEFAULT 0,  -- entries posted (or tried past the limit) in it
+    ADD COLUMN IF NOT EXISTS name_key text;   -- names.key of display_name; NULL for no name
+CREATE UNIQUE INDEX IF NOT EXISTS accounts_name_key ON accounts (name_key);
+CREATE INDEX IF NOT EXISTS accounts_unkeyed_names ON accounts (id) WHERE name_key IS NULL AND display_name <> '';

@@ -1,7 +1,9 @@
 """Sessions kept on the server: the signed cookie names a row of the sessions table, and the row decides.
 
 Signing out deletes the row, so a copy of the cookie taken before is worth nothing
-after it; "sign out everywhere" and a password reset delete every row of the account.
+after it; "sign out everywhere" and a password reset delete every row of the account,
+and signing in again ends the row the browser held before. An account keeps at most
+SESSIONS_MAX live rows, and the daily upkeep deletes every row that has ended (`pruned`).
 A session also ends by itself, SESSION_IDLE after its latest request and
 SESSION_MAX_AGE after its sign-in, however busy (auth.load_signed_in_account asks).
 """
@@ -12,11 +14,12 @@ from .db import queries
 SESSION_MAX_AGE = 14 * 24 * 3600  # seconds a session lives at the most, from its sign-in: 14 days
 SESSION_IDLE = 24 * 3600  # seconds without a request after which a session ends: a day
 SEEN_EVERY = 60  # seconds between two writes of a session's latest request, not one write a page
+SESSIONS_MAX = 10  # live sessions an account keeps at the most: a new sign-in past it ends the oldest
 
 
 def started(db, account) -> int:
     """A new session of `account`; returns its id, for the cookie."""
-    params = {"account_id": account.id, "max_age": SESSION_MAX_AGE, "idle": SESSION_IDLE}
+    params = {"account_id": account.id, "max_age": SESSION_MAX_AGE, "idle": SESSION_IDLE, "kept": SESSIONS_MAX - 1}
     return db.execute(queries["session_started"], params).fetchone().id
 
 
@@ -42,3 +45,8 @@ def ended(db, session_id) -> None:
 def ended_everywhere(db, account_id: int) -> None:
     """Ends every session of the account."""
     db.execute(queries["sessions_ended"], {"account_id": account_id})
+
+
+def pruned(db) -> int:
+    """Deletes every session that has ended by itself (SESSION_IDLE, SESSION_MAX_AGE); returns how many."""
+    return db.execute(queries["sessions_pruned"], {"max_age": SESSION_MAX_AGE, "idle": SESSION_IDLE}).rowcount

@@ -1,8 +1,10 @@
 """The guestbook's upkeep: jobs that run on a schedule, on the queue of its letters.
 
 The worker beside the server (and the Procfile's worker) works the mail queue with
-`performers`, the letters' and the upkeep's, and holds `schedules`: every process
-holds them, and each tick still runs once (the README's "Work on a schedule").
+`performers`, the letters' (mail's and mailer.py's) and the upkeep's, and holds `schedules`: every process
+holds them, and each tick still runs once (the README's "Work on a schedule"). Each
+job keeps a table from growing without end: accounts never confirmed, sessions that
+have ended, letters that failed long ago, and finished batches.
 """
 
 import logging
@@ -10,17 +12,37 @@ import logging
 import jobs
 import mail
 
-from . import accounts
+import guestbook
+
+from . import accounts, mailer, sessions
 
 QUEUE = mail.QUEUE  # the queue the worker beside the server works
 BATCHES_KEPT = 7 * 24 * 3600  # seconds a finished batch of jobs is kept before it is pruned: a week
+FAILED_LETTERS_KEPT = 30 * 24 * 3600  # seconds a letter stays on the failed shelf before it is pruned: 30 days
 
 log = logging.getLogger("guestbook")
 
 
 def prune_unconfirmed(db, args) -> None:
-    """Deletes the accounts whose last confirmation link expired unused."""
-    log.info("pruned %d account(s) never confirmed", accounts.unconfirmed_pruned(db))
+    """Deletes the accounts whose last confirmation link expired unused, but for those with a live reset link."""
+    reset_max_age = guestbook.settings_from_environment()["RESET_TOKEN_MAX_AGE"]  # as the app reads it
+    log.info("pruned %d account(s) never confirmed", accounts.unconfirmed_pruned(db, reset_max_age))
+
+
+def prune_sessions(db, args) -> None:
+    """Deletes the sessions that have ended by themselves."""
+    log.info("pruned %d ended session(s)", sessions.pruned(db))
+
+
+def prune_failed_letters(db, args) -> None:
+    """Deletes the letters that failed for good more than FAILED_LETTERS_KEPT ago, a page of the shelf at a time."""
+    cutoff = jobs.now_ms() - FAILED_LETTERS_KEPT * 1000
+    pruned, after = 0, None
+    while page := jobs.failed(db, QUEUE, after=after):
+        old = [job["id"] for job in page if job["name"] == "deliver" and job["failed_at"] < cutoff]
+        pruned += jobs.discarded(db, *old) if old else 0
+        after = page[-1]["id"]
+    log.info("pruned %d letter(s) failed more than %d days ago", pruned, FAILED_LETTERS_KEPT // (24 * 3600))
 
 
 def prune_batches(db, args) -> None:
@@ -28,17 +50,22 @@ def prune_batches(db, args) -> None:
     log.info("pruned %d finished batch(es)", jobs.pruned(db, older_than=BATCHES_KEPT))
 
 
-UPKEEP = {"prune_unconfirmed": prune_unconfirmed, "prune_batches": prune_batches}  # the upkeep's own performers
+UPKEEP = {  # the upkeep's own performers
+    "prune_unconfirmed": prune_unconfirmed, "prune_sessions": prune_sessions,
+    "prune_failed_letters": prune_failed_letters, "prune_batches": prune_batches,
+}
 
 
 def __getattr__(name: str):
     """`performers`, the letters' and the upkeep's, made when asked for, as mail.performers is."""
     if name == "performers":
-        return mail.performers | UPKEEP
+        return mail.performers | mailer.PERFORMERS | UPKEEP
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 schedules = [
     jobs.every("prune-unconfirmed", cron="17 3 * * *", queue=QUEUE, name="prune_unconfirmed"),
+    jobs.every("prune-sessions", cron="27 3 * * *", queue=QUEUE, name="prune_sessions"),
+    jobs.every("prune-failed-letters", cron="37 3 * * *", queue=QUEUE, name="prune_failed_letters"),
     jobs.every("prune-batches", cron="47 3 * * *", queue=QUEUE, name="prune_batches"),
 ]

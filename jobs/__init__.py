@@ -10,8 +10,11 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   on commit; `claimed` takes due rows under a lease, as Jobs (job.py);
                   settling statements.
   listener.py     a Worker's listener hears the notification and wakes a work thread;
-                  it also promotes scheduled jobs, beats the heartbeat and reaps
+                  it also promotes scheduled jobs and reaps, each chore alone
                   (chores.py), and bounds where claims start (frontier.py, SQL).
+  heartbeat.py    beside it, the heartbeat records the worker in job_workers and beats
+                  its row (roster.py, SQL); the watch lets go of a thread whose job ran
+                  past its timeout (watch.py).
   workers.py      a work thread claims a batch of due jobs and hands it to the runner;
                   `worked` does the same once, for a caller's own loop.
   connections.py  the loop that keeps each of those threads' connections open;

@@ -10,6 +10,7 @@
   python -m jobs discard ID [ID ...] | --all       delete failed jobs
   python -m jobs pause QUEUE | resume QUEUE        stop and start the claims of a queue
   python -m jobs cancel ID [ID ...]                cancel jobs that wait or run
+  python -m jobs workers                           the workers at work, and those gone in the last hour
 
 `work` prepares the tables (jobs.prepared) and checks that it can claim, or exits
 EXIT_DATABASE with the server's message; SIGTERM or SIGINT lets the jobs in hand finish
@@ -24,6 +25,7 @@ statement. They never print a job's arguments.
 
 import argparse
 import logging
+import math
 import os
 import signal
 import sys
@@ -62,17 +64,20 @@ def parser() -> argparse.ArgumentParser:
         "2 a wrong command line, or DATABASE_URL unset; 3 the database could not be reached or refused."))
     commands = top.add_subparsers(required=True, metavar="COMMAND")
     work = commands.add_parser("work", help="run a worker until SIGTERM", description="Run a worker until SIGTERM or SIGINT.")
-    work.add_argument("queues", metavar="QUEUE[,QUEUE...]", type=lambda text: [q for q in text.split(",") if q])
-    work.add_argument("--performers", required=True, metavar="MODULE:ATTRIBUTE", help="the dict mapping job names to performers")
-    work.add_argument("--lease", type=float, default=store.LEASE, metavar="SECONDS", help=f"how long a claim holds a job (default {store.LEASE:g})")
-    work.add_argument("--threads", type=int, default=1, metavar="N", help="jobs run at once (default 1); uses N + 1 connections")
-    work.add_argument("--poll", type=float, default=POLL_INTERVAL, metavar="SECONDS", help=f"idle look-up interval (default {POLL_INTERVAL:g})")
+    work.add_argument("queues", metavar="QUEUE[,QUEUE...]", type=queue_list)
+    work.add_argument("--performers", required=True, metavar="MODULE:ATTRIBUTE", type=importable("--performers"),
+                      help="the dict mapping job names to performers")
+    work.add_argument("--lease", type=seconds, default=store.LEASE, metavar="SECONDS",
+                      help=f"how long the worker may fall silent before its jobs go to others (default {store.LEASE:g})")
+    work.add_argument("--threads", type=threads, default=1, metavar="N", help="jobs run at once (default 1); uses N + 2 connections")
+    work.add_argument("--poll", type=seconds, default=POLL_INTERVAL, metavar="SECONDS", help=f"idle look-up interval (default {POLL_INTERVAL:g})")
     work.add_argument("--no-listen", dest="listen", action="store_false", help="poll only (for PgBouncer in transaction mode)")
     work.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                       help="how long a job may run when its policy says nothing (default: no limit)")
-    work.add_argument("--grace", type=float, default=GRACE, metavar="SECONDS",
+    work.add_argument("--grace", type=grace, default=GRACE, metavar="SECONDS",
                       help=f"on SIGTERM, how long jobs in hand may run on before they are given back (default {GRACE:g})")
-    work.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="a list of jobs.every(...) schedules to fire")
+    work.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", type=importable("--schedules"),
+                      help="a list of jobs.every(...) schedules to fire")
     work.set_defaults(command=work_command)
     commands_added(commands)
     return top
@@ -80,8 +85,7 @@ def parser() -> argparse.ArgumentParser:
 
 def work_command(args, url: str) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(process)d %(message)s")
-    performers = imported(args.performers)
-    held = imported(args.schedules, "--schedules") if args.schedules else ()
+    performers, held = args.performers, args.schedules or ()  # imported by the parser (`importable`)
     try:
         with psycopg.connect(url, autocommit=True) as db:
             schema.prepared(db)
@@ -125,10 +129,54 @@ def inspected(args, url: str) -> int:
 
 def seconds(text: str) -> float:
     """A number of seconds above 0, for argparse."""
-    value = float(text)
+    value = number(text)
     if not value > 0:
         raise argparse.ArgumentTypeError(f"expected seconds above 0, got {text}")
     return value
+
+
+def grace(text: str) -> float:
+    """A number of seconds, 0 or more, for argparse: 0 gives the jobs in hand back at once."""
+    value = number(text)
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"expected seconds, 0 or more, got {text}")
+    return value
+
+
+def number(text: str) -> float:
+    """A finite number, for argparse."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"expected a finite number of seconds, got {text}")
+    return value
+
+
+def threads(text: str) -> int:
+    """How many work threads: a whole number, 1 or more, for argparse."""
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of threads, 1 or more, got {text!r}")
+    return int(text)
+
+
+def queue_list(text: str) -> list[str]:
+    """The queues of `work`, comma-separated, for argparse: one or more, none empty."""
+    queues = [queue.strip() for queue in text.split(",")]
+    if not any(queues) or "\x00" in text:
+        raise argparse.ArgumentTypeError(f"name one queue or more, separated by commas, got {text!r}")
+    return [queue for queue in queues if queue]
+
+
+def importable(option: str):
+    """An argparse type for `option` that imports the object MODULE:ATTRIBUTE names, before anything is done."""
+    def parsed(spec: str):
+        try:
+            return imported(spec, option)
+        except SystemExit as error:
+            raise argparse.ArgumentTypeError(str(error).removeprefix("jobs: ")) from None
+    return parsed
 
 
 if __name__ == "__main__":

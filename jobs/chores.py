@@ -1,29 +1,63 @@
-"""The chores of a worker's listener, done on its timers on the listener's own connection.
+"""The chores of a worker's listener, each on a timer of its own, on the listener's connection.
 
-Every POLL_INTERVAL (`polled`): promote the scheduled jobs whose moment has come (and
-wake a thread for them), queue the job of each due tick of the worker's schedules, read
-which queues are paused, look for where each queue's claims should start (frontier.py),
-and hear which jobs in hand an operator cancelled. Every half lease (`beaten`): extend
-the leases of the jobs in hand, free the concurrency keys of leases that ran out, and
-reap the jobs whose worker died on their last attempt.
+Every POLL_INTERVAL: promote the scheduled jobs whose moment has come (and wake a
+thread for them), queue the job of each due tick of the worker's schedules, read which
+queues are paused, look for where each queue's claims should start (frontier.py), and
+hear which jobs in hand an operator cancelled. Every lease / BEATS, the reaper: take
+silent workers for gone and let their jobs' leases run out (roster.py), free the
+concurrency keys of leases that ran out, shelve the cancelled and the lost, and prune
+the rows of workers long gone. The listener runs each alone (listener.py): one that
+fails or is slow is logged and holds up none of the others' timers. The heartbeat
+and the timeout watch are not chores: they have a thread of their own (heartbeat.py).
 """
 
 import logging
+from dataclasses import dataclass
+from typing import Callable
 
-from . import control, endings, store
+from . import control, endings, roster, store
 from .schedules import fired
 
 log = logging.getLogger("jobs")
 
 
-def polled(db, worker) -> None:
-    """The chores of each POLL_INTERVAL, for `worker` (a Worker)."""
+@dataclass
+class Chore:
+    """A chore of the listener: its name in the log, how often it runs (seconds), and what it does on a connection."""
+
+    name: str
+    every: float
+    do: Callable
+    next_at: float = 0.0  # time.monotonic() moment it is due next; 0: at once
+
+
+def timetable(worker) -> list[Chore]:
+    """The chores of `worker` (a Worker), each due at once when the listener starts."""
+    poll, reap = worker.poll, worker.lease / roster.BEATS
+    return [
+        Chore("promotion", poll, lambda db: promoted(db, worker)),
+        Chore("schedules", poll, lambda db: fired(db, worker.schedules)),  # the jobs of due ticks, once across workers
+        Chore("pauses", poll, lambda db: worker.paused_now(control.paused_queues(db))),
+        Chore("frontier", poll, lambda db: looked(db, worker)),
+        Chore("cancels", poll, lambda db: cancels_heard(db, worker)),
+        Chore("reaper", reap, reaped),
+    ]
+
+
+def promoted(db, worker) -> None:
+    """Promotes the scheduled jobs whose moment has come, and wakes a thread when the worker's queues got some."""
     if set(store.promoted(db)) & set(worker.queues):
         worker.doorbell.ring()  # not only by the notification, which a polling worker misses
-    fired(db, worker.schedules)  # the jobs of due ticks, once across all workers
-    worker.paused_now(control.paused_queues(db))
-    if worker.frontiers.looked(db, worker.queues):  # where the claims start, past dead index entries
+
+
+def looked(db, worker) -> None:
+    """Looks where each queue's claims start, past dead index entries (frontier.py)."""
+    if worker.frontiers.looked(db, worker.queues):
         worker.doorbell.ring()  # a job the claims passed over is due
+
+
+def cancels_heard(db, worker) -> None:
+    """Hears which jobs in hand an operator cancelled, one claim at a time."""
     for jobs in worker.batches_held():
         heard_cancelled(db, jobs)
 
@@ -45,14 +79,12 @@ def heard_cancelled(db, jobs: list[store.Job]) -> None:
                         job.id, job.name, job.queue)
 
 
-def beaten(db, worker, lease: float) -> None:
-    """The chores of each half lease: the heartbeat, freeing keys, reaping lost jobs."""
-    for jobs in worker.batches_held():
-        taken = store.extended(db, jobs, lease=lease)
-        for job in jobs:
-            if job.id in taken:
-                log.warning("lease lost: job %s (%s on %s) is held by another worker", job.id, job.name, job.queue)
+def reaped(db) -> None:
+    """The reaper: jobs of workers gone come back, keys of leases that ran out are freed, the lost are shelved."""
+    for job, worker_id in roster.orphans_lapsed(db):
+        log.warning("job %s was held by worker %s, which stopped beating: its lease runs out now", job, worker_id)
     store.keys_freed(db)
     with db.transaction():
         control.cancelled_reaped(db)  # before the reaper, so a cancelled job is shelved, never run again
     endings.reaped(db)
+    roster.pruned(db)

@@ -8,7 +8,7 @@ and answers the exit code.
 import argparse
 import importlib
 
-from . import control, schedules, schema, shelf
+from . import control, roster, schedules, schema, shelf
 from .tables import table, in_full, moment, when, age, first_line, jobs_counted
 
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
@@ -25,6 +25,11 @@ def commands_added(commands) -> None:
         "with --schedules, the code's definition and next run too. Exits 0."))
     listing.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="the code's schedules, for their next runs")
     listing.set_defaults(command=schedules_command)
+    listed = commands.add_parser("workers", help="list the workers at work and those gone in the last hour",
+                                 description=(
+        "List the workers at work and those gone within the last hour: host, pid, queues, threads, the schema "
+        "version their code needs, when each started and last beat, and how many jobs each holds. Exits 0."))
+    listed.set_defaults(command=workers_command)
     prepare = commands.add_parser("prepare", help="make the tables, or bring them up to date", description=(
         "Make the jobs tables, or take the steps of their schema they lack, as their owner; "
         "once it has run, a role that may only SELECT, INSERT, UPDATE and DELETE can work and queue jobs."))
@@ -70,15 +75,26 @@ def control_commands_added(commands) -> None:
     """Adds pause, resume and cancel to the command line's commands."""
     added(commands, "pause", pause_command, "stop the claims of a queue",
           "Pause a queue: workers claim none of its jobs (within a poll interval) until it is resumed; "
-          "jobs in hand finish. Exits 0, or 1 when it was paused already.").add_argument("queue", metavar="QUEUE")
+          "jobs in hand finish. Exits 0, or 1 when it was paused already.").add_argument("queue", metavar="QUEUE",
+                                                                                        type=queue_name)
     added(commands, "resume", resume_command, "let workers claim from a queue again",
-          "Resume a paused queue. Exits 0, or 1 when it was not paused.").add_argument("queue", metavar="QUEUE")
+          "Resume a paused queue. Exits 0, or 1 when it was not paused.").add_argument("queue", metavar="QUEUE",
+                                                                                     type=queue_name)
     cancel = commands.add_parser("cancel", help="cancel jobs that wait or run", description=(
         "Cancel jobs: one that waits goes on the failed shelf as cancelled and never runs; one that runs "
         "is stopped by its worker within a heartbeat and shelved as cancelled. Exits 0, or 1 when none was "
         "waiting or running."))
     cancel.add_argument("ids", nargs="+", type=positive, metavar="ID", help="a job that waits or runs")
     cancel.set_defaults(command=cancel_command)
+
+
+def queue_name(text: str) -> str:
+    """A queue's name, for argparse: not empty, no NUL."""
+    try:
+        control.queue_named(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def positive(text: str) -> int:
@@ -210,9 +226,27 @@ def schedules_command(args, db) -> int:
     return EXIT_OK
 
 
+def workers_command(args, db) -> int:
+    """Prints the workers at work and those gone within roster.KEPT as a table."""
+    rows = roster.listed(db)
+    if not rows:
+        print("no worker has run in the last hour")
+        return EXIT_OK
+    headers = ["WORKER", "HOST", "PID", "QUEUES", "THREADS", "VERSION", "STARTED (UTC)", "LAST BEAT", "STATE", "HOLDING"]
+    print(table(headers, [[row["id"], row["host"], row["pid"], ",".join(row["queues"]), row["threads"], row["version"],
+                           moment(row["started_at"]), age((row["now"] - row["beat_at"]) / 1000) + " ago",
+                           row["state"], row["holding"]] for row in rows]))
+    return EXIT_OK
+
+
 def imported(spec: str, option: str = "--performers"):
-    """The object `module:attribute` names."""
+    """The object `module:attribute` names; a SystemExit saying what is wrong when it cannot be found."""
     module, _, attribute = spec.partition(":")
     if not module or not attribute:
         raise SystemExit(f"jobs: {option} takes module:attribute, got {spec!r}")
-    return getattr(importlib.import_module(module), attribute)
+    try:
+        return getattr(importlib.import_module(module), attribute)
+    except ImportError as error:
+        raise SystemExit(f"jobs: {option} {spec}: cannot import {module} ({error})") from None
+    except AttributeError:
+        raise SystemExit(f"jobs: {option} {spec}: module {module} has no {attribute}") from None

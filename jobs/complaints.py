@@ -100,9 +100,10 @@ class Complaints:
 def refusal(db, queues: list[str]) -> psycopg.Error | None:
     """The refusal a worker on `queues` would meet on `db`, or None when it can work.
 
-    It claims, settles and promotes as a worker does, at NOTHING_DUE and in a
-    transaction rolled back at the end, so it finds nothing and changes nothing. A
-    read-only server is a refusal here: a worker started on a standby cannot work.
+    It claims, settles and promotes as a worker does, at NOTHING_DUE, registers and
+    beats a worker row and reads the paused queues, in a transaction rolled back at the
+    end, so it finds nothing and changes nothing. A read-only server is a refusal here:
+    a worker started on a standby cannot work.
     """
     try:
         with db.transaction(force_rollback=True):
@@ -110,6 +111,10 @@ def refusal(db, queues: list[str]) -> psycopg.Error | None:
                 store.claimed(db, queue, NOTHING_DUE)
             db.execute(queries["finish"], {"ids": [], "claim": 0})
             store.promoted(db, NOTHING_DUE)
+            db.execute(queries["register"], {"id": 0, "host": "", "pid": 0, "queues": queues, "threads": 1, "lease": 1,
+                                             "version": 0, "now": None})
+            db.execute(queries["beat"], {"id": 0, "now": None})
+            db.execute(queries["paused_queues"])
     except psycopg.Error as error:
         if lost(error) and error.sqlstate != READ_ONLY:
             raise

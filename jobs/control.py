@@ -81,7 +81,7 @@ def cancelled(db, *ids: int, now: int | None = None) -> Cancellation:
 def cancelled_among(db, jobs: list[store.Job]) -> set[int]:
     """The ids of the held `jobs` (of one claim) that were cancelled while they ran.
 
-    For the worker's heartbeat, beside `extended`: the worker then tells the job's
+    For the cancels chore of the worker's listener (chores.py): the worker then tells the job's
     performer and settles the job with `cancellation_settled`.
     """
     if not jobs:

@@ -8,15 +8,25 @@ READ reader. Until then every claim walks them all from the front of the queue a
 visits each one's row, in order, to find it gone: after five minutes at 500 jobs a
 second, 300,000 entries and 100 ms a claim.
 
-So a worker looks, once per poll (chores.py), for the first due job of each of its
-queues with the walk itself (`first_due`, timed), and when that walk was slower than
-SLOW_WALK its claims start there, less SLACK: `(priority, run_at, id) >= bound`, an
-index condition that seeks straight past the dead entries. While walks are quick
-there is no bound and the claim is exactly the plain one.
+So a worker looks, once per poll (chores.py), whether any transaction of this database
+has held a snapshot (or an xid) for longer than OLD_SNAPSHOT, as pg_stat_activity's
+backend_xmin, backend_xid and xact_start say (prepared transactions and replication
+slots are counted too): dead entries outlive only such a snapshot. With none,
+there is no bound and no walk, and the claim is exactly the plain one. With one, it
+walks to the first due job of each of its queues (`first_due`), and when that walk was
+slower than SLOW_WALK its claims start there, less SLACK: `(priority, run_at, id) >=
+bound`, an index condition that seeks straight past the dead entries. The walk may
+take LOOK_PATIENCE at most, so the look's cost is bounded however many entries the
+snapshot keeps: one cut off looks again from the bound it had, which seeks past the
+entries behind it, and moves the bound on to the first due job from there (cut off
+again, it keeps the bound). Dead entries pile up gradually, so a look from the front
+sets a bound while the snapshot is young, and the bound follows the queue afterwards. A drain (stop(drain=True)) drops every
+bound: it ends when nothing is due, and a job behind a bound is due.
 
 A bound is a guess made from one snapshot, so what it can miss is said here; each
-miss is found by the next look, which walks from the front, within one poll interval,
-and a look that moves a bound back wakes a work thread for what it found:
+miss is found by the next look that walks from the front, within one poll interval
+(or, while looks run out of patience, once the snapshot goes), and a look that moves a
+bound back wakes a work thread for what it found:
 - a job whose transaction queued it more than SLACK before the look and committed
   after it (its run_at is the moment it was queued, behind the bound);
 - a job of a more urgent priority than the bound's that becomes due after the look;
@@ -25,13 +35,22 @@ Nothing is ever claimed twice or lost for it: the bound only narrows where a cla
 looks, and every row it skips is still in the index for the next look.
 """
 
+import logging
 import threading
 import time
 
-from .sql import queries
+import psycopg
+from psycopg import sql
 
+from .sql import queries
+from .store import BOUND
+
+OLD_SNAPSHOT = 1.0  # seconds: a snapshot held longer may keep dead entries worth seeking past
 SLOW_WALK = 0.002  # seconds: a look at the first due job slower than this bounds the claims that follow
 SLACK = 1000  # ms a bound stands before the first due job, for transactions that commit a little late
+LOOK_PATIENCE = 0.05  # seconds a look's walk may take; one cut off keeps the bound it had
+
+log = logging.getLogger("jobs")
 
 
 class Frontiers:
@@ -40,37 +59,72 @@ class Frontiers:
     def __init__(self):
         self._bounds: dict[str, tuple[int, int]] = {}  # queue -> (priority, run_at): its claims start there
         self._lock = threading.Lock()
+        self._drained = False
 
     def bound(self, queue: str) -> tuple[int, int] | None:
         """Where claims of `queue` start, as (priority, run_at); None: at the front."""
-        return self._bounds.get(queue)
+        return None if self._drained else self._bounds.get(queue)
+
+    def drained(self) -> None:
+        """Drops every bound for good: the worker drains, and must see every due job."""
+        self._drained = True
 
     def looked(self, db, queues) -> bool:
-        """Walks to the first due job of each queue, and bounds the claims of those whose walk was slow.
+        """Walks to the first due job of each queue while an old snapshot is held, and bounds the claims of slow walks.
 
         True when a bound moved back or went: a job the claims passed over is due, and
         a thread should be woken for it now rather than at its next poll.
         """
+        if self._drained or db.execute(queries["snapshot_held"]).fetchone()[0] <= OLD_SNAPSHOT:
+            with self._lock:
+                had, self._bounds = bool(self._bounds), {}
+            return had
         back = False
         for queue in queues:
-            started = time.perf_counter()
-            first = db.execute(queries["first_due"], {"queue": queue, "now": None}).fetchone()
-            slow = time.perf_counter() - started > SLOW_WALK
             with self._lock:
                 earlier = self._bounds.get(queue)
-                if not slow:
+            now = self._walked(db, queue, earlier)
+            with self._lock:
+                if now is None:
                     self._bounds.pop(queue, None)
-                elif first is not None:
-                    self._bounds[queue] = (first[0], first[1] - SLACK)
-                else:  # nothing due: new jobs come in behind the walk's moment, at the usual priority
-                    self._bounds[queue] = (self._usual_priority(queue), database_now(db) - SLACK)
-                now = self._bounds.get(queue)
+                else:
+                    self._bounds[queue] = now
             back = back or (earlier is not None and (now is None or now < earlier))
         return back
 
-    def _usual_priority(self, queue: str) -> int:
-        earlier = self._bounds.get(queue)
-        return earlier[0] if earlier else 0
+    def _walked(self, db, queue: str, earlier: tuple[int, int] | None) -> tuple[int, int] | None:
+        """The bound of `queue` after a walk to its first due job from the front, or from `earlier` when that
+        ran out of patience (`earlier` itself when both did)."""
+        try:
+            first, slow = patient_walk(db, queue, None)
+        except psycopg.errors.QueryCanceled:
+            if earlier is None:
+                return None
+            try:
+                first, _ = patient_walk(db, queue, earlier)
+            except psycopg.errors.QueryCanceled:
+                return earlier
+            slow = True  # the walk from the front took all its patience
+        if not slow:
+            return None
+        if first is not None:
+            return first[0], first[1] - SLACK
+        # nothing due: new jobs come in behind the walk's moment, at the usual priority
+        return (earlier[0] if earlier else 0), database_now(db) - SLACK
+
+
+def patient_walk(db, queue: str, bound: tuple[int, int] | None):
+    """The first due job of `queue` (from `bound` on, if given), and whether the walk took over SLOW_WALK;
+    QueryCanceled when it took over LOOK_PATIENCE."""
+    params = {"queue": queue, "now": None}
+    if bound is not None:
+        params["after_priority"], params["after_run_at"] = bound
+    statement = sql.SQL(queries["first_due"]).format(bound=sql.SQL(BOUND if bound is not None else ""))
+    with db.transaction():
+        db.execute(queries["look_patience"], {"timeout": f"{max(1, round(LOOK_PATIENCE * 1000))}ms"})
+        started = time.perf_counter()
+        first = db.execute(statement, params).fetchone()
+        return first, time.perf_counter() - started > SLOW_WALK
 
 
 def database_now(db) -> int:

@@ -1,10 +1,11 @@
-"""The listener: the one thread beside a worker's work threads that keeps the worker's time.
+"""The listener: the thread beside a worker's work threads that wakes them and does the chores.
 
 On a connection of its own it LISTENs for the notification `later` sends on commit and
-wakes a work thread at once (doorbell.py). On that connection it also runs the worker's
-chores on their timers (chores.py): every POLL_INTERVAL the poll's, every half lease the
-heartbeat's, and, while jobs are in hand, every WATCH_INTERVAL a look for one past its
-timeout or grace.
+wakes a work thread at once (doorbell.py). On that connection it also runs the
+worker's chores (chores.py), each on its own timer and each alone: a chore the database
+refuses, or one that fails, is logged and the others run on; a lost connection
+reconnects. The heartbeat and the timeout watch run beside it on a thread and a
+connection of their own (heartbeat.py), so no chore's statement ever holds them up.
 """
 
 import logging
@@ -13,39 +14,33 @@ import selectors
 import threading
 import time
 
+import psycopg
+
+from .complaints import kept
 from .connections import kept_running
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
-WATCH_INTERVAL = 0.1  # seconds between looks at the jobs in hand for one past its timeout or grace
 
 log = logging.getLogger("jobs")
 
 
 class Listener:
-    """Wakes the work threads of `queues` and runs the chores on their timers; `run` is the thread's body.
+    """Wakes the work threads of `queues` and runs `chores` (chores.Chore) on their timers; `run` is the thread's body.
 
-    held(): the batches of jobs the work threads hold now.
-    polled(db), beaten(db): the chores of each `poll` seconds and of each half `lease`.
-    watch(db): looks at the jobs in hand for one past its timeout or grace, every
-    WATCH_INTERVAL while there are any.
     stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
     doorbell: how the work threads are woken (doorbell.py): one ring per notification.
     complaints: the worker's record of the database's refusals (complaints.py).
     """
 
-    def __init__(self, connect, queues, *, poll, lease, listen, held, polled, beaten, watch,
-                 stopping: threading.Event, doorbell, complaints):
-        self.connect, self.queues, self.poll, self.lease, self.listen = connect, queues, poll, lease, listen
-        self.held, self.polled, self.beaten, self.watch = held, polled, beaten, watch
+    def __init__(self, connect, queues, *, listen, chores, stopping: threading.Event, doorbell, complaints):
+        self.connect, self.queues, self.listen, self.chores = connect, queues, listen, chores
         self.stopping, self.doorbell, self.complaints = stopping, doorbell, complaints
         self._wakeup_r, self._wakeup_w = os.pipe()  # a byte written here ends the wait in select
         self._selector: selectors.BaseSelector | None = None
         self._fd: int | None = None
-        self._next_poll = self._next_beat = 0.0
 
     def run(self) -> None:
         """Listens and keeps the timers until the worker stops, reconnecting when cut off."""
-        self._next_poll, self._next_beat = time.monotonic(), time.monotonic() + self.lease / 2
         with selectors.DefaultSelector() as self._selector:
             self._selector.register(self._wakeup_r, selectors.EVENT_READ)
             kept_running(self.connect, self.stopping, self._step, who="worker's listener",
@@ -77,21 +72,32 @@ class Listener:
             self._fd = None
 
     def _step(self, db) -> None:
-        """Waits for a notification or the next timer, then does what is due."""
-        held = self.held()
-        timeout = max(0.0, min(self._next_beat, self._next_poll) - time.monotonic())
-        for key, _ in self._selector.select(min(timeout, WATCH_INTERVAL) if held else timeout):
+        """Waits for a notification or the next chore's moment, then does the chores that are due."""
+        timeout = max(0.0, min(chore.next_at for chore in self.chores) - time.monotonic()) if self.chores else None
+        for key, _ in self._selector.select(timeout):
             if key.fd == self._wakeup_r:
                 os.read(self._wakeup_r, 64)  # stop() asked: kept_running's test decides
         self._heard(db)
-        if time.monotonic() >= self._next_poll:
-            self.polled(db)
-            self._next_poll = time.monotonic() + self.poll
-        if time.monotonic() >= self._next_beat:
-            self.beaten(db)
-            self._next_beat = time.monotonic() + self.lease / 2
-        self.watch(db)
+        for chore in self.chores:
+            if time.monotonic() >= chore.next_at and not self.stopping.is_set():
+                self._done(chore, db)
         self._heard(db)  # the chores' own commits: a schedule's job queued on this connection
+
+    def _done(self, chore, db) -> None:
+        """Runs one chore alone: a refusal or a bug is logged and the next chores still run; a lost connection is raised."""
+        who = f"worker's {chore.name}"
+        try:
+            chore.do(db)
+        except psycopg.Error as error:
+            if not kept(db, error):
+                raise  # the connection is gone: kept_running reconnects, and every chore runs again then
+            self.complaints.heard(error, who, chore.every)
+        except Exception:
+            log.exception("the %s hit an error; it runs again in %.1f s", who, chore.every)
+        else:
+            self.complaints.mended(who)
+        finally:
+            chore.next_at = time.monotonic() + chore.every
 
     def _heard(self, db) -> None:
         """Rings once for each notification of one of the queues that has come in.

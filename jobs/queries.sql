@@ -50,6 +50,11 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- when the statement starts, and the lease from the instant each row is updated, so
 -- a claim that waited (on a lock, or on a server coming back) never commits a lease
 -- that has already run out.
+-- A Worker's claim records which worker holds the job (%(worker)s, its row in
+-- job_workers) and moves run_at to %(held)s, HELD, the largest bigint: no lease runs
+-- out while that worker beats, and nothing writes the row to keep it. When the worker
+-- falls silent, another's reaper (orphans, below) lets the lease run out then. A claim
+-- with no worker (`worked`, an older copy of the package) holds the job for %(lease)s.
 -- The claim writes the attempts the performer's policy allows (%(budgets)s, a JSON
 -- object of name: attempts for the performers whose policy says so; LEAST ignores the
 -- NULL of any other name), so the row knows from attempt 1 which attempt is its last:
@@ -57,8 +62,8 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- A job an operator cancelled (cancelled_at) is never claimed: the heartbeat's
 -- cancelled_reaped puts it on the shelf.
 UPDATE jobs
-SET run_at = {clock} + %(lease)s, attempts = attempts + 1, claim = %(claim)s,
-    max_attempts = LEAST(jobs.max_attempts, (%(budgets)s::jsonb ->> jobs.name)::integer)
+SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
+    worker = %(worker)s::bigint, max_attempts = LEAST(jobs.max_attempts, (%(budgets)s::jsonb ->> jobs.name)::integer)
 FROM (
     SELECT id, run_at AS due_at
     FROM jobs
@@ -77,11 +82,33 @@ RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
 -- Where the first due job of a queue sits in the claim's order: the same walk as the
 -- claim's, without its locks and without its concurrency-key test, so a job waiting
 -- for its key, or locked by a claim at this instant, still counts as due (frontier.py).
+-- {bound} is empty (a look from the front) or the claim's own bound (a look from where
+-- the claims start, when one from the front ran out of patience).
 SELECT priority, run_at, id
 FROM jobs
-WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now})
+WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
 ORDER BY priority, run_at, id
 LIMIT 1
+
+-- name: snapshot_held
+-- For how many seconds the oldest snapshot (or running xid) that another session of
+-- this database holds has been held, or a prepared transaction kept; a replication
+-- slot whose xmin lags 1,000 transactions counts as held for good. Dead entries the
+-- horizon has not passed cannot be removed yet (frontier.py). 0 when none is held.
+SELECT coalesce(max(held), 0) FROM (
+    SELECT extract(epoch FROM statement_timestamp() - xact_start) AS held FROM pg_stat_activity
+    WHERE pid <> pg_backend_pid() AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)
+        AND (datname = current_database() OR datname IS NULL)
+    UNION ALL
+    SELECT extract(epoch FROM statement_timestamp() - prepared) FROM pg_prepared_xacts
+    WHERE database = current_database()
+    UNION ALL
+    SELECT 'Infinity'::numeric FROM pg_replication_slots WHERE age(xmin) > 1000
+) AS snapshots
+
+-- name: look_patience
+-- How long the look's walk may take, for its own transaction only (LOOK_PATIENCE).
+SELECT set_config('statement_timeout', %(timeout)s, true)
 
 -- name: finish
 -- A job that succeeded is deleted, on the transaction that holds its performer's
@@ -130,18 +157,6 @@ WHERE jobs.id = given.id AND jobs.claim = %(claim)s
 UPDATE jobs SET run_at = {now},
     claim = CASE WHEN attempts < max_attempts AND cancelled_at IS NULL THEN NULL ELSE claim END
 WHERE id = ANY(%(ids)s) AND claim = %(claim)s
-
--- name: extend
--- The heartbeat: the leases of the jobs a worker holds run one lease from now again.
--- It answers the jobs another worker has claimed since (their rows hold another
--- token), and only those: a job this worker settled a moment ago is gone or holds no
--- claim, which is no news, and a warning about it would cry wolf. The SELECT reads
--- the rows as they were before the UPDATE, which never touches another's claim.
-WITH extended AS (
-    UPDATE jobs SET run_at = {clock} + %(lease)s
-    WHERE id = ANY(%(ids)s) AND claim = %(claim)s
-)
-SELECT id FROM jobs WHERE id = ANY(%(ids)s) AND claim IS NOT NULL AND claim <> %(claim)s
 
 -- name: reap
 -- Jobs whose worker died on their last attempt: the lease ran out, and no attempt is
@@ -492,3 +507,64 @@ SET max_attempts = attempts, claim = NULL, scheduled = false,
     failure = 'cancelled', reasons = reasons || '["cancelled"]'
 WHERE cancelled_at IS NOT NULL AND claim IS NOT NULL AND run_at <= {now}
 RETURNING id, name, queue, batch, flow
+
+-- Workers (roster.py) -------------------------------------------------------------
+
+-- name: register
+-- A worker writes its row before any of its threads claims, and again on each new
+-- connection of its heartbeat, which takes back a row another worker's reaper marked
+-- gone while this one was cut off. The RETURNING subquery reads the row as it was
+-- before this statement: the ending it had, NULL for a row new or still working.
+INSERT INTO job_workers (id, host, pid, queues, threads, lease, version, started_at, beat_at)
+VALUES (%(id)s, %(host)s, %(pid)s, %(queues)s, %(threads)s, %(lease)s, %(version)s, {clock}, {clock})
+ON CONFLICT (id) DO UPDATE SET beat_at = excluded.beat_at, ended_at = NULL, ending = NULL
+RETURNING (SELECT ending FROM job_workers WHERE id = %(id)s)
+
+-- name: beat
+-- The heartbeat: the worker's own row, which no statement on jobs locks, so it never
+-- waits on a job. No row comes back when a reaper took the worker for gone (or the row
+-- was deleted): the worker then registers again.
+UPDATE job_workers SET beat_at = {clock} WHERE id = %(id)s AND ended_at IS NULL RETURNING id
+
+-- name: sign_off
+-- A clean stop: every job the worker held is settled or given back by now.
+UPDATE job_workers SET ended_at = {clock}, ending = 'stopped' WHERE id = %(id)s AND ended_at IS NULL
+
+-- name: orphans
+-- The reaper's first step. Workers whose last beat is older than %(silent)s of their
+-- own lease are taken for gone, and the jobs held by the claims of any worker marked
+-- gone (silent now, or stopped with a job still held) have their lease run out now:
+-- from here they are what a lease that ran out leaves, and the rest of the reaper
+-- (expire, cancelled_reaped, reap) and the claim treat them so.
+-- The test names workers marked gone, never "not among the working": a worker that
+-- registered after this statement's snapshot and claimed one of these rows since
+-- would fail such a test when the row is read again at its newest version.
+WITH gone AS (
+    UPDATE job_workers SET ended_at = {now}, ending = 'silent'
+    WHERE ended_at IS NULL AND beat_at < {now} - lease * %(silent)s
+    RETURNING id
+)
+UPDATE jobs SET run_at = {now}
+WHERE claim IS NOT NULL AND run_at > {now} AND worker IS NOT NULL
+    AND (worker IN (SELECT id FROM gone) OR worker IN (SELECT id FROM job_workers WHERE ended_at IS NOT NULL))
+RETURNING id, worker
+
+-- name: workers_pruned
+-- Rows of workers gone for longer than %(kept)s ms; their jobs went back when they went.
+DELETE FROM job_workers WHERE ended_at < {now} - %(kept)s
+
+-- name: workers
+-- The workers still at work and those gone within %(kept)s ms, newest first, with how
+-- many jobs each holds now (read from jobs_claimed: only held rows are in it).
+SELECT w.id, w.host, w.pid, w.queues, w.threads, w.lease, w.version, w.started_at, w.beat_at, w.ended_at,
+    w.ending, {now} AS now,
+    (SELECT count(*) FROM jobs WHERE jobs.worker = w.id AND claim IS NOT NULL AND run_at > {now}) AS holding
+FROM job_workers AS w
+WHERE w.ended_at IS NULL OR w.ended_at >= {now} - %(kept)s
+ORDER BY w.ended_at IS NOT NULL, w.started_at DESC, w.id
+
+-- name: taken
+-- Which of a worker's held jobs another worker claimed since (this one was taken for
+-- gone): a plain read, which takes no lock and waits on none.
+SELECT jobs.id FROM jobs JOIN unnest(%(ids)s::bigint[], %(claims)s::bigint[]) AS held (id, claim) ON jobs.id = held.id
+WHERE jobs.claim IS NOT NULL AND jobs.claim <> held.claim

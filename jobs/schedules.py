@@ -122,8 +122,8 @@ def every(key: str, *, cron: str | None = None, every=None, queue: str, name: st
         raise ValueError(f"schedule {key!r}: tz= is for cron expressions; every= counts time, not wall clocks")
     try:
         expression = None if cron is None else parsed(cron)
-    except ValueError as error:
-        raise ValueError(f"schedule {key!r}: {error}") from None
+    except (TypeError, ValueError) as error:
+        raise type(error)(f"schedule {key!r}: {error}") from None
     return Schedule(key, queue, name, json.loads(text), expression, interval, missed, zone_of(key, tz), priority)
 
 

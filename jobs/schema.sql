@@ -162,3 +162,27 @@ CREATE TABLE IF NOT EXISTS job_paused_queues (
     queue text PRIMARY KEY,
     paused_at bigint NOT NULL  -- ms since the epoch
 );
+
+-- name: step 7
+-- Liveness apart from the jobs' rows (roster.py): each worker records itself in
+-- job_workers when it starts and its heartbeat moves beat_at on, one small row per
+-- worker, so keeping a job never writes the job's row and never waits on its lock.
+-- A claim records in jobs.worker which worker holds the job; while that worker beats,
+-- the row's run_at is HELD (queries.sql) and no lease runs out. A worker silent for
+-- longer than its lease allows is taken for gone by another's reaper, which lets its
+-- jobs' leases run out then. A clean stop marks the row; rows gone over an hour stay
+-- for `python -m jobs workers` and the dashboard, then the reaper deletes them.
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS worker bigint;
+CREATE TABLE IF NOT EXISTS job_workers (
+    id bigint PRIMARY KEY,             -- chosen at random by the worker when it starts
+    host text NOT NULL,                -- the machine it runs on
+    pid integer NOT NULL,              -- its process there
+    queues text[] NOT NULL,            -- the queues it works
+    threads integer NOT NULL,          -- how many jobs it runs at once
+    lease bigint NOT NULL,             -- ms: its lease, by which its silence is judged
+    version integer NOT NULL,          -- the schema version its code needs (schema.VERSION)
+    started_at bigint NOT NULL,        -- ms since the epoch, on the database's clock
+    beat_at bigint NOT NULL,           -- ms: its last heartbeat
+    ended_at bigint,                   -- ms: when it stopped, or was taken for gone; NULL while it works
+    ending text                        -- 'stopped' (cleanly) or 'silent' (taken for gone); NULL while it works
+);

@@ -22,6 +22,7 @@ from .sql import queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
 ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise; written on every insert
+HELD = 2**63 - 1  # run_at of a job a Worker holds: the largest bigint, a lease that runs out only when the worker goes
 
 
 def now_ms() -> int:
@@ -89,17 +90,20 @@ def promoted(db, now: int | None = None) -> list[str]:
 
 
 def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: float = LEASE,
-            after: tuple[int, int] | None = None, budgets: str = "{}") -> list[Job]:
+            after: tuple[int, int] | None = None, worker: int | None = None, budgets: str = "{}") -> list[Job]:
     """Claims up to `limit` jobs of `queue` due at `now` (the database's clock when None), in claim order, and commits.
 
-    Each claimed row has its attempt counted and is held for `lease` seconds under a
-    new claim token; see the claim in queries.sql. `after` (priority, run_at) is where
-    the claim starts in that order, from frontier.py; None: at the front. `budgets` is
-    the attempts each performer's policy allows, from `budgets_of`: the claim writes
-    them on the rows, so a job's last attempt is known wherever its fate is decided.
+    Each claimed row has its attempt counted and is held under a new claim token; see
+    the claim in queries.sql. With `worker` (a Worker's id in job_workers) the job is
+    held while that worker beats; without, for `lease` seconds. `after` (priority,
+    run_at) is where the claim starts in that order, from frontier.py; None: at the front.
+    `budgets` is the attempts each performer's policy allows, from `budgets_of`: the
+    claim writes them on the rows, so a job's last attempt is known wherever its fate
+    is decided.
     """
     claim = secrets.randbits(63)
-    params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim, "budgets": budgets}
+    params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim, "worker": worker,
+              "held": None if worker is None else HELD, "budgets": budgets}
     if after is not None:
         params["after_priority"], params["after_run_at"] = after
     try:
@@ -110,7 +114,8 @@ def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: fl
         # Two jobs of one concurrency key: twice in this batch, or taken side by side
         # by two claims. The index refused it and nothing was claimed; one job at a
         # time cannot clash with itself, and the next claim sees the key in work.
-        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease, after=after, budgets=budgets)
+        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker,
+                                             budgets=budgets)
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
 
@@ -171,14 +176,6 @@ def lapsed(db, jobs: list[Job], now: int | None = None) -> None:
     """Lets the leases of jobs a worker was cut off from run out now (see lapse in queries.sql)."""
     if jobs:
         db.execute(queries["lapse"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now})
-
-
-def extended(db, jobs: list[Job], now: int | None = None, lease: float = LEASE) -> set[int]:
-    """Moves the leases of held jobs one lease on from `now`; returns the ids another worker holds now."""
-    if not jobs:
-        return set()
-    params = {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now, "lease": int(lease * 1000)}
-    return {row[0] for row in db.execute(queries["extend"], params)}
 
 
 def listed(db, queue: str | None = None) -> list[dict]:

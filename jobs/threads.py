@@ -41,7 +41,7 @@ class WorkThread:
         self.thread.start()
         return self
 
-    def abandon(self) -> list[store.Job]:
+    def abandon(self) -> Hand:
         """Lets the thread go: it claims nothing more and ends when its performer returns. Returns its Hand."""
         self.abandoned = True
         self.ending.set()
@@ -84,7 +84,7 @@ class WorkThread:
         busy = False
         for queue in worker.claimable():
             jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease, after=worker.frontiers.bound(queue),
-                                 budgets=worker.budgets)
+                                 worker=worker.id, budgets=worker.budgets)
             if len(jobs) == self.limit:
                 worker.doorbell.ring()  # a full batch: more may be due, for another thread
             if jobs:

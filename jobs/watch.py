@@ -1,14 +1,21 @@
-"""The worker's watch over its threads' hands, every WATCH_INTERVAL on the listener's connection.
+"""The watch over the work threads' hands: giving back what a thread cannot start now, and letting go of stuck threads.
 
-A thread holds no claimed job it cannot start now: when the job it runs has run longer
-than BATCH_TIME, or its claim is older than that while another thread of the worker
-waits with nothing to do, or the worker stops, the jobs it claimed after the running
-one go back to the queue at once, for any thread of any worker to start (`given_back`). A thread whose
-job ran past its timeout, or past a stop's grace, is let go and replaced (`abandoned`).
+The heartbeat (heartbeat.py) looks every WATCH_INTERVAL while jobs are in hand, on its
+own connection. A thread holds no claimed job it cannot start now: when the job it runs
+has run longer than BATCH_TIME, or its claim is older than that while another thread of
+the worker waits with nothing to do, or the worker stops, the jobs it claimed after the
+running one go back to the queue at once, for any thread of any worker to start.
+A thread whose job ran past its timeout, or that still works when the grace ends, is
+let go: it is replaced at once (Worker.replaced), before any statement; then its
+connection is ended from the server side, its overdue job fails with its timeout
+(endings.py), the jobs that ran before it and wrote nothing are deleted (they are done)
+and the rest of what it held goes back to the queue. That give-back is owed until it is
+done: a connection lost midway leaves it for the next look.
 """
 
 import logging
 import time
+from dataclasses import dataclass, field
 
 from . import flows, store
 from .backends import ended
@@ -17,77 +24,115 @@ from .policies import policy_of
 from .runner import settled_quietly
 from .threads import BATCH_TIME
 
-TERMINATE_WAIT = 1.0  # seconds the listener waits for the server to end a let-go thread's connection
+TERMINATE_WAIT = 1.0  # seconds the watch waits for the server to end a let-go thread's connection
 
 log = logging.getLogger("jobs")
 
 
-def watched(worker, db) -> None:
-    """Looks at each work thread of `worker` once: gives back what it cannot start, lets go of it if stuck."""
-    now = time.monotonic()
-    for work in worker._work_threads():
-        job = work.overdue(now)
-        if job is not None:
-            abandoned(worker, db, work, job)
-        elif worker.grace_over(now) and work.held():
-            abandoned(worker, db, work, None)
-        elif worker.stopping() or work.hand.running_past(BATCH_TIME) is not None or (
-                worker.doorbell.idle() and now - work.hand.claimed_at > BATCH_TIME):
-            given_back(worker, db, work.hand)
+@dataclass(eq=False)
+class GiveBack:
+    """What a thread let go owes: its connection ended, its jobs told, the overdue one failed, the rest given back."""
+
+    backend: object  # the let-go thread's server process (backends.Backend), None when it never connected
+    held: list
+    quiet: list  # its jobs that ran, wrote nothing and succeeded: to be deleted, not given back
+    overdue: store.Job | None  # None once its timeout is recorded
+    told: bool = False  # its connection ended and its jobs' `cancelled` set
+    said: bool = False  # the give-back logged
+    failed: list = field(default_factory=list)  # the overdue job, which is failed rather than given back
+
+    def __post_init__(self):
+        if self.overdue is not None:
+            self.failed.append(self.overdue)
 
 
-def given_back(worker, db, hand) -> None:
-    """Gives back the jobs of `hand` not yet started, and deletes the quiet successes that ran before.
+class Watch:
+    """The watch of `worker` (a Worker): `watched(db)` is one look, on the heartbeat's connection."""
 
-    Those successes wrote nothing: deleting them now, not after the slow job, means a
-    crash meanwhile cannot run them (and send their letters) again.
-    """
-    settled_quietly(db, hand.quiet(), worker.counts)
-    waiting = hand.waiting()
-    if waiting:
-        flows.given_back(db, waiting)
-        store.announced(db, {job.queue for job in waiting})  # for idle workers elsewhere too
-        log.info("jobs %s, claimed behind one still running, are given back for another thread to start",
-                 [job.id for job in waiting])
-        worker.doorbell.ring()
+    def __init__(self, worker):
+        self.worker = worker
+        self._owed: list[GiveBack] = []  # threads let go whose jobs are not all given back yet
 
+    def owed(self) -> bool:
+        """Whether a thread let go still has jobs to give back (its give-back was cut off)."""
+        return bool(self._owed)
 
-def abandoned(worker, db, work, overdue: store.Job | None) -> None:
-    """Ends thread `work`'s transaction, gives its jobs back, and starts a thread in its place.
+    def watched(self, db) -> None:
+        """Lets go of threads whose job ran past its timeout or grace, after finishing what is owed."""
+        self._given_back(db)
+        now = time.monotonic()
+        grace_over = self.worker.grace_over(now)
+        for work in self.worker._work_threads():
+            job = work.overdue(now)
+            if job is not None:
+                self._let_go(db, work, job)
+            elif grace_over and work.held():
+                self._let_go(db, work, None)
+            elif self.worker.stopping() or work.hand.running_past(BATCH_TIME) is not None or (
+                    self.worker.doorbell.idle() and now - work.hand.claimed_at > BATCH_TIME):
+                self._handed_on(db, work.hand)
 
-    The thread's connection is ended from the server side, so whatever its stuck
-    performer wrote is rolled back and nothing of it can commit later. The overdue job
-    fails with its timeout; the quiet successes before it are deleted, as they are done;
-    the other jobs it held go back at once.
-    """
-    replacement = worker.replaced(work)
-    if replacement is False:
-        return
-    hand = work.abandon()
-    held = hand.held()
-    # Gone before the performer is told, so it finds nothing to commit on.
-    if work.backend is not None and not ended(db, work.backend, round(TERMINATE_WAIT * 1000)):
-        log.warning("the server process of a let-go thread did not end within %g s; its jobs go back anyway",
-                    TERMINATE_WAIT)
-    for job in held:
-        job.cancelled.set()
-    settled_quietly(db, hand.quiet(), worker.counts)
-    if overdue is not None:
-        limit = limit_of(worker, overdue)
-        log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go and replaced",
-                    overdue.id, overdue.name, overdue.queue, limit)
-        timed_out(db, overdue, worker.performers, limit, worker.counts)
-    else:
-        log.warning("jobs %s were still in hand when the grace period ended; they go back to the queue",
-                    [job.id for job in held])
-    flows.given_back(db, [job for job in hand.waiting() + [hand.running] if job is not None and job is not overdue])
-    if replacement is not None:
-        replacement.start()
-    elif not worker._work_threads():
-        worker.thread_ended(work)
+    def _handed_on(self, db, hand) -> None:
+        """Gives back the jobs of `hand` not yet started, and deletes the quiet successes that ran before.
 
+        Those successes wrote nothing: deleting them now, not after the slow job, means a
+        crash meanwhile cannot run them (and send their letters) again.
+        """
+        settled_quietly(db, hand.quiet(), self.worker.counts)
+        waiting = hand.waiting()
+        if waiting:
+            flows.given_back(db, waiting)
+            store.announced(db, {job.queue for job in waiting})  # for idle workers elsewhere too
+            log.info("jobs %s, claimed behind one still running, are given back for another thread to start",
+                     [job.id for job in waiting])
+            self.worker.doorbell.ring()
 
-def limit_of(worker, job: store.Job) -> float:
-    """The timeout that applies to `job`: its policy's, or the worker's."""
-    limit = policy_of(worker.performers.get(job.name)).timeout
-    return limit if limit is not None else worker.timeout
+    def _let_go(self, db, work, overdue: store.Job | None) -> None:
+        """Replaces thread `work`, then gives back what it held (failing `overdue` with its timeout)."""
+        last = self.worker.replaced(work)
+        if last is None:
+            return
+        hand = work.abandon()
+        quiet = hand.quiet()
+        self._owed.append(GiveBack(work.backend, hand.held(), quiet, overdue))  # held: waiting and running
+        try:
+            self._given_back(db)
+        finally:
+            if last:
+                self.worker.thread_ended(work)
+
+    def _given_back(self, db) -> None:
+        """Does what the threads let go still owe, oldest first; a statement that fails leaves the rest owed."""
+        while self._owed:
+            owed = self._owed[0]
+            if not owed.told:
+                # The thread's connection is ended from the server side, so whatever its stuck
+                # performer wrote is rolled back and nothing of it can commit later; it is gone
+                # before the performer is told, so the performer finds nothing to commit on.
+                if owed.backend is not None and not ended(db, owed.backend, round(TERMINATE_WAIT * 1000)):
+                    log.warning("the server process of a let-go thread did not end within %g s; its jobs go back "
+                                "anyway", TERMINATE_WAIT)
+                for job in owed.held + owed.quiet:
+                    job.cancelled.set()
+                owed.told = True
+                if owed.overdue is not None:
+                    log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go",
+                                owed.overdue.id, owed.overdue.name, owed.overdue.queue, self._limit_of(owed.overdue))
+            if owed.overdue is not None:
+                timed_out(db, owed.overdue, self.worker.performers, self._limit_of(owed.overdue), self.worker.counts)
+                owed.overdue = None
+            if owed.quiet:
+                settled_quietly(db, owed.quiet, self.worker.counts)
+                owed.quiet = []
+            rest = [job for job in owed.held if job not in owed.failed]
+            if rest and not owed.said:
+                log.warning("jobs %s were in hand when their thread was let go; they go back to the queue",
+                            [job.id for job in rest])
+                owed.said = True
+            flows.given_back(db, rest)
+            self._owed.pop(0)
+
+    def _limit_of(self, job: store.Job) -> float:
+        """The timeout that applies to `job`: its policy's, or the worker's."""
+        limit = policy_of(self.worker.performers.get(job.name)).timeout
+        return limit if limit is not None else self.worker.timeout

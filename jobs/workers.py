@@ -1,13 +1,16 @@
 """The worker: threads that claim due jobs, run them and wait for more.
 
 A Worker runs `threads` work threads, each on a connection of its own, and beside them
-one listener thread (listener.py) that wakes them when jobs come and keeps the leases
-of the jobs in hand. A work thread claims a batch, hands it to the runner (runner.py)
-and waits when nothing is due; it never dies of a job's failure or of a lost
-connection (connections.py). `worked` is the same step, once, for a caller's own loop.
+a listener thread (listener.py) that wakes them when jobs come and does the chores, and
+a heartbeat thread (heartbeat.py) that records the worker as alive in job_workers and
+watches the jobs in hand for one past its timeout (watch.py). A work thread claims a
+batch, hands it to the runner (runner.py) and waits when nothing is due; it never dies
+of a job's failure or of a lost connection (connections.py). `worked` is the same
+step, once, for a caller's own loop.
 """
 
 import logging
+import secrets
 import threading
 import time
 
@@ -17,13 +20,14 @@ from . import chores, schema, store
 from .complaints import Complaints
 from .doorbell import Doorbell
 from .frontier import Frontiers
+from .heartbeat import Heartbeat
 from .listener import POLL_INTERVAL, Listener
 from .runner import Counts, performed
 from .schedules import held
 from .threads import WorkThread
-from .watch import watched
+from .watch import Watch
 
-UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no heartbeat renews that lease
+UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
 
 log = logging.getLogger("jobs")
 
@@ -50,8 +54,9 @@ class Worker:
     """Works `queues` with `performers` on connections from `connect` until stopped.
 
     connect: a callable that returns a new psycopg connection.
-    threads: how many jobs run at once; the worker holds threads + 1 connections.
-    lease: seconds a claim holds a job; the heartbeat renews it every half lease.
+    threads: how many jobs run at once; the worker holds threads + 2 connections.
+    lease: how long the worker may fall silent (seconds) before another worker takes it for
+    gone and its jobs come back; its heartbeat beats every lease / roster.BEATS.
     listen: False for a polling worker (behind PgBouncer in transaction mode, where
     LISTEN does not work): it looks for due jobs every `poll` seconds.
     timeout: seconds a job may run when its policy names no timeout (None: no limit).
@@ -67,27 +72,32 @@ class Worker:
                              "and a timeout of more than 0 s if any")
         self.connect, self.queues, self.performers = connect, list(queues), performers
         self.threads, self.lease, self.poll, self.timeout, self.listen = threads, lease, poll, timeout, listen
+        self.id = secrets.randbits(63)  # its row in job_workers, and the mark its claims leave on the jobs they hold
+        self.version = schema.VERSION
         self.counts = Counts()
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
         self.budgets = store.budgets_of(performers)  # the attempts each policy allows, for the claim
         self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
         self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
-        self.draining = False
+        self._drain = False  # stop(drain=True) asked
+        self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
         self._stopping = threading.Event()  # nothing new is claimed once it is set
-        self._ended = threading.Event()  # set when the last work thread has ended: the listener ends too
+        self._ready = threading.Event()  # set once the worker is registered and has read the paused queues
         self._grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
         self._lock = threading.Lock()
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self.schedules = held(schedules)
-        self.paused: set[str] = set()  # the worker's queues paused when the listener last looked
-        self._listener = Listener(connect, self.queues, poll=poll, lease=lease, listen=listen, held=self.batches_held,
-                                  polled=lambda db: chores.polled(db, self),
-                                  beaten=lambda db: chores.beaten(db, self, lease), watch=self._watched,
-                                  stopping=self._ended, doorbell=self.doorbell, complaints=self.complaints)
+        self.paused: set[str] = set()  # the worker's queues paused when last read
+        self._listener = Listener(connect, self.queues, listen=listen, chores=chores.timetable(self),
+                                  stopping=self.ended, doorbell=self.doorbell, complaints=self.complaints)
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
+        self.watch = Watch(self)  # lets go of threads past their job's timeout or the grace (watch.py)
+        self._heartbeat = Heartbeat(self)
+        self._heartbeat_thread = threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True)
 
     def start(self) -> "Worker":
-        """Starts the threads and returns the worker."""
+        """Starts the threads and returns the worker; the work threads claim once it is registered (heartbeat.py)."""
+        self._heartbeat_thread.start()
         self._listener_thread.start()
         with self._lock:
             self._work = [WorkThread(self, n).start() for n in range(self.threads)]
@@ -103,10 +113,12 @@ class Worker:
         """
         if grace is not None:
             self._grace_ends = time.monotonic() + grace
-            self._listener.interrupted()
+            self._heartbeat.interrupted()
         if drain:
-            self.draining = True  # each work thread ends when it finds nothing due
-            self.doorbell.ring_everyone()
+            self._drain = True  # each work thread ends when it finds nothing due, once it may claim
+            self.frontiers.drained()  # due means due: a drain's claims start at the front
+            if self._ready.is_set():
+                self.doorbell.ring_everyone()  # else registered() does, once the threads may claim
         else:
             self._stopping.set()
             for work in self._work_threads():
@@ -117,10 +129,10 @@ class Worker:
         """Waits for the threads to end; True when they all have."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            threads = [work.thread for work in self._work_threads()] + [self._listener_thread]
+            threads = self._threads()
             for thread in threads:
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            if threads == [work.thread for work in self._work_threads()] + [self._listener_thread]:
+            if threads == self._threads():
                 break  # no thread was replaced meanwhile
         if any(thread.is_alive() for thread in threads):
             return False
@@ -138,12 +150,32 @@ class Worker:
             while time.monotonic() < deadline:
                 if not self.batches_held() and store.outstanding(db, self.queues) == 0:
                     return True
-                self._ended.wait(0.01)
+                self.ended.wait(0.01)
         return False
 
+    @property
+    def draining(self) -> bool:
+        """Whether a work thread that found nothing due ends: a drain was asked, and the worker may claim."""
+        return self._drain and self._ready.is_set()
+
+    def _threads(self) -> list[threading.Thread]:
+        return [work.thread for work in self._work_threads()] + [self._listener_thread, self._heartbeat_thread]
+
     def claimable(self) -> list[str]:
-        """The queues a work thread may claim from now: those not paused, and none once the worker stops."""
-        return [] if self._stopping.is_set() else [queue for queue in self.queues if queue not in self.paused]
+        """The queues a work thread may claim from now: those not paused; none before the worker is registered,
+        and none once it stops."""
+        if self._stopping.is_set() or not self._ready.is_set():
+            return []
+        return [queue for queue in self.queues if queue not in self.paused]
+
+    def registered(self) -> None:
+        """Hears that the worker's row is written and the paused queues read: its threads may claim, and are woken."""
+        if not self._ready.is_set():
+            self._ready.set()
+            for _ in range(self.threads):
+                self.doorbell.ring()
+            if self._drain:
+                self.doorbell.ring_everyone()
 
     def paused_now(self, paused: set[str]) -> None:
         """Hears which queues are paused now (chores.py, every POLL_INTERVAL); a resumed one wakes a thread."""
@@ -160,8 +192,9 @@ class Worker:
                 self._work.remove(work)
             last = not self._work
         if last:
-            self._ended.set()
+            self.ended.set()
             self._listener.interrupted()
+            self._heartbeat.interrupted()
 
     def _work_threads(self) -> list[WorkThread]:
         with self._lock:
@@ -171,32 +204,27 @@ class Worker:
         """The jobs each work thread holds now (claimed, not yet settled or given back)."""
         return [held for held in (work.held() for work in self._work_threads()) if held]
 
-    def _watched(self, db) -> None:
-        """On the listener's connection: the watch over the threads' hands (watch.py)."""
-        watched(self, db)
-
-    def grace_over(self, now: float) -> bool:
-        """Whether a stop's grace period has run out at `now` (time.monotonic())."""
-        return self._grace_ends is not None and now >= self._grace_ends
-
     def stopping(self) -> bool:
         """Whether the worker claims nothing new any more."""
         return self._stopping.is_set()
 
-    def replaced(self, work: WorkThread) -> WorkThread | None | bool:
-        """Takes `work` out of the worker's threads and puts a new thread in its place (not yet started).
+    def replaced(self, work: WorkThread) -> bool | None:
+        """Takes thread `work` out and, unless stopping, starts a thread in its place at once (watch.py lets it go).
 
-        Answers the new thread; None when the worker stops and none replaces it; False
-        when `work` was let go already.
+        Answers whether it was the last one (the worker then ends once its jobs are
+        given back), or None when it was taken out already.
         """
         with self._lock:
             if work not in self._work:
-                return False
+                return None
             self._work.remove(work)
-            replacement = None if self._stopping.is_set() else WorkThread(self, work.n)
-            if replacement is not None:
-                self._work.append(replacement)
-            return replacement
+            if not self._stopping.is_set():
+                self._work.append(WorkThread(self, work.n).start())
+            return not self._work
+
+    def grace_over(self, now: float) -> bool:
+        """Whether a stop's grace period has run out at `now` (time.monotonic())."""
+        return self._grace_ends is not None and now >= self._grace_ends
 
 
 def worker(connect, queues, performers, **options) -> Worker:

@@ -11,6 +11,13 @@ import psycopg
 import pytest
 
 import jobs
+from e2e.leftovers import swept
+from e2e.tether import stops_on_sigterm
+
+
+def pytest_configure(config) -> None:
+    """A run stopped with SIGTERM runs its teardown first (its PostgreSQL is stopped), as Ctrl-C does."""
+    stops_on_sigterm()
 
 
 @pytest.fixture(scope="session")
@@ -21,6 +28,7 @@ def database_url():
         return
     from guestbook import embedded
 
+    swept()  # the servers that killed runs left behind
     with tempfile.TemporaryDirectory(prefix="guestbook-tests-") as folder:
         server = embedded.server(os.path.join(folder, "pgdata"), throwaway=True)
         yield server.get_uri()
@@ -38,5 +46,5 @@ def db(connect):
     with connect() as conn:
         conn.autocommit = True
         jobs.prepared(conn)
-        conn.execute("TRUNCATE jobs, job_batches, job_paused_queues RESTART IDENTITY")
+        conn.execute("TRUNCATE jobs, job_batches, job_paused_queues, job_workers RESTART IDENTITY")
         yield conn

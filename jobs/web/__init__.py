@@ -1,7 +1,7 @@
 """The queue's own dashboard: a WSGI app, standard library only, that any Python web app can mount.
 
   wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
-  pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules
+  pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules, workers
   actions.py  the POSTs, which change the queue and answer what they changed
   metrics.py  …/metrics in Prometheus' text format
   html.py     the pages' HTML; static/ holds the one stylesheet and the one script
@@ -53,6 +53,7 @@ ROUTES = [
     route("/job/([^/]*)", "GET", pages.job),
     route("/batches", "GET", pages.batches),
     route("/schedules", "GET", pages.schedules),
+    route("/workers", "GET", pages.workers),
     route("/metrics", "GET", metrics.metrics),
     route(f"/({'|'.join(re.escape(name) for name in pages.ASSETS)})", "GET", pages.asset, database=False),
     route("/retry", "POST", actions.retry),

@@ -1,6 +1,6 @@
-"""The dashboard's pages, each a GET that only reads: the queues, the failed shelf, a job, batches, schedules.
+"""The dashboard's pages, each a GET that only reads: the queues, the failed shelf, a job, batches, schedules, workers.
 
-Each reads what it shows through shelf.py, control.py and schedules.py (or
+Each reads what it shows through shelf.py, control.py, schedules.py and roster.py (or
 web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however many
 jobs the table holds. A job's arguments may hold secrets and show only when asked.
 """
@@ -11,8 +11,8 @@ from pathlib import Path
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from .. import roster, shelf, store
 from .. import schedules as schedule_rows
-from .. import shelf, store
 from ..sql import load
 from . import html, params
 from .html import escaped
@@ -123,7 +123,8 @@ def job(dashboard, request, db, id_text: str) -> Answer:
     facts = [("State", found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else "")),
              ("Queue", found["queue"]), ("Name", found["name"]), ("Priority", found["priority"]),
              ("Attempts", f"{found['attempts']} of {found['max_attempts']}"),
-             ("Run at" if found["state"] != "failed" else "Failed at", html.moment(found["run_at"])),
+             ("Failed at" if found["state"] == "failed" else "Held by" if found["run_at"] == store.HELD else "Run at",
+              f"worker {found['worker']}" if found["run_at"] == store.HELD else html.moment(found["run_at"])),
              ("Concurrency key", found["key"] or "-"), ("Unique key", found["unique_key"] or "-"),
              ("Batch", found["batch"] or "-")]
     listed = "".join(f"<dt>{escaped(name)}</dt><dd>{escaped(value)}</dd>" for name, value in facts)
@@ -185,6 +186,23 @@ def schedules(dashboard, request, db) -> Answer:
         table.append(cells)
     note = "" if held else '<p class="muted">Next runs show when the app is handed the code\'s schedules.</p>'
     return Answer(html.page(request, "Schedules", html.table(headers, table) + note))
+
+
+def workers(dashboard, request, db) -> Answer:
+    """The workers at work and those gone within roster.KEPT: where each runs, what it works, its last beat."""
+    rows = roster.listed(db)
+    if not rows:
+        return Answer(html.page(request, "Workers", "<p>No worker has run here in the last hour.</p>"))
+    table = [[str(row["id"]), escaped(row["host"]), str(row["pid"]), escaped(", ".join(row["queues"])),
+              str(row["threads"]), str(row["version"]), html.moment(row["started_at"]),
+              html.age((row["now"] - row["beat_at"]) / 1000) + " ago", row["state"] + (
+                  f" at {html.moment(row['ended_at'])}" if row["ended_at"] else ""), f"{row['holding']:,}"]
+             for row in rows]
+    note = (f'<p class="muted">A worker beats {roster.BEATS} times per lease; one silent for {roster.SILENT:g} '
+            'of its lease is taken for gone, and the jobs it held go back to the queue.</p>')
+    headers = ["Worker", "Host", "PID", "Queues", "Threads", "Version", "Started", "Last beat", "State", "Holding"]
+    return Answer(html.page(request, "Workers", html.table(headers, table, frozenset({"PID", "Threads", "Holding"}))
+                            + note))
 
 
 def asset(dashboard, request, db, name: str) -> Answer:

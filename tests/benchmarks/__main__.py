@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
-from . import checks, database, plain, pressure, queue, report, shelf, timing, writing
+from . import checks, database, plain, plot, pressure, queue, report, shelf, timing, writing
 
 DEFAULT_JOBS = 20_000  # jobs each drain settles; every other size follows from it (see `sized`)
 DEFAULT_ROUNDS = 3  # times each rate and latency is measured; the best round is kept
@@ -171,6 +171,8 @@ def parser() -> argparse.ArgumentParser:
                          help="the database to measure on (default: DATABASE_URL, else a throw-away embedded PostgreSQL)")
     options.add_argument("--only", nargs="+", choices=list(COLUMNS), metavar="COLUMN",
                          help=f"measure these columns only: {', '.join(COLUMNS)}")
+    options.add_argument("--plot", metavar="PNG",
+                         help="also draw the drain and latency figures beside plain SQL in this PNG (needs matplotlib)")
     return options
 
 
@@ -203,6 +205,9 @@ def main(argv=None) -> int:
         finally:
             database.dropped(url)
     print(report.printed(figures, sizes, machine))
+    if args.plot and not plot.plotted(figures, machine, args.plot):
+        print("no plot: --plot draws the drain-1, drain-best and latency columns, and none of them ran",
+              file=sys.stderr)
     return 0
 
 

@@ -26,6 +26,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlencode
 
+from e2e.tether import dying_with_this_thread
 from guestbook import embedded
 from tests.mail.smtpd import SMTPServer, free_port
 
@@ -57,7 +58,8 @@ class Served:
         env = {**os.environ, "PYTHONPATH": str(ROOT), "DATABASE_URL": database_url, "MAIL_URL": mail_url,
                "SECRET_KEY": uuid.uuid4().hex, "BASE_URL": "https://guestbook.example", "TRUSTED_PROXIES": "1"}
         self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port)],
-                                        env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                                        env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                        preexec_fn=dying_with_this_thread())  # dies with the benchmark
         self.process.stdout.readline()  # the address line: the server listens from then on
         self.opener = urllib.request.build_opener(NoRedirect)
         self.visitors = itertools.count(1)

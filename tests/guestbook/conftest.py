@@ -10,7 +10,7 @@ import pytest
 
 import jobs
 import mail
-from guestbook import create_app, db as guestbook_db
+from guestbook import create_app, db as guestbook_db, upkeep
 
 from ..mail.smtpd import SMTPServer, body_of
 
@@ -61,7 +61,7 @@ class Post:
     def delivered(self) -> list:
         """Works the mail queue until nothing is due, as the worker would; returns the letters that arrived."""
         before = len(self.server.letters)
-        while (said := jobs.worked(self.db, mail.QUEUE, mail.performers)) is not None:
+        while (said := jobs.worked(self.db, mail.QUEUE, upkeep.performers)) is not None:
             assert said.startswith("ran"), said
         return self.server.letters[before:]
 

@@ -2,6 +2,8 @@
 
 The tests of the command line, of waitress's limits and of the lockout under parallel
 requests start it as a platform would, on a port of its own, and stop it with SIGTERM.
+It is tied to the test run as the browser specs' guestbook is (e2e/tether.py), and
+starts only once no stray guestbook under test works the database's mail queue.
 """
 
 import os
@@ -14,6 +16,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 from urllib.parse import urlencode
+
+from e2e.served import APPLICATION, no_stray_guestbook
+from e2e.tether import dying_with_this_thread
 
 from ..mail.smtpd import free_port
 
@@ -32,9 +37,12 @@ class Served:
     def __init__(self, args, env, cwd):
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
-        env = {"BASE_URL": self.base, **env, "PYTHONPATH": str(ROOT)}
+        env = {"BASE_URL": self.base, "PGAPPNAME": f"{APPLICATION} (run {os.getpid()})", **env, "PYTHONPATH": str(ROOT)}
+        if env.get("DATABASE_URL"):
+            no_stray_guestbook(env["DATABASE_URL"])
         self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port), *args],
-                                        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                                        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        preexec_fn=dying_with_this_thread())
         self.said = self._address_line()
         self.request = self.visitor().request
 

@@ -4,7 +4,7 @@ import pytest
 
 from guestbook import accounts, create_app, db as guestbook_db
 
-PAGES = ["/", "/signin", "/signup", "/resets/new", "/nowhere", "/confirm/garbage", "/?page=0"]
+PAGES = ["/", "/signin", "/signup", "/resets/new", "/nowhere", "/confirm/garbage", "/?before=0"]
 
 
 @pytest.fixture

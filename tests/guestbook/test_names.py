@@ -26,7 +26,7 @@ def test_an_entry_says_the_name_chosen_at_sign_up(client, visitor):
 
     visitor.submit("/entries", body="Lovely place!")
 
-    assert '<span class="author">Ada Lovelace</span>' in newest_entry(client)
+    assert '<bdi class="author">Ada Lovelace</bdi>' in newest_entry(client)
 
 
 @pytest.mark.parametrize("name", [None, "", "   "])
@@ -35,7 +35,7 @@ def test_an_account_without_a_name_signs_as_a_guest(client, visitor, name):
 
     visitor.submit("/entries", body="Lovely place!")
 
-    assert f'<span class="author">{names.ANONYMOUS}</span>' in newest_entry(client)
+    assert f'<bdi class="author">{names.ANONYMOUS}</bdi>' in newest_entry(client)
 
 
 def test_a_name_is_shown_escaped(client, visitor):
@@ -72,5 +72,98 @@ def test_a_table_made_before_names_gets_the_column_and_its_entries_sign_as_a_gue
 
     guestbook_db.prepared(db)  # what every start does
 
-    assert f'<span class="author">{names.ANONYMOUS}</span>' in newest_entry(client)
+    assert f'<bdi class="author">{names.ANONYMOUS}</bdi>' in newest_entry(client)
     assert "From before the upgrade" in newest_entry(client)
+
+
+@pytest.mark.parametrize("taken, name", [
+    ("Alice", "Alice"),  # the same, byte for byte
+    ("Alice", "alice"),
+    ("Alice", "Alice  "),
+    ("Alice Liddell", "Alice   Liddell"),  # a page shows runs of spaces as one
+    ("Alice", "\u0410lice"),  # a Cyrillic capital A
+    ("Alice", "\uff21\uff4c\uff49\uff43\uff45"),  # fullwidth letters
+    ("Alice", "AIice"),  # a capital i for the l
+    ("Paypal", "PayPa1"),
+    ("Bob", "B\u03bfb"),  # a Greek omicron
+])
+def test_a_name_that_looks_like_one_taken_is_refused(app, visitor, post, db, taken, name):
+    signed_in_as(visitor, "ada@example.com", taken)
+    other = type(visitor)(app.test_client(), post)
+
+    answer = other.submit("/signup", email="eve@example.com", password=PASSWORD, name=name)
+
+    assert_refused(answer, 422, "looks like one that is")
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 1
+    assert post.queued() == []
+
+
+@pytest.mark.parametrize("name", [names.ANONYMOUS, "A Guest", "a  guest", "\u0430 guest", "a gu\u0435st"])
+def test_the_name_entries_without_one_sign_with_and_its_look_alikes_are_refused(visitor, db, name):
+    assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=name), 422,
+                   "reserved")
+    assert written(db) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("name", [
+    "\u3164",  # HANGUL FILLER: a letter that shows nothing
+    "\u2800",  # BRAILLE PATTERN BLANK
+    "Ada\u3164",  # looks like "Ada"
+    "\uffa0\uffa0",
+    "\u115f",
+])
+def test_a_name_that_shows_blank_is_refused(visitor, db, name):
+    assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=name), 422, "blank")
+    assert written(db) == (0, 0, 0)
+
+
+def test_a_name_with_a_run_of_combining_marks_is_refused_and_ordinary_accents_are_not(visitor, db):
+    zalgo = "Ada" + "\u0301" * 45
+    assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=zalgo), 422,
+                   "marks")
+    assert written(db) == (0, 0, 0)
+    for n, name in enumerate(["Zoë", "Noe\u0308l", "Nguyễn", "Thảo", "กิ่ง", "क्षत्रिय"]):
+        assert visitor.submit("/signup", email=f"ok{n}@example.com", password=PASSWORD, name=name).status_code == 302, name
+
+
+def test_two_accounts_without_names_both_sign_as_a_guest(app, visitor, post, db):
+    signed_in_as(visitor, "ada@example.com", None)
+    signed_in_as(type(visitor)(app.test_client(), post), "bo@example.com", "")
+
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 2
+
+
+def test_a_right_to_left_name_and_body_are_isolated_from_the_page_around_them(client, visitor):
+    signed_in_as(visitor, "ada@example.com", "\u05d0\u05d3\u05d4")  # Hebrew
+
+    visitor.submit("/entries", body="\u05e9\u05dc\u05d5\u05dd")
+
+    entry = newest_entry(client)
+    assert '<bdi class="author">\u05d0\u05d3\u05d4</bdi>' in entry
+    assert '<p dir="auto">\u05e9\u05dc\u05d5\u05dd</p>' in entry
+
+
+@pytest.mark.parametrize("control", ["\u202e", "\u202d", "\u2066", "\u2067", "\u2068", "\u2069", "\u200f", "\u061c"])
+def test_an_entry_holding_a_bidirectional_control_is_refused_and_writes_nothing(visitor, db, control):
+    visitor.signed_in("ada@example.com")
+
+    answer = visitor.submit("/entries", body=f"write to {control}moc.elpmaxe@ecila")
+
+    assert_refused(answer, 422, "reorder")
+    assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == 0
+
+
+def test_names_chosen_before_keys_get_theirs_at_the_start_the_older_account_first(app, visitor, post, db):
+    signed_in_as(visitor, "ada@example.com", "Alice")
+    signed_in_as(type(visitor)(app.test_client(), post), "bo@example.com", "Bob")
+    db.execute("UPDATE accounts SET display_name = '\u0410lice' WHERE email = 'bo@example.com'")  # an old look-alike
+    db.execute("UPDATE accounts SET name_key = NULL")  # as accounts were before names had keys
+
+    assert names.keys_made(db) == 1  # what every start does
+    assert names.keys_made(db) == 0
+
+    keys = dict(db.execute("SELECT email, name_key IS NOT NULL FROM accounts").fetchall())
+    assert keys == {"ada@example.com": True, "bo@example.com": False}
+    refused = type(visitor)(app.test_client(), post).submit("/signup", email="eve@example.com", password=PASSWORD,
+                                                           name="alice")
+    assert_refused(refused, 422, "looks like one that is")

@@ -1,6 +1,7 @@
 """Password resets: the same answer for any address, one letter per five minutes, and a link that works once."""
 
 import base64
+import psycopg
 import time
 
 from guestbook import accounts
@@ -130,10 +131,12 @@ def test_reset_to_a_common_password_or_one_holding_the_address_is_refused_and_ke
 
     common = visitor.submit(link, password="qwerty123456")
     named = visitor.submit(link, password="grace is my password")
+    pattern = visitor.submit(link, password="Welcome12345")
 
-    assert common.status_code == named.status_code == 422
+    assert common.status_code == named.status_code == pattern.status_code == 422
     assert "one of the most common" in common.get_data(as_text=True)
     assert "the name your address begins with" in named.get_data(as_text=True)
+    assert "a pattern that guessers try early" in pattern.get_data(as_text=True)
     assert db.execute("SELECT password_digest FROM accounts").fetchone()[0] == before
     assert visitor.submit(link, password=NEW_PASSWORD).status_code == 302
 
@@ -142,9 +145,39 @@ def test_letters_with_links_expire_with_their_links_and_the_others_never(app, vi
     start = time.time()
     visitor.confirmed_account("ada@example.com")
     visitor.submit("/resets/new", email="ada@example.com")
-    (reset,) = post.queued()
+    (asked,) = post.queued()
+    reset = asked["letter"]  # the letter the job `reset_letter` sends
     visitor.submit(post.only_link_to("ada@example.com"), password=NEW_PASSWORD)
     (changed,) = post.queued()
 
     assert start + app.config["RESET_TOKEN_MAX_AGE"] <= reset["expires"] <= time.time() + app.config["RESET_TOKEN_MAX_AGE"] + 1
     assert changed["expires"] is None  # "your password was changed" carries no link that dies
+
+
+def statements_of(monkeypatch, request) -> list[str]:
+    """The SQL statements `request()` sends, in order, with the rows they change."""
+    sent = []
+    execute = psycopg.Connection.execute
+
+    def recorded(self, query, params=None, **kwargs):
+        cursor = execute(self, query, params, **kwargs)
+        command = (cursor.statusmessage or "").split(" ", 1)[0]
+        sent.append((str(query), None if command == "SELECT" else cursor.rowcount))
+        return cursor
+
+    with monkeypatch.context() as patched:
+        patched.setattr(psycopg.Connection, "execute", recorded)
+        request()
+    return sent
+
+
+def test_a_reset_request_takes_the_same_path_for_known_and_unknown_addresses(visitor, post, db, monkeypatch):
+    visitor.confirmed_account("ada@example.com")
+    visitor.csrf_token()  # the session's token exists before either request is recorded
+
+    known = statements_of(monkeypatch, lambda: visitor.submit("/resets/new", email="ada@example.com"))
+    unknown = statements_of(monkeypatch, lambda: visitor.submit("/resets/new", email="bo@example.com"))
+
+    assert [query for query, _ in known] == [query for query, _ in unknown]
+    assert [changed for _, changed in known] == [changed for _, changed in unknown]  # the same rows written
+    assert [letter["To"] for letter in post.delivered()] == ["ada@example.com"]  # and the worker sends one letter

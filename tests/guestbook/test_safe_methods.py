@@ -81,7 +81,7 @@ def test_safe_method_with_a_form_body_acts_on_nothing(client, visitor, db, metho
 
 
 @pytest.mark.parametrize("method", ["PUT", "PATCH", "DELETE"])
-@pytest.mark.parametrize("path", ["/signup", "/signin", "/resets/new", "/entries", "/signout", "/confirmations"])
+@pytest.mark.parametrize("path", ["/signup", "/signin", "/resets/new", "/entries", "/signout"])
 def test_other_methods_are_refused_with_405_and_act_on_nothing(visitor, db, method, path):
     visitor.signed_in("ada@example.com")
     before = state(db)

@@ -110,3 +110,25 @@ def test_a_session_naming_no_row_is_no_session(app, client, visitor, value):
         session["session_id"] = value
 
     assert not signed_in_as(client)
+
+
+def test_signing_in_again_in_the_same_browser_ends_the_previous_session(app, client, visitor, db):
+    visitor.signed_in("ada@example.com")
+    earlier = copy_of(app, client)
+
+    assert visitor.signin("ada@example.com").status_code == 302
+
+    assert not signed_in_as(earlier)
+    assert signed_in_as(client)
+    assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
+
+
+def test_an_account_keeps_at_most_sessions_max_sessions_the_newest(app, visitor, post, db):
+    visitor.signed_in("ada@example.com")
+    browsers = [type(visitor)(app.test_client(), post) for _ in range(sessions.SESSIONS_MAX + 1)]
+    for browser in browsers:
+        assert browser.signin("ada@example.com").status_code == 302
+
+    assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == sessions.SESSIONS_MAX
+    assert not signed_in_as(visitor.client) and not signed_in_as(browsers[0].client)
+    assert all(signed_in_as(browser.client) for browser in browsers[1:])

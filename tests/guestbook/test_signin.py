@@ -69,46 +69,43 @@ def test_unknown_address_is_checked_against_a_dummy_hash(visitor, monkeypatch):
     assert len(checked) == 1 and checked[0].startswith("scrypt:")
 
 
-def test_unconfirmed_account_cannot_sign_in_and_is_offered_a_new_letter(client, visitor, post):
+def test_the_right_password_of_an_unconfirmed_account_gets_the_answer_of_a_wrong_one(client, visitor, post):
     visitor.signup("ada@example.com")
     post.delivered()
 
-    answer = visitor.signin("ada@example.com")
+    right = visitor.signin("ada@example.com")
+    right_page = client.get("/signin").get_data(as_text=True)
+    wrong = visitor.signin("ada@example.com", WRONG)
+    wrong_page = client.get("/signin").get_data(as_text=True)
 
-    assert answer.status_code == 403
-    assert "Send a new confirmation letter" in answer.get_data(as_text=True)
-    assert visitor.submit("/confirmations").status_code == 302
-    assert post.only_link_to("ada@example.com").startswith("/confirm/")
+    assert failure_page(right) == failure_page(wrong) == (401, auth.SIGNIN_FAILED)
+    assert right.get_data() == wrong.get_data() and right_page == wrong_page
+    with client.session_transaction() as session:
+        assert "account_id" not in session and "session_id" not in session
 
 
-def test_new_confirmation_letter_needs_the_right_password_first(visitor, post):
+def test_the_right_password_of_an_unconfirmed_account_sends_a_new_letter_silently(visitor, post):
     visitor.signup("ada@example.com")
     post.delivered()
     visitor.signin("ada@example.com", WRONG)
+    assert post.queued() == []  # a wrong password sends nothing
 
-    assert visitor.submit("/confirmations").status_code == 400
-    assert post.queued() == []
+    visitor.signin("ada@example.com")
+
+    assert post.only_link_to("ada@example.com").startswith("/confirm/")
 
 
-def test_replaying_the_cookie_that_may_ask_for_a_confirmation_letter_sends_one_letter(client, visitor, post, db):
+def test_signing_in_to_an_unconfirmed_account_again_and_again_sends_one_letter_per_confirm_every(visitor, post, db):
     visitor.signup("ada@example.com")
     post.delivered()
-    visitor.signin("ada@example.com")  # unconfirmed: the session may now ask for a new letter, once
-    token = visitor.csrf_token()
-    cookie = client.get_cookie("session").value
 
-    answers = []
-    for _ in range(100):
-        client.set_cookie("session", cookie)  # the old cookie again, as an attacker who kept it would send it
-        answers.append(client.post("/confirmations", data={"csrf_token": token}).status_code)
+    answers = [visitor.signin("ada@example.com").status_code for _ in range(20)]
 
-    assert answers == [302] * 100
+    assert answers == [401] * 20
     assert len(post.delivered()) == 1
-    assert "less than 5 minutes ago" in client.get("/signin").get_data(as_text=True)
     db.execute("UPDATE accounts SET confirmation_again_at = confirmation_again_at - make_interval(secs => %s)",
                [accounts.CONFIRM_EVERY])
-    client.set_cookie("session", cookie)
-    client.post("/confirmations", data={"csrf_token": token})
+    visitor.signin("ada@example.com")
     assert post.only_link_to("ada@example.com").startswith("/confirm/")
 
 

@@ -159,9 +159,21 @@ def test_a_short_address_name_in_a_password_is_fine(visitor):
 
 
 def test_password_of_twelve_and_of_128_characters_are_accepted(visitor, db):
-    assert visitor.signup("short@example.com", "x" * 12).status_code == 302
-    assert visitor.signup("long@example.com", "x" * 128).status_code == 302
+    assert visitor.signup("short@example.com", "wide river 4").status_code == 302
+    assert visitor.signup("long@example.com", "wide river 4 stones " * 6 + "and more").status_code == 302
     assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 2
+
+
+@pytest.mark.parametrize("password", [
+    "aaaaaaaaaaaa", "123456789012", "passwordpassword", "Password123!", "guestbook123", "Welcome12345",
+    "abcdefghijkl", "qwertyuiopas", "Guestbook2026!", "x" * 128,
+])
+def test_signup_with_a_password_of_a_guessable_pattern_is_refused_and_writes_nothing(visitor, db, password):
+    answer = visitor.signup("ada@example.com", password)
+
+    assert answer.status_code == 422
+    assert "a pattern that guessers try early" in answer.get_data(as_text=True)
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 0
 
 
 def test_signup_whose_insert_fails_at_commit_queues_no_letter(app, visitor, db):

@@ -3,7 +3,7 @@
 import pytest
 
 import jobs
-from guestbook import tokens, upkeep
+from guestbook import sessions, tokens, upkeep
 from jobs import schedules
 from tests.jobs.helpers import PROJECT, start_worker, stopped, wait_for
 
@@ -35,13 +35,13 @@ def worked_upkeep(db) -> list[str]:
     return said
 
 
-def test_the_daily_schedules_queue_both_upkeep_jobs_once_after_downtime(app, db, fresh_schedules):
+def test_the_daily_schedules_queue_every_upkeep_job_once_after_downtime(app, db, fresh_schedules):
     assert schedules.fired(db, upkeep.schedules) == 0  # first seen: nothing from before
     db.execute("UPDATE job_schedules SET created_at = now() - interval '2 days'")
-    assert schedules.fired(db, upkeep.schedules) == 2
+    assert schedules.fired(db, upkeep.schedules) == len(upkeep.UPKEEP) == 4
     assert schedules.fired(db, upkeep.schedules) == 0
-    assert sorted(job["name"] for job in jobs.listed(db, upkeep.QUEUE)) == ["prune_batches", "prune_unconfirmed"]
-    assert sorted(worked_upkeep(db)) == ["ran prune_batches", "ran prune_unconfirmed"]
+    assert sorted(job["name"] for job in jobs.listed(db, upkeep.QUEUE)) == sorted(upkeep.UPKEEP)
+    assert sorted(worked_upkeep(db)) == sorted(f"ran {name}" for name in upkeep.UPKEEP)
 
 
 def test_accounts_whose_confirmation_link_expired_unused_are_deleted(app, db, visitor, post):
@@ -59,8 +59,7 @@ def test_accounts_whose_confirmation_link_expired_unused_are_deleted(app, db, vi
 def test_a_confirmation_letter_sent_again_keeps_the_account_as_long_as_its_link(app, db, visitor, post):
     signed_up_ago(db, visitor, "late@example.com", tokens.CONFIRM_MAX_AGE + 60)  # its first link has expired
     post.delivered()
-    assert visitor.signin("late@example.com").status_code == 403  # unconfirmed: offers a new letter
-    assert visitor.submit("/confirmations").status_code == 302
+    assert visitor.signin("late@example.com").status_code == 401  # unconfirmed: a new letter goes, unsaid
     path = post.only_link_to("late@example.com")
     jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
     assert worked_upkeep(db) == ["ran prune_unconfirmed"]
@@ -83,7 +82,52 @@ def test_the_procfiles_worker_holds_the_upkeep_schedules(app, db, fresh_schedule
     worker = start_worker(database_url, "mail", *worker_line)  # its --performers comes last, and wins
     try:
         keys = lambda: [row[0] for row in db.execute("SELECT key FROM job_schedules ORDER BY key")]  # noqa: E731
-        wait_for(lambda: keys() == ["prune-batches", "prune-unconfirmed"], "the worker to record its schedules")
+        wait_for(lambda: keys() == sorted(every.key for every in upkeep.schedules), "the worker to record its schedules")
     finally:
         output = stopped(worker)
     assert worker.returncode == 0, output
+
+
+def test_ended_sessions_are_pruned_and_live_ones_kept(app, db, visitor):
+    visitor.signed_in("ada@example.com")
+    live = db.execute("SELECT id FROM sessions").fetchone()[0]
+    db.execute("INSERT INTO sessions (account_id, seen_at) VALUES (1, now() - make_interval(secs => %s))",
+               [sessions.SESSION_IDLE + 60])
+    db.execute("INSERT INTO sessions (account_id, created_at) VALUES (1, now() - make_interval(secs => %s))",
+               [sessions.SESSION_MAX_AGE + 60])
+    jobs.later(db, upkeep.QUEUE, "prune_sessions", {})
+    assert worked_upkeep(db) == ["ran prune_sessions"]
+    assert [row[0] for row in db.execute("SELECT id FROM sessions")] == [live]
+
+
+def failed_letter(db, to: str, failed_ago: float) -> int:
+    """A letter on the failed shelf that failed `failed_ago` seconds ago."""
+    job = jobs.later(db, upkeep.QUEUE, "deliver", {"to": to})
+    db.execute("UPDATE jobs SET attempts = max_attempts, failure = 'refused', run_at = %s WHERE id = %s",
+               [jobs.now_ms() - int(failed_ago * 1000), job])
+    return job
+
+
+def test_failed_letters_older_than_failed_letters_kept_are_pruned(app, db):
+    old = failed_letter(db, "old@example.com", upkeep.FAILED_LETTERS_KEPT + 60)
+    recent = failed_letter(db, "recent@example.com", upkeep.FAILED_LETTERS_KEPT - 60)
+    assert {job["id"] for job in jobs.failed(db, upkeep.QUEUE)} == {old, recent}
+    jobs.later(db, upkeep.QUEUE, "prune_failed_letters", {})
+    assert worked_upkeep(db) == ["ran prune_failed_letters"]
+    assert [job["id"] for job in jobs.failed(db, upkeep.QUEUE)] == [recent]
+
+
+def test_an_unconfirmed_account_is_kept_while_its_reset_link_lives(app, db, visitor, post):
+    signed_up_ago(db, visitor, "late@example.com", tokens.CONFIRM_MAX_AGE + 60)  # its confirmation link has expired
+    post.delivered()
+    visitor.submit("/resets/new", email="late@example.com")
+    path = post.only_link_to("late@example.com")
+    jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
+    assert worked_upkeep(db) == ["ran prune_unconfirmed"]
+    assert emails(db) == ["late@example.com"]
+    assert visitor.client.get(path).status_code == 200  # the reset link still works
+
+    db.execute("UPDATE accounts SET reset_sent_at = now() - make_interval(secs => %s)", [tokens.RESET_MAX_AGE + 60])
+    jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
+    assert worked_upkeep(db) == ["ran prune_unconfirmed"]
+    assert emails(db) == []

@@ -4,6 +4,7 @@ import pytest
 
 import jobs
 import mail
+from guestbook import upkeep
 
 from .conftest import LINK
 from ..mail.smtpd import body_of
@@ -13,7 +14,7 @@ WAIT = 10.0  # seconds a test waits for the worker before it fails
 
 @pytest.fixture
 def worker(connect, app):
-    running = jobs.worker(connect, [mail.QUEUE], mail.performers, poll=0.1)
+    running = jobs.worker(connect, [mail.QUEUE], upkeep.performers, poll=0.1)  # as the worker beside the server
     yield running
     running.stop()
     running.join(WAIT)

@@ -1,24 +1,65 @@
-"""What the job queue's tests share: worker processes, and waiting on the database."""
+"""What the job queue's tests share: worker processes, and waiting on the database.
+
+A worker process a test starts dies with the test run, even a run killed before its
+teardown (e2e/tether.py), and starts only once no stray worker is on the database.
+"""
 
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import weakref
 from pathlib import Path
 
+import psycopg
 from psycopg import sql
+
+from e2e.tether import dying_with_this_thread
+from jobs.__main__ import APPLICATION_NAME
 
 PROJECT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds a test waits on a condition before it fails
 PRIVATE = "jobs_private"  # the schema of a test's own tables (the private_url fixture)
 APP_ROLE = "jobs_app"  # the role of an app that may only SELECT, INSERT, UPDATE and DELETE (app_role)
+STRAY_WAIT = 5.0  # seconds a stopped worker's connections may take to close before they count as a stray's
+STARTED = weakref.WeakSet()  # the worker processes this test run started
+CHECKED = set()  # the addresses no_stray_worker has found free of strays in this run
 
 
 def start_worker(database_url, queue, *options, env=None):
     """Starts `python -m jobs work` on `queue` with the test performers, as its own process; `env` adds to its environment."""
-    return start_command(database_url, "work", queue, "--performers", "tests.jobs.performers:performers", *options,
-                         env=env)
+    no_stray_worker(database_url)
+    process = start_command(database_url, "work", queue, "--performers", "tests.jobs.performers:performers", *options,
+                            env=env)
+    STARTED.add(process)
+    return process
+
+
+def no_stray_worker(database_url) -> None:
+    """Fails if a worker this run did not start is on the database: it would take the test's jobs.
+
+    Asked at the first start on each address, while none of this run's workers runs, for
+    then every worker's connection on the database is a stray's. Once is enough: this
+    run's own workers die with it, and later a pooler in front of the database keeps
+    the connections of workers that have stopped open for the next client, under
+    their name.
+    """
+    if database_url in CHECKED or any(process.poll() is None for process in STARTED):
+        return
+    query = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s"
+    try:
+        db = psycopg.connect(database_url, autocommit=True)
+    except psycopg.OperationalError:
+        return  # a database nobody reaches holds no stray, and the test means the worker to meet it so
+    with db:
+        try:
+            wait_for(lambda: scalar(db, query, [APPLICATION_NAME]) == 0, "", timeout=STRAY_WAIT)
+        except AssertionError:
+            raise AssertionError(f"a stray {APPLICATION_NAME!r} is on {db.info.dbname} (connections: "
+                                 f"{scalar(db, query, [APPLICATION_NAME])}) and would take this test's jobs: stop it"
+                                 " (pgrep -af 'jobs work') before the tests run") from None
+    CHECKED.add(database_url)
 
 
 def start_command(database_url, *args, env=None):
@@ -30,7 +71,8 @@ def start_command(database_url, *args, env=None):
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(PROJECT), **(env or {})}
     log = tempfile.TemporaryFile(mode="w+")
     command = [sys.executable, "-m", "jobs", *args]
-    process = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    process = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
+                               preexec_fn=dying_with_this_thread())
     process.log = log
     return process
 

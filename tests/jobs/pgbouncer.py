@@ -15,6 +15,7 @@ from pathlib import Path
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
+from e2e.tether import dying_with_this_thread
 from tests.jobs.private_pg import READY, RETRY_EVERY, free_port, server_user
 
 POOL_SIZE = 20  # server connections PgBouncer opens at the most, for all its clients
@@ -54,12 +55,13 @@ class PgBouncer:
         self.process = None
 
     def start(self) -> "PgBouncer":
-        command = [program(), str(self.folder / "pgbouncer.ini")]
         user = server_user()  # PgBouncer refuses to run as root
         if user:
             shutil.chown(self.folder, user)
-            command[1:1] = ["-u", user]
-        self.process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        # Started as that user rather than with -u, whose change of user would undo the tie to this run.
+        self.process = subprocess.Popen([program(), str(self.folder / "pgbouncer.ini")], user=user,
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                                        preexec_fn=dying_with_this_thread())
         waited_until_up(self)
         return self
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import psycopg
 
+from e2e.leftovers import owned, swept
+
 # Statements slower than this show in the server log, with the lock waits behind them.
 SLOW_STATEMENT = 200  # ms
 READY = 30.0  # seconds pg_ctl waits for the server to start or stop
@@ -136,9 +138,14 @@ def system_binaries() -> Path:
 def started(parent: str | None = None, **options):
     """A started PrivatePostgres in a new temporary folder; `removed` stops it and deletes the folder.
 
-    The options are PrivatePostgres's `bin` and `settings`.
+    The options are PrivatePostgres's `bin` and `settings`. The folder is marked as this
+    run's, so that the next run stops the server and deletes the folder should this run
+    be killed before `removed` (e2e/leftovers.py).
     """
+    if parent is None:
+        swept()
     folder = Path(tempfile.mkdtemp(prefix="jobs-private-pg-", dir=parent))
+    owned(folder)
     try:
         return PrivatePostgres(folder, **options).start()
     except BaseException:

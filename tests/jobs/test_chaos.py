@@ -20,7 +20,7 @@ def test_twenty_thousand_jobs_settle_exactly_once_despite_failures_and_a_killed_
     fails = [chance.random() < FAILING for _ in range(JOBS)]
     workers = [start_worker(database_url, "default", "--lease", "2") for _ in range(4)]
     try:
-        wait_for(lambda: worker_connections(db) == 8, "four workers with two connections each")
+        wait_for(lambda: worker_connections(db) == 12, "four workers with three connections each")
         jobs.later_many(db, "default", "chaotic", [{"n": n, "fails": fail} for n, fail in enumerate(fails)])
         wait_for(lambda: scalar(db, "SELECT count(*) FROM runs") >= JOBS // 4, "a quarter of the jobs to run")
         workers[0].send_signal(signal.SIGKILL)

@@ -32,7 +32,7 @@ def shelved(db, queue="default", args=None, unique=None) -> int:
 
 
 @pytest.mark.parametrize("command", [[], ["status"], ["failed"], ["retry"], ["discard"], ["work"], ["pause"], ["resume"],
-                                     ["cancel"], ["schedules"], ["prepare"]])
+                                     ["cancel"], ["schedules"], ["prepare"], ["workers"]])
 def test_every_command_explains_itself_with_help(command):
     answer = cli(None, *command, "--help")
     assert answer.returncode == 0, answer.stderr
@@ -184,3 +184,41 @@ def test_cancel_shelves_a_waiting_job_marks_a_running_one_and_names_the_rest(db,
         "job 999 is neither waiting nor running: no such job, or on the failed shelf already\n"))
     assert [(j["id"], j["failure"]) for j in jobs.failed(db)] == [(waiting, "cancelled")]
     assert cli(database_url, "cancel", str(waiting)).returncode == 1
+
+
+BAD_WORK = [
+    (["work", "default", "--threads", "0"], "--threads"),
+    (["work", "default", "--lease", "0"], "--lease"),
+    (["work", "default", "--lease", "-3"], "--lease"),
+    (["work", ",", ], "QUEUE"),
+    (["work", "default", "--grace", "-1"], "--grace"),
+    (["work", "default", "--performers", "nosuch:x"], "nosuch"),
+    (["pause", ""], "queue"),
+    (["resume", ""], "queue"),
+]
+
+
+@pytest.mark.parametrize("command, named", BAD_WORK, ids=[" ".join(c) for c, _ in BAD_WORK])
+def test_a_wrong_work_or_queue_argument_exits_2_before_any_table_is_made(db, database_url, command, named):
+    """Checked before the database is touched: the empty schema the command runs in stays empty."""
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    db.execute("DROP SCHEMA IF EXISTS jobs_untouched CASCADE; CREATE SCHEMA jobs_untouched")
+    try:
+        url = make_conninfo(database_url, options="-c search_path=jobs_untouched")
+        if "--performers" not in command and command[0] == "work":
+            command = [*command, "--performers", "tests.jobs.performers:performers"]
+        answer = cli(url, *command)
+        assert answer.returncode == 2, (answer.stdout, answer.stderr)
+        assert "Traceback" not in answer.stderr, answer.stderr
+        assert named in answer.stderr, answer.stderr
+        tables = db.execute(sql.SQL("SELECT count(*) FROM pg_tables WHERE schemaname = 'jobs_untouched'")).fetchone()[0]
+        assert tables == 0, "no table was made"
+    finally:
+        db.execute("DROP SCHEMA jobs_untouched CASCADE")
+
+
+def test_a_schedule_whose_cron_is_not_text_is_refused_naming_the_schedule():
+    with pytest.raises(TypeError, match="schedule 'k'"):
+        jobs.every("k", cron=5, queue="default", name="noop")

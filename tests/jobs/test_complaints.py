@@ -8,7 +8,7 @@ import pytest
 from jobs import complaints
 from tests.jobs.helpers import PRIVATE, WAIT, granted, scalar, start_worker, stopped, wait_for, worker_log
 
-REFUSED = "the database refused a statement of the worker"  # or of the worker's listener
+REFUSED = "the database refused a statement of the worker"  # or of one of the worker's chores
 MENDED = "the database accepts the worker's statements again"
 
 
@@ -41,8 +41,8 @@ def test_a_refusal_is_logged_once_at_error_then_counted(db, private_url, app_rol
     granted(db, "SELECT, INSERT, UPDATE, DELETE", PRIVATE)
     worker = start_worker(app_role(PRIVATE), "mail")
     try:
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'") == 2,
-                 "the worker's two connections")
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'") == 3,
+                 "the worker's three connections")
         with psycopg.connect(private_url, autocommit=True) as owner:
             owner.execute(broken)
             wait_for(lambda: REFUSED in worker_log(worker), "the refusal to be logged")
@@ -55,7 +55,7 @@ def test_a_refusal_is_logged_once_at_error_then_counted(db, private_url, app_rol
     assert worker.returncode == 0, output
     refusals = [line for line in output.splitlines() if REFUSED in line]
     assert len(refusals) == 1, output
-    assert re.search(rf"{REFUSED}('s listener)?: {re.escape(refusal)}; trying again in", refusals[0]), refusals
+    assert re.search(rf"{REFUSED}('s [a-z]+)?: {re.escape(refusal)}; trying again in", refusals[0]), refusals
     assert " ERROR " in refusals[0]  # the level, as the command line's log format shows it
     seen = re.search(rf"{MENDED}, after: {re.escape(refusal)} \(seen (\d+) times since\)", output)
     assert seen and int(seen.group(1)) >= 3, output
@@ -76,3 +76,14 @@ def test_a_worker_that_cannot_reach_the_database_exits_3():
     worker = start_worker("postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=5", "mail")
     assert worker.wait(timeout=WAIT) == 3
     assert stopped(worker).startswith("jobs: the worker cannot start: connection failed")
+
+
+@pytest.mark.parametrize("table", ["job_workers", "job_paused_queues"])
+def test_a_worker_that_cannot_record_itself_or_read_the_pauses_exits_3(db, private_url, app_role, table):
+    """Without its row a worker cannot say it is alive; without the pauses it cannot honour one."""
+    granted(db, "SELECT, INSERT, UPDATE, DELETE", PRIVATE)
+    with psycopg.connect(private_url, autocommit=True) as owner:
+        owner.execute(f"REVOKE ALL ON {table} FROM jobs_app")
+    worker = start_worker(app_role(PRIVATE), "mail")
+    assert worker.wait(timeout=WAIT) == 3
+    assert stopped(worker) == f"jobs: the worker cannot work: 42501 permission denied for table {table}\n"

@@ -28,11 +28,11 @@ def test_counts_tell_what_a_worker_did(db, connect):
     assert worker.counts == jobs.Counts(processed=3, rescheduled=1, failed=1, dropped=1, lease_lost=0)
 
 
-def test_a_worker_with_eight_threads_holds_at_most_nine_connections(runs, database_url):  # noqa: F811
+def test_a_worker_with_eight_threads_holds_at_most_ten_connections(runs, database_url):  # noqa: F811
     worker = start_worker(database_url, "default", "--threads", "8")
     held = []
     try:
-        wait_for(lambda: worker_connections(runs) == 9, "eight work threads and the listener to connect")
+        wait_for(lambda: worker_connections(runs) == 10, "eight work threads, the listener and the heartbeat to connect")
         with runs.transaction():
             for _ in range(24):
                 jobs.later(runs, "default", "hold", {"seconds": 0.3})
@@ -45,5 +45,5 @@ def test_a_worker_with_eight_threads_holds_at_most_nine_connections(runs, databa
         wait_for(lambda: held.append(worker_connections(runs)) or jobs.listed(runs) == [], "the queue to drain")
     finally:
         output = stopped(worker)
-    assert max(held) == 9, output
+    assert max(held) == 10, output
     assert scalar(runs, "SELECT count(*) FROM runs") == 24

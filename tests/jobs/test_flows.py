@@ -36,7 +36,7 @@ def drained(db):
 def run_on_six_workers(db, database_url, queue_them):
     workers = [start_worker(database_url, "default") for _ in range(6)]
     try:
-        wait_for(lambda: worker_connections(db) == 12, "six workers with two connections each")
+        wait_for(lambda: worker_connections(db) == 18, "six workers with three connections each")
         queue_them()
         wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE attempts < max_attempts") == 0, "the batch to drain")
     finally:

@@ -33,7 +33,7 @@ def worked_through(db, count: int) -> None:
 
 def pages_read(db, bound) -> tuple[int, list[int]]:
     """The buffers the claim of FEW jobs reads to find them, starting at `bound`, and the ids it takes (rolled back)."""
-    params = {"queue": "default", "now": None, "lease": 30_000, "claim": 1, "budgets": "{}"}
+    params = {"queue": "default", "now": None, "lease": 30_000, "claim": 1, "worker": None, "held": None, "budgets": "{}"}
     if bound is not None:
         params["after_priority"], params["after_run_at"] = bound
     statement = store.claim_statement(FEW, bound is not None).as_bytes(db)
@@ -50,6 +50,7 @@ def test_beside_a_held_snapshot_a_bounded_claim_reads_a_fraction_of_the_pages(db
     jobs.later_many(db, "default", "noop", [{}] * FEW)
     due = [row[0] for row in db.execute("SELECT id FROM jobs ORDER BY id")]
     monkeypatch.setattr(frontier, "SLOW_WALK", 0.0)  # whatever this machine's speed, the walk counts as slow
+    monkeypatch.setattr(frontier, "OLD_SNAPSHOT", 0.0)  # however quickly this machine made the dead entries
     frontiers = frontier.Frontiers()
     frontiers.looked(db, ["default"])
     bound = frontiers.bound("default")
@@ -69,8 +70,9 @@ def test_a_quick_walk_leaves_the_claim_unbounded(db, monkeypatch):
     assert frontiers.bound("default") is None
 
 
-def test_with_nothing_due_the_bound_stands_just_before_the_database_moment(db, monkeypatch):
+def test_with_nothing_due_the_bound_stands_just_before_the_database_moment(db, held, monkeypatch):
     monkeypatch.setattr(frontier, "SLOW_WALK", 0.0)
+    monkeypatch.setattr(frontier, "OLD_SNAPSHOT", 0.0)
     frontiers = frontier.Frontiers()
     moment = "SELECT floor(extract(epoch FROM now()) * 1000)::bigint"
     before = scalar(db, moment)
@@ -80,8 +82,9 @@ def test_with_nothing_due_the_bound_stands_just_before_the_database_moment(db, m
     assert priority == 0 and before - frontier.SLACK <= run_at <= after - frontier.SLACK
 
 
-def test_a_look_that_moves_a_bound_back_says_so_so_a_thread_is_woken(db, monkeypatch):
+def test_a_look_that_moves_a_bound_back_says_so_so_a_thread_is_woken(db, held, monkeypatch):
     monkeypatch.setattr(frontier, "SLOW_WALK", 0.0)
+    monkeypatch.setattr(frontier, "OLD_SNAPSHOT", 0.0)
     jobs.later(db, "default", "noop", {})
     frontiers = frontier.Frontiers()
     assert frontiers.looked(db, ["default"]) is False, "a first bound passes nothing over"
@@ -97,6 +100,7 @@ def test_jobs_behind_the_bound_run_after_the_next_look(db, connect, held, monkey
     """A job due before the bound (queued long ago on a transaction that committed late, say) and
     a job more urgent than the bound's priority are not lost: the next look walks from the front."""
     monkeypatch.setattr(frontier, "SLOW_WALK", 0.0)
+    monkeypatch.setattr(frontier, "OLD_SNAPSHOT", 0.0)
     worked_through(db, 1_000)
     newer = jobs.later(db, "default", "noop", {})
     worker = jobs.worker(connect, "default", {"noop": lambda db, args: None}, threads=2, poll=0.1)
@@ -112,3 +116,43 @@ def test_jobs_behind_the_bound_run_after_the_next_look(db, connect, held, monkey
         worker.stop()
         worker.join(10)
     assert worker.counts.processed == 3
+
+
+def test_with_no_snapshot_held_a_slow_walk_sets_no_bound(db, monkeypatch):
+    """A machine so busy that a look's walk took a second: with no snapshot held there are no dead entries to pass."""
+    jobs.later(db, "default", "noop", {})
+    ticks = iter(range(0, 1000))
+    monkeypatch.setattr(frontier.time, "perf_counter", lambda: float(next(ticks)))  # a second per look at the clock
+    frontiers = frontier.Frontiers()
+    frontiers.looked(db, ["default"])
+    assert frontiers.bound("default") is None
+
+
+def test_a_drain_claims_from_the_front_whatever_the_bound(db, connect, monkeypatch):
+    """stop(drain=True) works until nothing is due: a due job behind the bound is due too."""
+    worker = jobs.Worker(connect, "default", {"noop": lambda conn, args: None}, threads=2, poll=5)
+    monkeypatch.setattr(worker.frontiers, "looked", lambda db, queues: False)  # the bound stays as set below
+    worker.start()
+    try:
+        worker.frontiers._bounds["default"] = (0, jobs.now_ms() + 3_600_000)  # as a look beside a held snapshot set it
+        late = jobs.later(db, "default", "noop", {}, at=jobs.now_ms() - 10_000)
+        worker.stop(drain=True)
+        assert worker.join(10)
+    finally:
+        worker.stop()
+        worker.join(10)
+    assert scalar(db, "SELECT count(*) FROM jobs WHERE id = %s", (late,)) == 0
+
+
+def test_a_look_that_runs_out_of_patience_never_moves_the_bound_back(db, held, monkeypatch):
+    """The look's walk is cut off at LOOK_PATIENCE, however many dead entries the snapshot keeps; it looks
+    again from the bound it had, and keeps that bound if that look is cut off too."""
+    worked_through(db, DEAD)
+    jobs.later(db, "default", "noop", {})
+    monkeypatch.setattr(frontier, "OLD_SNAPSHOT", 0.0)
+    monkeypatch.setattr(frontier, "LOOK_PATIENCE", 0.001)  # less than walking DEAD * 2 dead entries takes
+    frontiers = frontier.Frontiers()
+    frontiers._bounds["default"] = (0, 1234)  # the bound an earlier, patient look set
+    assert frontiers.looked(db, ["default"]) is False
+    due = db.execute("SELECT priority, run_at FROM jobs WHERE attempts = 0").fetchone()
+    assert frontiers.bound("default") in [(0, 1234), (due[0], due[1] - frontier.SLACK)]

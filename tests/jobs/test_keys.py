@@ -46,7 +46,7 @@ def test_jobs_sharing_a_concurrency_key_never_run_at_once_across_six_workers(run
     runs.execute("TRUNCATE spans")
     workers = [start_worker(database_url, "default", "--threads", "2") for _ in range(6)]
     try:
-        wait_for(lambda: worker_connections(runs) == 18, "six workers with three connections each")
+        wait_for(lambda: worker_connections(runs) == 24, "six workers with four connections each")
         with runs.transaction():
             for n in range(40):
                 jobs.later(runs, "default", "span", {"seconds": 0.02}, key=f"account-{n % 2}")

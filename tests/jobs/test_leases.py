@@ -1,4 +1,4 @@
-"""Leases: a heartbeat keeps a long job its own, and a settlement after a lost lease is refused."""
+"""Leases: a worker that beats keeps a long job its own, and a settlement after a lost lease is refused."""
 
 import logging
 import threading
@@ -10,7 +10,7 @@ from tests.jobs.helpers import scalar, wait_for
 from tests.jobs.performers import RUNS
 
 
-def test_heartbeat_keeps_a_job_longer_than_its_lease_from_being_claimed_again(db, connect):
+def test_a_beating_worker_keeps_a_job_longer_than_its_lease_from_being_claimed_again(db, connect):
     db.execute(RUNS)
     db.execute("TRUNCATE runs")
     release = threading.Event()
@@ -25,10 +25,12 @@ def test_heartbeat_keeps_a_job_longer_than_its_lease_from_being_claimed_again(db
     try:
         job = jobs.later(db, "default", "long", {})
         wait_for(lambda: began, "the job to start")
-        # three leases pass while the job runs; each heartbeat moves run_at on again
-        deadline = scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (job,))
-        wait_for(lambda: scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (job,)) > deadline + 1000,
-                 "the heartbeat to extend the lease past three leases")
+        # three leases pass while the job runs; the heartbeat beats the worker's row, never the job's
+        holder = scalar(db, "SELECT worker FROM jobs WHERE id = %s", (job,))
+        beat = scalar(db, "SELECT beat_at FROM job_workers WHERE id = %s", (holder,))
+        wait_for(lambda: scalar(db, "SELECT beat_at FROM job_workers WHERE id = %s", (holder,)) > beat + 1500,
+                 "the heartbeat to beat on past three leases")
+        assert scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (job,)) == store.HELD
         release.set()
         wait_for(lambda: jobs.listed(db) == [], "the job to settle")
     finally:

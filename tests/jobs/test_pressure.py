@@ -37,7 +37,7 @@ class Run:
         self.server, self.options = server, ("--threads", THREADS, *options)
         self.workers = [start_worker(server.url, "default", *self.options) for _ in range(processes)]
         wait_for(lambda: answered(server, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'")
-                 == processes * (int(THREADS) + 1), "the workers to connect")
+                 == processes * (int(THREADS) + 2), "the workers to connect")
         self.began = time.time()
         self.producer = Producer(server.url).start()
         self.watcher = Watcher(server.url).start()
@@ -134,7 +134,7 @@ def test_jobs_in_hand_when_a_workers_backends_are_killed_run_again_at_once(priva
             killed = db.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
                                 " WHERE application_name = 'jobs worker'").fetchone()[0]
             cut = time.monotonic()
-            assert killed == int(THREADS) + 1
+            assert killed == int(THREADS) + 2
             wait_for(lambda: db.execute("SELECT count(*) FROM effects WHERE n >= 1000000").fetchone()[0]
                      == len(long_jobs), "the long jobs to take effect", timeout=BACK_WITHIN)
             again = time.monotonic() - cut

@@ -24,7 +24,7 @@ def worker_connections(db):
 def test_six_worker_processes_run_two_hundred_jobs_exactly_once(runs, database_url):
     workers = [start_worker(database_url, "default") for _ in range(6)]
     try:
-        wait_for(lambda: worker_connections(runs) == 12, "six workers with two connections each")
+        wait_for(lambda: worker_connections(runs) == 18, "six workers with three connections each")
         with runs.transaction():
             for n in range(200):
                 jobs.later(runs, "default", "record", {"n": n})

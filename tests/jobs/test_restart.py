@@ -77,7 +77,7 @@ def test_a_listener_cut_off_alone_wakes_its_worker_again_within_two_seconds(priv
     with server.connect() as db:
         try:
             wait_for(lambda: db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'jobs-%'"
-                                        ).fetchone()[0] == 3, "the listener and two work threads to connect")
+                                        ).fetchone()[0] == 4, "the listener, the heartbeat and two work threads to connect")
             before = min(latency(db, starts, n) for n in range(20))
             assert before < WAKE_FAST, f"an idle worker woke in {before * 1000:.1f} ms before the cut"
             work_backends = db.execute("SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'jobs-worker-%'"

@@ -53,7 +53,7 @@ def test_a_worker_starting_beside_an_open_transaction_holds_up_no_one(db, connec
     try:
         job = jobs.later(app, "deploy", "record", {})  # the app's transaction stays open
         worker = start_worker(database_url, "deploy")
-        others_unhindered(connect, lambda: worker_connections(db) == 2)
+        others_unhindered(connect, lambda: worker_connections(db) == 3)
         app.commit()
         wait_for(lambda: scalar(db, "SELECT count(*) FROM runs") == 1, "the new worker to work the app's job")
         assert scalar(db, "SELECT job FROM runs") == job

@@ -18,7 +18,7 @@ from tests.jobs.performers import doomed
 T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch
 SECRET = "s3cr3t-t0ken"
 OPERATOR = {"HTTP_X_OPERATOR": "yes"}  # the header the tests' authorize looks for
-PAGES = ["/", "/queues.fragment", "/failed", "/job/1", "/batches", "/schedules", "/metrics", "/style.css",
+PAGES = ["/", "/queues.fragment", "/failed", "/job/1", "/batches", "/schedules", "/workers", "/metrics", "/style.css",
          "/refresh.js"]
 ACTIONS = {"/retry": {"id": "1"}, "/discard": {"id": "1"}, "/cancel": {"id": "2"}, "/pause": {"queue": "mail"},
            "/resume": {"queue": "mail"}}

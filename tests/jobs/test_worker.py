@@ -10,6 +10,8 @@ import pytest
 
 import jobs
 from jobs import store
+from jobs.chores import Chore
+from jobs.complaints import Complaints
 from jobs.doorbell import Doorbell
 from jobs.listener import Listener
 from tests.jobs.helpers import scalar, wait_for
@@ -115,7 +117,7 @@ def terminate(db, pids):
 def test_worker_survives_its_connections_being_cut_while_idle(db, started):
     done = []
     worker = started(["default"], {"note": lambda _, args: done.append(args["n"])})
-    wait_for(lambda: len(worker_backends(db)) == 2, "the worker's two connections")
+    wait_for(lambda: len(worker_backends(db)) == 3, "the worker's three connections")
     terminate(db, worker_backends(db))
     for n in range(10):
         jobs.later(db, "default", "note", {"n": n})
@@ -253,15 +255,14 @@ def test_a_job_the_listeners_own_chores_queue_rings_for_a_thread_in_the_same_ste
     """A schedule's job is queued on the listener's connection, whose notification psycopg has
     already read by the time the chores end: select would not wake for it until the next timer."""
     doorbell = Doorbell(1)
-    listener = Listener(connect, ["default"], poll=60, lease=30, listen=True, held=lambda: [],
-                        polled=lambda db: jobs.later(db, "default", "noop", {}), beaten=lambda db: None,
-                        watch=lambda db: None, stopping=threading.Event(), doorbell=doorbell, complaints=None)
+    chores = [Chore("queueing", 60, lambda db: jobs.later(db, "default", "noop", {}))]
+    listener = Listener(connect, ["default"], listen=True, chores=chores, stopping=threading.Event(),
+                        doorbell=doorbell, complaints=Complaints())
     with connect() as own, selectors.DefaultSelector() as listener._selector:
         own.autocommit = True
         listener._selector.register(listener._wakeup_r, selectors.EVENT_READ)
         listener._listening(own)
         assert doorbell.wait(0), "a thread is woken when the listener starts listening"
-        listener._next_beat = time.monotonic() + 60  # only the poll's chores are due
         listener._step(own)
         assert doorbell.wait(0), "the job its chores queued woke a thread"
     listener.closed()

@@ -1,0 +1,175 @@
+"""The documents stay true to the tree and to the code.
+
+Every relative link in a Markdown file names a file or folder that exists, and every
+`#anchor` a heading of its target as GitHub makes them. Every constant a document
+quotes with a value, as "`LOCK_AFTER` (10)" or "`POLL_INTERVAL`, 1 s", still has that
+value where the code defines it, so prose and code cannot drift apart unnoticed.
+"""
+
+import ast
+import functools
+import importlib
+import re
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SKIPPED = {".venv", ".git", ".pytest_cache", "test-results", ".pgdata", "outbox", "node_modules"}
+PACKAGES = ("jobs", "mail", "guestbook", "e2e")  # where the constants the documents quote are defined
+FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
+CODE = re.compile(r"`[^`\n]*`")
+LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
+REFERENCE = re.compile(r"^\s*\[[^\]]+\]:\s*(\S+)", re.M)
+HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
+HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
+# A quoted value: "`NAME` (3 days)", "`NAME` (an hour)", "`NAME`, 64 KiB", or "its /64 network (`NAME`)".
+AMOUNT = r"(?P<amount>an?|\d+(?:,\d{3})*(?:\.\d+)?)(?: (?P<unit>[A-Za-z]+))?"
+NAME = r"`(?P<name>[A-Z][A-Z0-9_]{2,})`"
+QUOTES = (re.compile(rf"{NAME}(?: \(|, ){AMOUNT}"), re.compile(rf"(?<![\w.]){AMOUNT} \({NAME}\)"))
+SECONDS = {"ms": 0.001, "s": 1, "second": 1, "seconds": 1, "min": 60, "minute": 60, "minutes": 60, "h": 3600,
+           "hour": 3600, "hours": 3600, "day": 86400, "days": 86400, "week": 604800, "weeks": 604800,
+           "year": 365 * 86400}
+BYTES = {"KiB": 1024, "MiB": 1024 ** 2}
+
+
+def documents() -> list[Path]:
+    """Every Markdown file of the project, outside the folders that tools make."""
+    return sorted(path for path in ROOT.rglob("*.md")
+                  if not SKIPPED.intersection(path.relative_to(ROOT).parts) and ".egg-info" not in str(path))
+
+
+def prose(text: str) -> str:
+    """The text without its fenced code blocks, where a link or a heading is only an example."""
+    return FENCE.sub("", text)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: its text lower-cased, punctuation dropped, spaces made hyphens."""
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", heading)  # a link counts by its text
+    text = re.sub(r"<[^>]+>", "", text).replace("`", "").lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors of a Markdown file: one per heading (a repeated one gets -1, -2, ...), and HTML ones."""
+    found, seen = set(), {}
+    text = prose(path.read_text())
+    for heading in HEADING.findall(text):
+        base = slug(heading)
+        found.add(f"{base}-{seen[base]}" if base in seen else base)
+        seen[base] = seen.get(base, 0) + 1
+    return found | set(HTML_ANCHOR.findall(text))
+
+
+def broken_links(path: Path) -> list[str]:
+    """The relative links and anchors of `path` that lead nowhere, each said with what is missing."""
+    text = CODE.sub("", prose(path.read_text()))
+    broken = []
+    for target in LINK.findall(text) + REFERENCE.findall(text):
+        if re.match(r"[a-z][a-z+.-]*:", target):
+            continue  # https:, mailto: and the like: not ours to check here
+        name, _, anchor = unquote(target).partition("#")
+        file = (path.parent / name).resolve() if name else path
+        if not file.exists():
+            broken.append(f"{target}: no {file.relative_to(ROOT) if file.is_relative_to(ROOT) else file}")
+        elif anchor and file.suffix == ".md" and anchor not in anchors(file):
+            broken.append(f"{target}: no heading with the anchor #{anchor} in {file.relative_to(ROOT)}")
+    return broken
+
+
+@functools.cache
+def assignments() -> dict[str, list[tuple[str, str, str]]]:
+    """Each name given a value at the top of a module of the packages: (package, module, the line's comment)."""
+    found = {}
+    for package in PACKAGES:
+        for source in sorted((ROOT / package).rglob("*.py")):
+            lines = source.read_text().splitlines()
+            module = ".".join(source.relative_to(ROOT).with_suffix("").parts)
+            for node in ast.parse("\n".join(lines)).body:
+                targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        comment = lines[node.lineno - 1].partition("#")[2].strip()
+                        found.setdefault(target.id, []).append((package, module, comment))
+    return found
+
+
+def definitions(name: str, document: Path) -> list[tuple[str, object, str]]:
+    """(module, value, comment) of each module-level `name = ...`: the document's own package's, else all."""
+    found = assignments().get(name, [])
+    own = [place for place in found if place[0] == document.relative_to(ROOT).parts[0]]
+    return [(module, getattr(importlib.import_module(module), name), comment) for _, module, comment in own or found]
+
+
+@functools.cache
+def read_from_environment(name: str) -> bool:
+    """Whether `name` is a setting the code reads from the environment rather than a constant."""
+    return any(f'"{name}"' in source.read_text() for package in PACKAGES for source in (ROOT / package).rglob("*.py"))
+
+
+def quoted(amount: str, unit: str | None) -> tuple[float, str] | None:
+    """What a quote says, as (number, kind): seconds for a time, bytes for a size; None if it is no quantity."""
+    number = 1.0 if amount in ("a", "an") else float(amount.replace(",", ""))
+    if unit in SECONDS:
+        return number * SECONDS[unit], "seconds"
+    if unit in BYTES:
+        return number * BYTES[unit], "bytes"
+    return (None if amount in ("a", "an") else (number, "number"))
+
+
+def in_code(value: object, comment: str, kind: str) -> float | None:
+    """The code's value in the kind a quote speaks of: a timedelta or "ms" in its comment are turned to seconds."""
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if kind == "seconds" and re.match(r"(ms|milliseconds)\b", comment):
+        return value / 1000
+    return float(value)
+
+
+def drifted(path: Path) -> list[str]:
+    """The constants `path` quotes with a value the code no longer gives them, each said with both values."""
+    drift = []
+    text = prose(path.read_text())
+    for match in (match for pattern in QUOTES for match in pattern.finditer(text)):
+        name, said = match["name"], quoted(match["amount"], match["unit"])
+        if said is None:
+            continue
+        found = definitions(name, path)
+        if not found:
+            if not read_from_environment(name):
+                drift.append(f"{name} ({match[0]}): defined nowhere in {', '.join(PACKAGES)}")
+            continue
+        if not any(in_code(value, comment, said[1]) == pytest.approx(said[0]) for _, value, comment in found):
+            values = "; ".join(f"{module}.{name} = {value!r}  # {comment}" for module, value, comment in found)
+            drift.append(f"{name}: the document says {match[0]!r}, the code {values}")
+    return drift
+
+
+@pytest.mark.parametrize(("heading", "anchor"), [
+    ("The claim, the lease and the heartbeat", "the-claim-the-lease-and-the-heartbeat"),
+    ("Behind PgBouncer in transaction mode", "behind-pgbouncer-in-transaction-mode"),
+    ("`jobs.later(db, queue, name, args)`", "jobslaterdb-queue-name-args"),
+    ("Chains & batches", "chains--batches"),
+    ("What an attacker can try: [the list](x.md)", "what-an-attacker-can-try-the-list"),
+    ("Step 3 — break the mail server", "step-3--break-the-mail-server"),
+    ("max_wait_ms and LOCK_AFTER", "max_wait_ms-and-lock_after"),
+])
+def test_a_heading_s_anchor_is_made_as_github_makes_it(heading, anchor):
+    assert slug(heading) == anchor
+
+
+@pytest.mark.parametrize("document", documents(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_relative_link_and_anchor_resolves(document):
+    broken = broken_links(document)
+    assert not broken, "links that lead nowhere:\n" + "\n".join(broken)
+
+
+@pytest.mark.parametrize("document", documents(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_quoted_constant_has_its_value_in_the_code(document):
+    drift = drifted(document)
+    assert not drift, "constants the document quotes otherwise than the code:\n" + "\n".join(drift)
