@@ -52,6 +52,12 @@ class Hand:
             taken, self._quiet = self._quiet, []
             return taken
 
+    def kept(self, waiting: list[Job] = (), quiet: list[Job] = ()) -> None:
+        """Takes back jobs taken out to be given back or settled, when that failed: they are still held."""
+        with self._lock:
+            self._waiting[:0] = waiting
+            self._quiet[:0] = quiet
+
     def waiting(self) -> list[Job]:
         """Takes the jobs not yet started, to give them back."""
         with self._lock:

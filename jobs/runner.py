@@ -74,25 +74,48 @@ def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: F
         while not stopping() and (job := hand.next()) is not None:
             outcome, quiet, seconds = ran(db, job, performers, now, timeout, backend)
             hand.ended(quiet)
-            if patience is not None and seconds > patience and (waiting := hand.waiting()):
-                flows.given_back(db, waiting, now)
+            if patience is not None and seconds > patience and (waiting := handed_back(db, hand, now)):
                 store.announced(db, {job.queue for job in waiting})  # a thread that waits takes them
             lines[job.id] = outcome.line
             if not quiet:
                 told(job, outcome, counts)
-            settled_quietly(db, hand.quiet(older_than=COMMIT_AFTER), counts, lines)
-        settled_quietly(db, hand.quiet(), counts, lines)
+            settled_quietly(db, hand.quiet(older_than=COMMIT_AFTER), counts, lines, hand)
+        settled_quietly(db, hand.quiet(), counts, lines, hand)
         if stopping():
-            flows.given_back(db, hand.waiting(), now)
+            handed_back(db, hand, now)
     finally:
         if not db.closed:
             db.autocommit = autocommit
     return [lines[job.id] for job in jobs if job.id in lines]
 
 
-def settled_quietly(db, jobs: list, counts: Counts, lines: dict | None = None) -> None:
-    """Deletes quiet successes together (outcomes.quiet_settled), then counts and logs each."""
-    for job, outcome in quiet_settled(db, jobs):
+def handed_back(db, hand: Hand, now=None) -> list:
+    """Gives back the jobs of `hand` not yet started (flows.given_back); returns them.
+
+    When the statement fails (a lost connection), they stay in the hand, so that they
+    are given back with the rest of what it holds once the connection is back.
+    """
+    waiting = hand.waiting()
+    try:
+        flows.given_back(db, waiting, now)
+    except BaseException:
+        hand.kept(waiting=waiting)
+        raise
+    return waiting
+
+
+def settled_quietly(db, jobs: list, counts: Counts, lines: dict | None = None, hand: Hand | None = None) -> None:
+    """Deletes quiet successes together (outcomes.quiet_settled), then counts and logs each.
+
+    When the statement fails, they go back into `hand`, if given, as still held.
+    """
+    try:
+        settled = quiet_settled(db, jobs)
+    except BaseException:
+        if hand is not None:
+            hand.kept(quiet=jobs)
+        raise
+    for job, outcome in settled:
         told(job, outcome, counts)
         if lines is not None:
             lines[job.id] = outcome.line

@@ -78,10 +78,13 @@ class Watch:
         Those successes wrote nothing: deleting them now, not after the slow job, means a
         crash meanwhile cannot run them (and send their letters) again.
         """
-        settled_quietly(db, hand.quiet(), self.worker.counts)
-        waiting = hand.waiting()
+        quiet, waiting = hand.quiet(), hand.waiting()
+        if not quiet and not waiting:
+            return
+        # Owed like a let-go thread's jobs: a statement cut off leaves them for the next look.
+        self._owed.append(GiveBack(None, waiting, quiet, None, told=True, said=True))
+        self._given_back(db)
         if waiting:
-            flows.given_back(db, waiting)
             store.announced(db, {job.queue for job in waiting})  # for idle workers elsewhere too
             log.info("jobs %s, claimed behind one still running, are given back for another thread to start",
                      [job.id for job in waiting])
