@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from . import flows, store
 from .hand import Hand
 from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
-from .policies import DEFAULT, policy_of
+from .policies import DEFAULT, NO_RETRY, policy_of
 from .settlement import JobTransaction
 
 COMMIT_AFTER = 0.005  # seconds a success that wrote nothing waits to be deleted with the ones after it
@@ -41,6 +41,10 @@ class Counts:
 
     def add(self, kind: str) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
+
+
+class TransactionEnded(RuntimeError):
+    """A performer ended its job's transaction by a way the worker could not refuse (its raw connection)."""
 
 
 def current_job() -> store.Job:
@@ -155,7 +159,8 @@ def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, 
         if transaction.left_failed():
             raise RuntimeError("a statement of the job failed and its error was not raised")
         if transaction.left_ended():
-            raise RuntimeError("the job ended the worker's transaction itself: what it wrote before is committed")
+            raise TransactionEnded("the job ended the worker's transaction itself: what it wrote before is "
+                                   "committed, so it is not tried again")
     except Exception as error:
         seconds = time.monotonic() - began
         if db.broken or db.closed:
@@ -164,6 +169,8 @@ def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, 
         if job.cancelling:
             return cancelled(job), False, seconds
         reason = str(error) or type(error).__name__
+        if isinstance(error, TransactionEnded):
+            policy = NO_RETRY  # another attempt would write again what is committed already
         return recorded_failure(db, job, policy, error, reason, traceback.format_exc(), now), False, seconds
     finally:
         job.deadline = None  # it runs no more: no timeout can fall on it now

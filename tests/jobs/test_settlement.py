@@ -227,3 +227,17 @@ def test_a_performer_may_roll_back_to_a_savepoint_of_its_own(db):
     jobs.later(db, "default", "partly", {})
     assert performed(db, claimed_all(db), {"partly": partly}) == ["ran partly"]
     assert effects(db) == [1]
+
+
+def test_a_job_that_commits_through_the_raw_connection_fails_for_good_rather_than_write_twice(db):
+    def commits_raw(conn, args):
+        conn.execute("INSERT INTO effects VALUES (1)")
+        conn.connection.commit()  # the object itself: nothing can refuse this
+
+    prepare_effects(db)
+    jobs.later(db, "default", "commits_raw", {})
+    [line] = performed(db, claimed_all(db), {"commits_raw": commits_raw})
+    assert line.startswith("failed commits_raw on attempt 1: the job ended the worker's transaction itself")
+    [shelved] = jobs.failed(db)
+    assert shelved["attempts"] == 1, "not tried again: its write is committed already"
+    assert effects(db) == [1]
