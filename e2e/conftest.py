@@ -93,6 +93,13 @@ def guestbook(database_url, guestbook_settings, tmp_path):
 
 
 @pytest.fixture
+def page(page, guestbook):
+    """pytest-playwright's page, in a browser that opened the link the guestbook printed, as the person who ran it does."""
+    page.goto(guestbook.key_link)
+    return page
+
+
+@pytest.fixture
 def guest(page, guestbook, inbox):
     """A person taking the usual steps at the guestbook, in the spec's browser page."""
     return Guest(page, guestbook, inbox)

@@ -26,17 +26,18 @@ class Guest:
         self.page.get_by_role("button", name="Sign up").click()
         expect(self.page.get_by_role("status")).to_contain_text(f"A letter is on its way to {email}")
 
-    def confirm(self, email: str) -> None:
-        """Opens the link in the confirmation letter to `email`, and presses the button it shows."""
+    def confirm(self, email: str, password: str = PASSWORD) -> None:
+        """Opens the link in the confirmation letter to `email`, gives the sign-up's password and presses the button."""
         letter = self.inbox.wait_for(to=email, subject=CONFIRMATION)
         self.page.goto(letter.link)
+        self.page.get_by_label("Password").fill(password)
         self.page.get_by_role("button", name="Confirm my account").click()
         expect(self.page.get_by_role("status")).to_have_text("Your account is confirmed. You can sign in now.")
 
     def confirmed_account(self, email: str, password: str = PASSWORD) -> None:
         """Signs up, and confirms the account from its letter."""
         self.sign_up(email, password)
-        self.confirm(email)
+        self.confirm(email, password)
 
     def sign_in(self, email: str, password: str = PASSWORD) -> None:
         """Fills in the sign-in form and sends it; the spec looks at the answer."""

@@ -11,6 +11,7 @@ worker would take the spec's letters.
 """
 
 import os
+import re
 import secrets
 import signal
 import subprocess
@@ -38,7 +39,7 @@ SECRET_BYTES = 32  # random bytes in each guestbook's SECRET_KEY
 # The guestbook's configuration: never inherited from the environment the specs run in.
 SETTINGS = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_FROM", "MAIL_OUTBOX", "BASE_URL", "PORT",
             "MAIL_RETRY_INTERVALS", "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES")
-TABLES = ("accounts", "entries", "client_tries", "jobs", "job_batches", "job_paused_queues")  # the guestbook's tables and the job queue's
+TABLES = ("accounts", "entries", "client_tries", "admins", "jobs", "job_batches", "job_paused_queues")  # the guestbook's tables and the job queue's
 
 
 class Guestbook:
@@ -68,6 +69,14 @@ class Guestbook:
             self.stop()
             raise RuntimeError(f"{error}; what it printed:\n{self.log.read_text()}") from None
         return self
+
+    @property
+    def key_link(self) -> str:
+        """The link it printed at start, which lets the browser that opens it see /outbox and /jobs."""
+        found = re.search(rf"Open ({re.escape(self.url)}/\?key=\w+) once", self.log.read_text())
+        if found is None:
+            raise RuntimeError(f"the guestbook printed no link to open; what it printed:\n{self.log.read_text()}")
+        return found.group(1)
 
     def answers(self) -> bool:
         """Whether a request for its front page gets an answer; raises RuntimeError if it has exited."""

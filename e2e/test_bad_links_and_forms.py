@@ -1,7 +1,7 @@
 """Bad input in the browser gets a page that says what was wrong, never a 500, and changes nothing.
 
-Here: a confirmation link tampered with, a reset link past its lifetime, and a form
-sent without its CSRF token.
+Here: a confirmation link tampered with, a confirmation with a password other than the
+sign-up's, a reset link past its lifetime, and a form sent without its CSRF token.
 """
 
 import pytest
@@ -38,6 +38,19 @@ def test_tampered_confirmation_link_is_refused_and_confirms_nothing(page, guest,
 
     guest.sign_in(ADA, PASSWORD)
     expect(page.get_by_role("alert")).to_contain_text("Sign-in failed")  # not confirmed: the answer of any failure
+
+
+def test_an_address_someone_else_signed_up_is_not_confirmed_by_its_owner_s_click(page, guest, inbox):
+    guest.sign_up(ADA, "a password the squatter chose")  # not Ada: she never asked for the letter
+    letter = inbox.wait_for(to=ADA, subject=CONFIRMATION)
+
+    page.goto(letter.link)
+    page.get_by_label("Password").fill(PASSWORD)  # Ada's own password, not the squatter's
+    page.get_by_role("button", name="Confirm my account").click()
+
+    expect(page.get_by_role("alert")).to_contain_text("That is not the password this account was signed up with")
+    guest.sign_in(ADA, "a password the squatter chose")
+    expect(page.get_by_role("heading", name="Confirm your account first")).to_be_visible()
 
 
 def test_expired_reset_link_is_refused_and_changes_nothing(page, guestbook, guest, inbox):

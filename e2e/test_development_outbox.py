@@ -30,6 +30,7 @@ def test_letter_in_the_outbox_confirms_the_account(page, guestbook):
     expect(letter).to_contain_text(f"To {ADA}")
     letter.get_by_role("link").click()
 
+    page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Confirm my account").click()
     expect(page.get_by_role("status")).to_have_text("Your account is confirmed. You can sign in now.")
     page.get_by_label("Email").fill(ADA)

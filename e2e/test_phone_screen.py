@@ -47,6 +47,7 @@ def test_pages_fit_a_phone_screen_and_pass_their_policy(page, guestbook):
     expect(letter.get_by_role("link")).to_be_visible()
     fits_the_screen(page)
     letter.get_by_role("link").click()
+    page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Confirm my account").click()
 
     page.get_by_label("Email").fill(LONG_ADDRESS)

@@ -38,6 +38,7 @@ def test_scanned_confirmation_link_confirms_nothing_until_the_button_is_pressed(
     guest.sign_in(ADA, PASSWORD)
     expect(page.get_by_role("alert")).to_contain_text("Sign-in failed")  # not confirmed: the answer of any failure
     page.goto(letter.link)
+    page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Confirm my account").click()
     expect(page.get_by_role("status")).to_have_text("Your account is confirmed. You can sign in now.")
     guest.sign_in(ADA, PASSWORD)

@@ -18,6 +18,7 @@ def test_new_guest_confirms_from_the_letter_and_signs_the_guestbook(page, guestb
 
     letter = inbox.wait_for(to=ADA, subject=CONFIRMATION)
     page.goto(letter.link)
+    page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Confirm my account").click()
     expect(page.get_by_role("status")).to_have_text("Your account is confirmed. You can sign in now.")
 

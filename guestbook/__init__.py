@@ -13,16 +13,19 @@ How a request travels, file by file:
   tokens.py    the signed links; mailer.py queues the letters that carry them.
   upkeep.py    the jobs that run on a schedule beside the server (__main__.py).
   connections.py  what waitress, before the app, does with slow clients (__main__.py).
+  dashboard.py the job queue's dashboard at /jobs, for the accounts admins.py says an
+               operator granted it; development.py keeps /outbox and /jobs to the
+               browser holding the key printed at start, and every path to local Hosts.
 """
 
 import os
 from urllib.parse import urlsplit
 
-from flask import Flask, current_app, render_template
-from werkzeug.exceptions import HTTPException, SecurityError
+from flask import Flask, render_template
+from werkzeug.exceptions import HTTPException
 
-from . import (auth, csrf, dashboard, db, entries, forms, headers, limits, names, outbox, passwords, resets,
-               sessions, tokens, unlocks)
+from . import (auth, csrf, dashboard, db, development, entries, forms, headers, limits, names, outbox, passwords,
+               resets, sessions, tokens, unlocks)
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
 TRUSTED_PROXIES_DEFAULT = 0  # proxies in front unless TRUSTED_PROXIES says otherwise: the client is who connects
@@ -36,16 +39,14 @@ def create_app(config: dict | None = None) -> Flask:
 
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
     (seconds), TRUSTED_PROXIES (how many proxies in front set X-Forwarded-For),
-    ADMIN_EMAILS (who may see /jobs), and DEVELOPMENT (True: the /outbox page, /jobs for
-    anyone, cookies without Secure, no HSTS, and only the Host names LOCAL_HOSTS and
-    BASE_URL's).
+    and DEVELOPMENT (True: the /outbox page and /jobs for
+    the browser that holds the printed key (development.py), cookies without Secure,
+    no HSTS, and only the Host names LOCAL_HOSTS and BASE_URL's, for every path).
     """
     app = Flask(__name__)
     config = config or {}
     app.config.from_mapping(settings_from_environment())
     app.config["SESSION_COOKIE_SECURE"] = not config.get("DEVELOPMENT")  # cookies over HTTPS only, but locally
-    if config.get("DEVELOPMENT"):
-        app.config["TRUSTED_HOSTS"] = local_hosts()
     app.config.from_mapping(config)
     missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not app.config.get(name)]
     if missing:
@@ -59,6 +60,7 @@ def create_app(config: dict | None = None) -> Flask:
     for blueprint in (entries.bp, unlocks.bp, resets.bp):
         app.register_blueprint(blueprint)
     if app.config["DEVELOPMENT"]:
+        development.init_app(app)
         app.register_blueprint(outbox.bp)
     dashboard.init_app(app)  # the job queue's dashboard at /jobs
     app.jinja_env.globals.update(
@@ -66,8 +68,9 @@ def create_app(config: dict | None = None) -> Flask:
         NAME_MAX=names.NAME_MAX, ANONYMOUS=names.ANONYMOUS,
     )
     app.register_error_handler(HTTPException, error_page)
-    app.register_error_handler(SecurityError, untrusted_host)
     headers.init_app(app)
+    if app.config["DEVELOPMENT"]:  # outermost: no part of the app, the dashboard included, sees another Host
+        app.wsgi_app = development.hosts_checked(app.wsgi_app, local_hosts())
     return app
 
 
@@ -77,7 +80,6 @@ def settings_from_environment() -> dict:
         "SECRET_KEY": os.environ.get("SECRET_KEY"),
         "DATABASE_URL": os.environ.get("DATABASE_URL"),
         "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
-        "ADMIN_EMAILS": os.environ.get("ADMIN_EMAILS", ""),
         "RESET_TOKEN_MAX_AGE": whole_number("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE),
         "TRUSTED_PROXIES": whole_number("TRUSTED_PROXIES", TRUSTED_PROXIES_DEFAULT),
         "DEVELOPMENT": False,
@@ -109,7 +111,3 @@ def local_hosts() -> list[str]:
     return [*LOCAL_HOSTS, base] if base and base not in LOCAL_HOSTS else list(LOCAL_HOSTS)
 
 
-def untrusted_host(error: SecurityError):
-    """The 400 answer to a Host name development does not answer to: plain text, as no page can be built for it."""
-    hosts = ", ".join(current_app.config["TRUSTED_HOSTS"])
-    return f"{error.description} This guestbook answers at {hosts} only.\n", 400, {"Content-Type": "text/plain"}

@@ -1,4 +1,6 @@
-"""The command line: `guestbook serve [--port N] [--development]`, the web server with its mail worker beside it.
+"""The command line: `guestbook serve [--port N] [--development]`, the web server with its mail worker
+beside it, and `guestbook admins add|remove ADDRESS` and `admins list`, the operator's grants of the
+job queue's dashboard (admins.py).
 
 The server is waitress (a production WSGI server) in both modes, with a worker on
 the `mail` queue in threads beside it (jobs.beside), so every process that serves
@@ -16,6 +18,7 @@ import os
 import secrets
 import signal
 import sys
+from datetime import timezone
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -25,7 +28,9 @@ import waitress
 import jobs
 import mail
 
-from . import connections, create_app, dashboard, db, embedded, forms, settings_from_environment, upkeep
+from psycopg.rows import namedtuple_row
+
+from . import admins, connections, create_app, dashboard, db, development, embedded, forms, settings_from_environment, upkeep
 
 DEFAULT_PORT = 5000  # the port served when neither --port nor PORT names one
 THREADS = db.POOL_MAX  # requests served at once: one pool connection each
@@ -43,6 +48,11 @@ CHANNEL_TIMEOUT = 10  # seconds a connection may send nothing before waitress cl
 CLEANUP_INTERVAL = 2  # seconds between waitress's looks for idle connections (its default: 30)
 CONNECTION_LIMIT = 1000  # connections open at once (its default: 100, which 100 idle clients filled)
 BODY_MAX = forms.CONTENT_MAX + 1  # waitress's max_request_body_size (its default: 1 GiB)
+EXIT_NOTICE = 1  # `admins add` or `remove` changed nothing: no such confirmed account, or no such grant
+RETIRED = {  # settings that no longer do what they did: serve refuses to start while one is set
+    "ADMIN_EMAILS": "ADMIN_EMAILS no longer grants the dashboard to an address: grant it to a confirmed account "
+                    "with `python -m guestbook admins add ADDRESS`, and unset ADMIN_EMAILS",
+}
 
 
 def main(argv=None) -> int:
@@ -52,13 +62,24 @@ def main(argv=None) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line's one command, serve, and its options."""
-    top = argparse.ArgumentParser(prog="guestbook", description="Serve the guestbook.")
+    """The command line's commands, serve and admins, and their options."""
+    top = argparse.ArgumentParser(prog="guestbook", description="Serve the guestbook, and say who may see its dashboard.")
     commands = top.add_subparsers(required=True, metavar="COMMAND")
     serve = commands.add_parser("serve", help="serve the guestbook, with its mail worker beside it")
     serve.add_argument("--port", type=int, default=None, metavar="N", help=f"the port (default: PORT, else {DEFAULT_PORT})")
     serve.add_argument("--development", action="store_true", help="local defaults: embedded database, kept secret, outbox")
     serve.set_defaults(command=serve_command)
+    grants = commands.add_parser("admins", help="grant, take back or list the dashboard at /jobs", description=(
+        "Grant the job queue's dashboard at /jobs to a confirmed account, take it back, or list who holds it, "
+        "on the database DATABASE_URL names. Exits 0, or 1 when nothing changed."))
+    actions = grants.add_subparsers(required=True, metavar="ACTION")
+    for action, summary in (("add", "grant the dashboard to the confirmed account of ADDRESS"),
+                            ("remove", "take the dashboard back from the account of ADDRESS")):
+        chosen = actions.add_parser(action, help=summary, description=summary.capitalize() + ".")
+        chosen.add_argument("address", metavar="ADDRESS")
+        chosen.set_defaults(command=admins_command, action=action)
+    actions.add_parser("list", help="list the accounts that hold the dashboard").set_defaults(
+        command=admins_command, action="list", address=None)
     return top
 
 
@@ -66,7 +87,7 @@ def serve_command(args) -> int:
     """Serves until SIGINT or SIGTERM; the letter in hand is sent before the process ends."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)  # its start-up is told line by line otherwise
-    problem = "" if args.development else production_problem()
+    problem = retired_problem() or ("" if args.development else production_problem())
     if problem:
         print(f"guestbook: {problem}", file=sys.stderr)
         return 2
@@ -93,6 +114,9 @@ def serve_command(args) -> int:
     )
     server.channel_class = connections.guarded(capped=not app.config["TRUSTED_PROXIES"])  # for every accept from now
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
+    if args.development:  # the outbox and the dashboard show live links: for the person who started it only
+        print(f"Open {development.link(app, base)} once to see /outbox and /jobs in your browser "
+              "(no other user of this machine can)", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
         jobs.beside(lambda: psycopg.connect(url), mail.QUEUE, performers, server.run, schedules=upkeep.schedules,
@@ -103,6 +127,35 @@ def serve_command(args) -> int:
         server.close()
         db.closed(app)
     return 0
+
+
+def admins_command(args) -> int:
+    """Adds, removes or lists the grants of the dashboard, on DATABASE_URL's database."""
+    if not os.environ.get("DATABASE_URL"):
+        print("guestbook: set DATABASE_URL to the guestbook's database", file=sys.stderr)
+        return 2
+    address = (args.address or "").strip().lower()  # as accounts keep addresses
+    with psycopg.connect(os.environ["DATABASE_URL"], autocommit=True, row_factory=namedtuple_row) as conn:
+        db.prepared(conn)
+        if args.action == "list":
+            rows = admins.listed(conn)
+            print("\n".join(f"{row.email}  since {row.granted_at.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC" for row in rows)
+                  if rows else "no account may see the dashboard")
+            return 0
+        if args.action == "add":
+            said = admins.granted(conn, address)
+            print(said or f"no confirmed account has the address {address}: it must sign up and confirm first")
+            return 0 if said else EXIT_NOTICE
+        if admins.revoked(conn, address):
+            print(f"{address} may no longer see the dashboard, from its next request on")
+            return 0
+        print(f"{address} could not see the dashboard")
+        return EXIT_NOTICE
+
+
+def retired_problem() -> str:
+    """What a setting that no longer works would mislead an operator about, as a sentence; "" when none is set."""
+    return next((said for name, said in RETIRED.items() if os.environ.get(name)), "")
 
 
 def production_problem() -> str:

@@ -44,9 +44,10 @@ def created(db, email: str, digest: str, name: str = "", name_key: str | None = 
     return db.execute(queries["account_created"], params).fetchone()
 
 
-def confirmed(db, account) -> None:
-    """Marks the account confirmed (once: a second time changes nothing)."""
-    db.execute(queries["account_confirmed"], {"id": account.id})
+def confirmed(db, account) -> bool:
+    """Marks the account confirmed (once: a second time changes nothing); False when its password changed meanwhile."""
+    params = {"id": account.id, "digest": account.password_digest}
+    return db.execute(queries["account_confirmed"], params).rowcount == 1
 
 
 def unconfirmed_pruned(db, reset_max_age: int) -> int:

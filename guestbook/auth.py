@@ -22,6 +22,10 @@ SIGNIN_FAILED = (
     "Sign-in failed: the email or the password is wrong, or the account is locked or not confirmed yet. "
     "A locked account is sent a letter with a link to unlock it, and an unconfirmed one a new confirmation letter."
 )
+CONFIRM_FAILED = (
+    "That is not the password this account was signed up with, so it stays unconfirmed. "
+    "If you did not sign up here, ignore the letter: an account nobody confirms is deleted."
+)
 
 
 @bp.before_app_request
@@ -30,7 +34,8 @@ def load_signed_in_account() -> None:
     g.account = None
     if session.get("session_id") is None:
         return
-    account = sessions.account_of(get_db(), session["session_id"], session.get("account_id"))
+    account = sessions.account_of(get_db(), session["session_id"], session.get("account_id"),
+                                  seen=not sessions.is_background(request.headers))
     if account is None or not tokens.fits("session", session.get("password", ""), account):
         session.clear()
         return
@@ -73,14 +78,24 @@ def signup():
 
 @bp.route("/confirm/<token>", methods=("GET", "POST"))
 def confirm(token: str):
-    """Shows a button to confirm the account (GET, safe for mail scanners) and confirms it (POST)."""
+    """Shows the form that confirms the account (GET, safe for mail scanners) and confirms it (POST).
+
+    The link proves the address, and only the password of the sign-up proves the
+    account: someone who signed up an address that is not theirs, with a password
+    they chose, would otherwise have it confirmed, and theirs, by the owner's click
+    on a letter the owner never asked for (a pre-hijacked account).
+    """
     db = get_db()
     account = accounts.for_token(db, "confirm", token)
     if account is None:
         abort(400, "This confirmation link is not valid or has expired. Sign in to be sent a new one.")
     if request.method != "POST":
         return render_template("auth/confirm.html", account=account)
-    accounts.confirmed(db, account)
+    if account.confirmed_at is None:
+        password = field("password", passwords.PASSWORD_MAX)
+        if not passwords.matches(account.password_digest, password) or not accounts.confirmed(db, account):
+            flash(CONFIRM_FAILED, "error")
+            return render_template("auth/confirm.html", account=account), 401
     flash("Your account is confirmed. You can sign in now.")
     return redirect(url_for("auth.signin"))
 

@@ -4,7 +4,9 @@ Content-Security-Policy allows this site's stylesheet and nothing else to run or
 (no scripts, no inline style), forms posted here only, and no framing by any site, so
 nobody can lay their page over the confirm, unlock, reset or sign-out buttons. Pages
 are never stored by a cache (they show accounts, and the links' URLs are secrets);
-outside development, HSTS keeps browsers to HTTPS.
+outside development, HSTS keeps browsers to HTTPS. The job queue's dashboard, a WSGI
+app beside Flask's, gets the same headers (`around`), but for its own policy, which
+allows its one script.
 """
 
 from flask import current_app, request
@@ -36,3 +38,18 @@ def guarded(response):
     if not current_app.config["DEVELOPMENT"]:
         response.headers["Strict-Transport-Security"] = f"max-age={HSTS_MAX_AGE}"
     return response
+
+
+def around(wsgi_app, development: bool):
+    """`wsgi_app` (the dashboard) with the headers every answer of the guestbook carries, but for its own policy."""
+    added = [("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"), ("X-Content-Type-Options", "nosniff"),
+             ("Cache-Control", "no-store")]
+    if not development:
+        added.append(("Strict-Transport-Security", f"max-age={HSTS_MAX_AGE}"))
+    names = {name.lower() for name, _ in added}
+
+    def headed(environ, start_response):
+        def started(status, headers, exc_info=None):
+            return start_response(status, [h for h in headers if h[0].lower() not in names] + added, exc_info)
+        return wsgi_app(environ, started)
+    return headed

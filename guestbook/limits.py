@@ -21,7 +21,7 @@ CLIENT_WINDOW = 60  # seconds a window lasts: it begins with a client's first tr
 FORGET_BATCH = 10  # clients whose window ended that each try forgets, so the table holds recent ones only
 IPV6_PREFIX = 64  # an IPv6 client is its /64 network: one home or server is given a whole /64
 UNKNOWN = "unknown"  # what every request without a readable IP address counts against, together
-LIMITED = {"auth.signin", "auth.signup", "resets.new"}  # the views whose posts are counted
+LIMITED = {"auth.signin", "auth.signup", "auth.confirm", "resets.new"}  # the views whose posts are counted (a confirmation hashes its password)
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}  # methods that only read, never counted
 
 

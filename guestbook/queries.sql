@@ -39,8 +39,10 @@ FROM accounts
 WHERE id = %(id)s
 
 -- name: account_confirmed
--- A second confirmation keeps the moment of the first.
-UPDATE accounts SET confirmed_at = coalesce(confirmed_at, now()) WHERE id = %(id)s
+-- Only over the digest the given password was checked against (auth.confirm), not one
+-- a reset set while it was hashed. A second confirmation keeps the moment of the first.
+UPDATE accounts SET confirmed_at = coalesce(confirmed_at, now())
+WHERE id = %(id)s AND password_digest = %(digest)s
 
 -- name: unconfirmed_pruned
 -- The daily upkeep (upkeep.py): an account whose last confirmation link expired unused
@@ -217,3 +219,23 @@ DELETE FROM sessions WHERE account_id = %(account_id)s
 -- account it was of, so the table holds little more than the live ones.
 DELETE FROM sessions
 WHERE created_at <= now() - make_interval(secs => %(max_age)s) OR seen_at <= now() - make_interval(secs => %(idle)s)
+
+-- name: admin_granted
+-- An operator's grant (admins.py): only to a confirmed account, whose address is proved.
+-- A second grant changes nothing and keeps the moment of the first.
+INSERT INTO admins (account_id)
+SELECT id FROM accounts WHERE email = %(email)s AND confirmed_at IS NOT NULL
+ON CONFLICT (account_id) DO NOTHING
+RETURNING account_id
+
+-- name: admin_revoked
+DELETE FROM admins USING accounts
+WHERE admins.account_id = accounts.id AND accounts.email = %(email)s
+RETURNING admins.account_id
+
+-- name: admins_listed
+SELECT a.email, d.granted_at FROM admins d JOIN accounts a ON a.id = d.account_id ORDER BY a.email
+
+-- name: admin_held
+-- Asked on every request to /jobs and for every page whose header may link there.
+SELECT 1 FROM admins WHERE account_id = %(account_id)s

@@ -84,3 +84,13 @@ ALTER TABLE accounts
     ADD COLUMN IF NOT EXISTS name_key text;   -- names.key of display_name; NULL for no name
 CREATE UNIQUE INDEX IF NOT EXISTS accounts_name_key ON accounts (name_key);
 CREATE INDEX IF NOT EXISTS accounts_unkeyed_names ON accounts (id) WHERE name_key IS NULL AND display_name <> '';
+
+-- name: step 3
+-- Who may see the job queue's dashboard at /jobs (admins.py): the accounts an operator
+-- granted it, one row each, written by `python -m guestbook admins add ADDRESS` and
+-- deleted by `admins remove`. No request of the site writes this table, so no sign-up
+-- or sign-in can grant it, whatever the address; deleting the account ends the grant.
+CREATE TABLE IF NOT EXISTS admins (
+    account_id bigint PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
+    granted_at timestamptz NOT NULL DEFAULT now()
+);

@@ -26,6 +26,8 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   batch counts down, the last job queueing its callbacks.
   schedules.py    SQL: the listener also queues the job of each due tick of a worker's
                   schedules (cron.py reads the expressions), once across all workers.
+  redaction.py    the arguments a caller named secret: hidden by every viewer, and
+                  taken out of a failure's reason and traceback before they are kept.
   shelf.py        SQL: a job that failed for good waits on the shelf to be read,
                   retried or discarded; `status` counts each queue's jobs.
   control.py      SQL: an operator pauses and resumes queues, and cancels jobs onto the

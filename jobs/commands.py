@@ -1,8 +1,9 @@
 """The command line's look at the queue and its hand on it: every command but `work`.
 
 `python -m jobs` (__main__.py) parses the command line and opens the connection; each
-function here runs one command on it, prints plain tables (never a job's arguments)
-and answers the exit code.
+function here runs one command on it, prints plain tables (never a job's arguments,
+and reasons the runner wrote without the values of secret ones: redaction.py) and
+answers the exit code.
 """
 
 import argparse
@@ -99,7 +100,7 @@ def queue_name(text: str) -> str:
 
 def positive(text: str) -> int:
     """A whole number from 1 to ID_MAX, for argparse: a job's id, or how many jobs a page holds."""
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= ID_MAX:
+    if not text.isascii() or not text.isdigit() or len(text) > len(str(ID_MAX)) or not 1 <= int(text) <= ID_MAX:
         raise argparse.ArgumentTypeError(f"a whole number from 1 to {ID_MAX}, not {text!r}")
     return int(text)
 

@@ -13,7 +13,7 @@ import contextlib
 import logging
 from dataclasses import dataclass
 
-from . import control, flows, store
+from . import control, flows, redaction, store
 
 log = logging.getLogger("jobs")
 
@@ -102,6 +102,8 @@ def recorded_failure(db, job, policy, error, reason, trace, now, kind=None) -> O
 
     One statement, or one transaction with the chain or batch of a job that failed for good.
     """
+    secret = store.secret_of(db, job)  # none of their values is written or logged (redaction.py)
+    reason, trace = redaction.redacted(reason, job.args, secret), redaction.redacted(trace, job.args, secret)
     wait = policy.wait_after(job.attempt, error)
     if wait is None:
         after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index

@@ -13,9 +13,10 @@
 -- A job with a unique key that is already waiting or in work inserts nothing, so
 -- nothing comes back and nobody is notified.
 WITH queued AS (
-    INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, max_attempts, key, unique_key, batch, flow)
+    INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, max_attempts, key, unique_key, batch, flow,
+        secret)
     VALUES (%(queue)s, %(name)s, %(args)s, COALESCE(%(run_at)s, {now}), COALESCE(%(run_at)s > {now}, false),
-        %(priority)s, %(max_attempts)s, %(key)s, %(unique)s, %(batch)s, %(flow)s)
+        %(priority)s, %(max_attempts)s, %(key)s, %(unique)s, %(batch)s, %(flow)s, %(secret)s)
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL)
     DO NOTHING
     RETURNING id
@@ -270,7 +271,12 @@ DELETE FROM job_batches WHERE finished_at IS NOT NULL AND finished_at < {now} - 
 -- name: later_many
 -- Many jobs at once: COPY is the fastest way into a table, several times faster
 -- than INSERTs, and one notification wakes the workers for all of them.
-COPY jobs (queue, name, args, run_at, scheduled, priority, max_attempts) FROM STDIN
+COPY jobs (queue, name, args, run_at, scheduled, priority, max_attempts, secret) FROM STDIN
+
+-- name: secret_of
+-- The secret arguments of a job whose attempt failed, read only then (runner.py), so
+-- that a claim, which most jobs never follow with a failure, carries none of them.
+SELECT secret FROM jobs WHERE id = %(id)s
 
 -- name: notify
 SELECT pg_notify('jobs', %(queue)s)

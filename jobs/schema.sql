@@ -186,3 +186,11 @@ CREATE TABLE IF NOT EXISTS job_workers (
     ended_at bigint,                   -- ms: when it stopped, or was taken for gone; NULL while it works
     ending text                        -- 'stopped' (cleanly) or 'silent' (taken for gone); NULL while it works
 );
+
+-- name: step 8
+-- The arguments of a job that are secrets (a letter's body, with its live links; a
+-- token; a password), named by the caller of `later(..., secret=[...])`: the
+-- dashboard shows them hidden, and a failure's reason and traceback are written with
+-- their values taken out (redaction.py). NULL, as every job had before, hides nothing.
+-- A column with no default is added without rewriting a row.
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS secret text[];

@@ -16,6 +16,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from . import redaction
 from .arguments import encoded, encoded_args, named
 from .job import Job, job_row
 from .sql import queries
@@ -37,7 +38,7 @@ def now_ms() -> int:
 
 def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0,
           unique: str | None = None, key: str | None = None, batch: int | None = None,
-          flow: dict | None = None) -> int | None:
+          flow: dict | None = None, secret=None) -> int | None:
     """Queues job `name` with `args` on `queue` to run at `at` (ms since the epoch) or after.
 
     With `at` None it is due at once, by the database's clock; a later `at` waits
@@ -53,33 +54,42 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     unique: at most one job per unique key waits or runs; when one already does,
     nothing is queued and the answer is None.
     key: a concurrency key; jobs sharing one run one at a time across all workers.
+    secret: the names of the arguments that are secrets (a token, a letter's body with
+    its links): no viewer shows them, and a failure's reason and traceback are written
+    without their values (redaction.py). A name that is not an argument is a ValueError.
     batch and flow are written by `flows` for the jobs of batches and chains.
     """
     text = encoded(queue, name, args)
+    secret = redaction.declared(name, args, secret)
     params = {
         "queue": queue, "name": name, "args": text, "run_at": at, "now": None, "priority": priority,
         "max_attempts": ATTEMPTS,
         "key": key, "unique": unique, "batch": batch, "flow": None if flow is None else json.dumps(flow),
+        "secret": secret,
     }
     row = db.execute(queries["later"], params).fetchone()
     return None if row is None else row[0]
 
 
-def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, priority: int = 0) -> int:
+def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, priority: int = 0,
+               secret=None) -> int:
     """Queues job `name` once for each dict in `many_args`, in one COPY; returns how many.
 
     Every argument is checked before anything is written, so one bad dict refuses
-    them all. Written on `db`'s current transaction (one of its own on an autocommit
+    them all; `secret` names the secret arguments of every one of them, as `later`'s
+    does. Written on `db`'s current transaction (one of its own on an autocommit
     connection), with one notification for all of them.
     """
     named(queue, name)
+    many_args = list(many_args)
     texts = [encoded_args(name, args) for args in many_args]
+    secrets_of = [redaction.declared(name, args, secret) for args in many_args]
     with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
         now = cursor.execute(queries["now"], {"now": None}).fetchone()[0]
         run_at, later_on = (now, False) if at is None else (at, at > now)
         with cursor.copy(queries["later_many"]) as copy:
-            for text in texts:
-                copy.write_row((queue, name, text, run_at, later_on, priority, ATTEMPTS))
+            for text, hidden in zip(texts, secrets_of):
+                copy.write_row((queue, name, text, run_at, later_on, priority, ATTEMPTS, hidden))
         cursor.execute(queries["notify"], {"queue": queue})
     return len(texts)
 
@@ -157,6 +167,12 @@ def attempt_failed(db, job: Job, reason: str, traceback: str, wait: int, max_att
         "wait": wait, "now": now, "max_attempts": max_attempts,
     }
     return db.execute(queries["fail"], params).rowcount == 1
+
+
+def secret_of(db, job: Job) -> list[str] | None:
+    """The names of `job`'s secret arguments, as its caller gave them to `later`; None when it has none."""
+    row = db.execute(queries["secret_of"], {"id": job.id}).fetchone()
+    return row[0] if row else None
 
 
 def released(db, jobs: list[Job], now: int | None = None) -> None:

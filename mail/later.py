@@ -18,6 +18,7 @@ QUEUE = "mail"  # the queue letters wait on
 PERMANENT = 500  # SMTP answers from this code up refuse a letter for good; 4xx ones are worth a retry
 EXCHANGES = 6  # SMTP exchanges of one letter at the most: connect, EHLO, STARTTLS, login, send, QUIT
 DELIVER_TIMEOUT = EXCHANGES * TIMEOUT  # seconds a `deliver` job may run: every exchange at its own limit
+SECRET_ARGS = ("body",)  # a letter's body carries its links, live secrets until they expire: no viewer of the queue shows it
 
 
 class Undeliverable(Exception):
@@ -30,11 +31,13 @@ def delivered_later(db, m: Letter) -> int:
     The job is written on `db`'s current transaction: if that rolls back, the letter
     was never queued. A letter `delivered` would refuse is refused here with
     Refused, before anything is written, so the request that made it hears why.
+    Its body is a secret argument of the job (SECRET_ARGS): the dashboard never shows
+    it, and a failure's reason and traceback are kept without its links.
     """
     reason = refusal(m)
     if reason:
         raise Refused(reason)
-    return jobs.later(db, QUEUE, "deliver", asdict(m))
+    return jobs.later(db, QUEUE, "deliver", asdict(m), secret=SECRET_ARGS)
 
 
 def deliver(db, args: dict) -> None:

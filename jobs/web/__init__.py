@@ -8,13 +8,21 @@
 """
 
 import re
+import secrets as randomness
 
 from ..schedules import held
-from . import actions, metrics, pages
+from . import actions, csrf, metrics, pages
 from .wsgi import Dashboard, Route
 
+# The header the queues page's script sends with each look it takes on its own, every
+# REFRESH_EVERY seconds: an app may leave such looks out of a session's activity, so an
+# open tab nobody watches does not keep a person signed in (browsers with Fetch
+# Metadata say as much in Sec-Fetch-Mode; this says it for every browser).
+REFRESH_HEADER = "X-Jobs-Refresh"
 
-def app(connect, authorize=None, *, development: bool = False, worker=None, schedules=()) -> Dashboard:
+
+def app(connect, authorize=None, *, development: bool = False, worker=None, schedules=(), secret=None, session=None,
+        origin: str | None = None) -> Dashboard:
     """The dashboard as a WSGI app, reading and writing the jobs table through `connect()`.
 
     connect: a function answering a new psycopg connection (closed after each request).
@@ -26,6 +34,15 @@ def app(connect, authorize=None, *, development: bool = False, worker=None, sche
     after the app is built can be handed over later as the app's `worker` attribute.
     schedules: the code's schedules (made by jobs.every), for the schedules page to show
     their definitions and next runs beside what job_schedules records.
+    secret: the key (str or bytes) the forms' CSRF tokens are signed with (csrf.py), such
+    as the app's own secret key; without one, a random key of this process, so a form
+    is refused by every other process that serves the dashboard, and after a restart.
+    session: session(environ) -> str, what names the visitor's session in the app; the
+    tokens are bound to it, so one taken from another session is refused.
+    origin: the site's origin as browsers see it ("https://jobs.example.com"), when a
+    proxy in front changes the scheme or Host the app sees: a POST whose Origin names
+    another is refused, and an https origin makes the token's cookie Secure. None: the
+    request's own scheme and Host.
 
     Mount it under a path, e.g. with Werkzeug's DispatcherMiddleware at "/jobs": its
     links start from SCRIPT_NAME.
@@ -34,7 +51,10 @@ def app(connect, authorize=None, *, development: bool = False, worker=None, sche
         if not development:
             raise TypeError("jobs.web.app needs authorize=(environ) -> bool, or development=True to let everyone in")
         authorize = everyone
-    return Dashboard(connect, authorize, ROUTES, worker, held(schedules))
+    key = randomness.token_bytes(csrf.TOKEN_BYTES) if secret is None else secret
+    key = key.encode() if isinstance(key, str) else key
+    return Dashboard(connect, authorize, ROUTES, worker, held(schedules), secret=key, session=session,
+                     origin=origin.rstrip("/") if origin else None)
 
 
 def everyone(environ) -> bool:

@@ -2,7 +2,8 @@
 
 Each reads what it shows through shelf.py, control.py, schedules.py and roster.py (or
 web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however many
-jobs the table holds. A job's arguments may hold secrets and show only when asked.
+jobs the table holds. A job's arguments may hold secrets and show only when asked, and
+those its caller named secret (redaction.py) never show, even then.
 """
 
 import json
@@ -11,7 +12,7 @@ from pathlib import Path
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from .. import roster, shelf, store
+from .. import redaction, roster, shelf, store
 from .. import schedules as schedule_rows
 from ..sql import load
 from . import html, params
@@ -118,7 +119,9 @@ def job(dashboard, request, db, id_text: str) -> Answer:
     if found is None:
         raise Refused(404, f"job {id} is not in the table: it succeeded, was discarded, or never was")
     shown = request.query.get("args", [""])[0] == "shown"
-    args = (f"<pre>{escaped(json.dumps(found['args'], indent=2, ensure_ascii=False))}</pre>" if shown
+    visible = redaction.hidden(found["args"], found["secret"])
+    kept = f'<p class="muted">{redaction.HIDDEN}: a secret, never shown.</p>' if found["secret"] else ""
+    args = (f"<pre>{escaped(json.dumps(visible, indent=2, ensure_ascii=False))}</pre>{kept}" if shown
             else html.link(request, f"/job/{id}", "show the arguments (they may hold secrets)", args="shown"))
     facts = [("State", found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else "")),
              ("Queue", found["queue"]), ("Name", found["name"]), ("Priority", found["priority"]),

@@ -11,8 +11,13 @@ PAGE_MAX = 500  # jobs or batches a page of the dashboard shows at most
 
 
 def whole(text: str, what: str, status: int = 400, *, largest: int = BIGINT_MAX) -> int:
-    """`text` as a whole number from 1 to `largest`, or a refusal naming `what`."""
-    if not text.isascii() or not text.isdigit() or not 1 <= int(text) <= largest:
+    """`text` as a whole number from 1 to `largest`, or a refusal naming `what`.
+
+    Its digits are counted before int() reads them: past 4,300 digits int() raises
+    ValueError instead of answering, and no number that long is in range anyway.
+    """
+    if (not text.isascii() or not text.isdigit() or len(text) > len(str(largest))
+            or not 1 <= int(text) <= largest):
         raise Refused(status, f"{what} must be a whole number from 1 to {largest}, not {text[:40]!r}")
     return int(text)
 

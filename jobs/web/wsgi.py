@@ -1,8 +1,8 @@
 """The dashboard's WSGI plumbing: the request read from the environ, the answer, and the routing.
 
 Every request passes the same checks in order: `authorize(environ)`, the route and its
-method (GET and HEAD only read, POST only acts), and for a POST the CSRF token
-(csrf.py). The page or action then runs on a connection of its own, in autocommit, so
+method (GET and HEAD only read, POST only acts), and for a POST its origin and CSRF
+token (csrf.py). The page or action then runs on a connection of its own, in autocommit, so
 no transaction outlives its statement, and the connection closes with the request.
 A bad request gets a page saying what was wrong with a 4xx status, and writes nothing.
 """
@@ -102,6 +102,7 @@ class Route:
 GUARDS = [
     ("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
                                 "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    ("X-Frame-Options", "DENY"),  # frame-ancestors, for browsers older than CSP 2
     ("X-Content-Type-Options", "nosniff"),
     ("Referrer-Policy", "same-origin"),
     ("Cache-Control", "no-store"),
@@ -111,9 +112,11 @@ GUARDS = [
 class Dashboard:
     """The WSGI app `jobs.web.app` builds: checks each request, finds its route and answers."""
 
-    def __init__(self, connect, authorize, routes: list[Route], worker=None, schedules: tuple = ()):
+    def __init__(self, connect, authorize, routes: list[Route], worker=None, schedules: tuple = (), *,
+                 secret: bytes, session=None, origin: str | None = None):
         self.connect, self.authorize, self.routes, self.worker = connect, authorize, routes, worker
         self.schedules = schedules
+        self.secret, self.session, self.origin = secret, session, origin  # the CSRF token's (csrf.py)
 
     def __call__(self, environ, start_response):
         request = Request.read(environ)
@@ -139,10 +142,12 @@ class Dashboard:
         if not self.authorize(request.environ):
             raise Refused(403, "you may not see the queue's dashboard")
         route, groups = self.route(request)
-        request.csrf, cookie = csrf.token(request)
+        request.csrf, cookie = csrf.token(self, request)
         if route.method == "POST":
+            if not csrf.same_site(self, request):
+                raise Refused(403, "the form was sent from another site")
             request.read_form()
-            if not csrf.passed(request):
+            if not csrf.passed(self, request):
                 raise Refused(403, "the form's CSRF token is missing or does not match: reload the page and try again")
         if not route.database:
             answer = route.handler(self, request, None, *groups)

@@ -109,7 +109,7 @@ class Visitor:
     def confirmed_account(self, email: str, password: str = PASSWORD) -> None:
         """Signs up and confirms through the letter's link, leaving the mail queue empty."""
         self.signup(email, password)
-        assert self.submit(self.post.only_link_to(email)).status_code == 302
+        assert self.submit(self.post.only_link_to(email), password=password).status_code == 302
 
     def signed_in(self, email: str, password: str = PASSWORD) -> None:
         """A confirmed account, signed in."""

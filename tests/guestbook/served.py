@@ -44,7 +44,9 @@ class Served:
                                         env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                         preexec_fn=dying_with_this_thread())
         self.said = self._address_line()
-        self.request = self.visitor().request
+        # Development prints the link that lets a browser see /outbox and /jobs next; its visitor opens it.
+        self.key_link = self.process.stdout.readline().split()[1] if "--development" in args else None
+        self.request = self.visitor(keyed=True).request
 
     def _address_line(self) -> str:
         """The line that gives the address, printed once the app is made; log lines before it
@@ -57,9 +59,12 @@ class Served:
             self.before.append(line)
         return self.before[-1] if self.before else ""
 
-    def visitor(self) -> "Visitor":
-        """A visitor of the process, with a cookie of its own."""
-        return Visitor(self.base)
+    def visitor(self, keyed: bool = False) -> "Visitor":
+        """A visitor of the process, with cookies of its own; `keyed`: it opened development's printed link."""
+        visitor = Visitor(self.base)
+        if keyed and self.key_link:
+            visitor.request(self.key_link.removeprefix(self.base))
+        return visitor
 
     def stopped(self) -> int:
         """Sends SIGTERM, as a platform stopping the process does, and returns its exit status."""
@@ -71,23 +76,28 @@ class Served:
 
 
 class Visitor:
-    """One visitor of the server at `base`, keeping its session cookie as a browser would."""
+    """One visitor of the server at `base`, keeping its cookies (the session, the dashboard's, the key) as a browser would."""
 
     def __init__(self, base: str):
-        self.base, self.cookie = base, ""
+        self.base, self.cookies = base, {}
+        self.headers = {}  # the headers of the last answer
 
-    def request(self, path, fields=None):
-        """GETs `path`, or POSTs `fields` with the session's CSRF token; returns (status, page)."""
-        data = urlencode({"csrf_token": self.csrf_token(), **fields}).encode() if fields is not None else None
-        request = urllib.request.Request(self.base + path, data=data, headers={"Cookie": self.cookie})
+    def request(self, path, fields=None, *, headers=None, csrf=True):
+        """GETs `path`, or POSTs `fields` (with the session's CSRF token, if `csrf`); returns (status, page)."""
+        if fields is not None and csrf:
+            fields = {"csrf_token": self.csrf_token(), **fields}
+        data = urlencode(fields).encode() if fields is not None else None
+        cookie = "; ".join(f"{name}={value}" for name, value in self.cookies.items())
+        request = urllib.request.Request(self.base + path, data=data, headers={"Cookie": cookie, **(headers or {})})
         try:
             answer = urllib.request.build_opener(NoRedirect).open(request, timeout=WAIT)
         except urllib.error.HTTPError as error:
             answer = error
-        # The cookie is Secure outside development, which a cookie jar would keep off plain HTTP.
-        cookie = answer.headers.get("Set-Cookie")
-        if cookie:
-            self.cookie = cookie.split(";", 1)[0]
+        # The cookies are Secure outside development, which a cookie jar would keep off plain HTTP.
+        for set_cookie in answer.headers.get_all("Set-Cookie") or []:
+            name, _, value = set_cookie.split(";", 1)[0].partition("=")
+            self.cookies[name] = value
+        self.headers = answer.headers
         return answer.status, answer.read().decode()
 
     def csrf_token(self) -> str:

@@ -138,7 +138,7 @@ def test_confirm_link_older_than_three_days_is_refused(app, client, visitor, db,
 
     assert_refused(visitor.submit(f"/confirm/{old}"), 400, "expired")
     assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is None
-    assert visitor.submit(f"/confirm/{fresh}").status_code == 302
+    assert visitor.submit(f"/confirm/{fresh}", password=PASSWORD).status_code == 302
 
 
 def test_token_signed_with_another_secret_is_refused(app, client, confirm_token):

@@ -1,17 +1,39 @@
-"""The job queue's dashboard at /jobs: for the accounts ADMIN_EMAILS names, or anyone in development."""
+"""The job queue's dashboard at /jobs: for the accounts an operator granted it, or anyone in development."""
 
+import logging
 import re
+import subprocess
+import sys
 
 import pytest
 
 import jobs
 import mail
-from guestbook import upkeep
+from guestbook import create_app, db as guestbook_db, development, headers, sessions, upkeep
+from guestbook.__main__ import main
+
+from ..mail.smtpd import free_port
+from .conftest import Visitor
+from .served import ROOT, WAIT, environment
 
 
 @pytest.fixture
-def settings(settings):
-    return {**settings, "ADMIN_EMAILS": "Ada@example.com, root@example.com"}
+def operator(database_url, monkeypatch, capsys):
+    """Runs `python -m guestbook admins ...` in this process, on the tests' database; answers (exit status, output)."""
+    monkeypatch.setenv("DATABASE_URL", database_url)
+
+    def ran(*args):
+        status = main(["admins", *args])
+        return status, capsys.readouterr().out.strip()
+    return ran
+
+
+@pytest.fixture
+def admin(visitor, operator):
+    """Ada, a confirmed account signed in, whom an operator granted the dashboard."""
+    visitor.confirmed_account("ada@example.com")
+    assert operator("add", "Ada@example.com")[0] == 0
+    assert visitor.signin("ada@example.com").status_code == 302
 
 
 def test_a_visitor_who_is_not_signed_in_is_refused(client):
@@ -19,23 +41,54 @@ def test_a_visitor_who_is_not_signed_in_is_refused(client):
     assert 'href="/jobs/"' not in client.get("/").get_data(as_text=True)
 
 
-def test_an_account_ADMIN_EMAILS_does_not_name_is_refused_and_not_shown_the_link(client, visitor):
+def test_an_account_no_operator_granted_is_refused_and_not_shown_the_link(client, visitor):
     visitor.signed_in("bo@example.com")
     assert client.get("/jobs/").status_code == 403
     assert client.get("/jobs/failed").status_code == 403
     assert 'href="/jobs/"' not in client.get("/").get_data(as_text=True)
 
 
-def test_an_account_ADMIN_EMAILS_names_sees_the_dashboard_and_the_link_to_it(client, visitor):
+def test_an_address_once_named_in_ADMIN_EMAILS_gets_nothing_by_signing_up(app, client, visitor, monkeypatch):
+    monkeypatch.setenv("ADMIN_EMAILS", "ada@example.com")
+    app.config["ADMIN_EMAILS"] = "ada@example.com"  # as the app read it before grants were an operator's act
     visitor.signed_in("ada@example.com")
+    assert client.get("/jobs/").status_code == 403
+
+
+def test_serve_refuses_to_start_while_ADMIN_EMAILS_is_set(database_url, tmp_path):
+    env = environment(DATABASE_URL=database_url, PYTHONPATH=str(ROOT), ADMIN_EMAILS="ada@example.com")
+    done = subprocess.run([sys.executable, "-m", "guestbook", "serve", "--development", "--port", str(free_port())],
+                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
+    assert done.returncode == 2
+    assert "grant it to a confirmed account with `python -m guestbook admins add ADDRESS`" in done.stderr
+
+
+def test_an_operator_grants_only_a_confirmed_account(visitor, operator):
+    assert operator("add", "nobody@example.com") == (
+        1, "no confirmed account has the address nobody@example.com: it must sign up and confirm first")
+    visitor.signup("ada@example.com")  # unconfirmed: whoever signed up may not own the address
+    assert operator("add", "ada@example.com")[0] == 1
+    assert operator("list") == (0, "no account may see the dashboard")
+
+
+def test_an_operator_takes_the_dashboard_back_from_the_admin_s_next_request(client, admin, operator):
+    assert client.get("/jobs/").status_code == 200
+    assert operator("list")[1].startswith("ada@example.com  since ")
+    assert operator("remove", "ada@example.com") == (0, "ada@example.com may no longer see the dashboard, "
+                                                        "from its next request on")
+    assert client.get("/jobs/").status_code == 403
+    assert 'href="/jobs/"' not in client.get("/").get_data(as_text=True)
+    assert operator("remove", "ada@example.com") == (1, "ada@example.com could not see the dashboard")
+
+
+def test_an_account_an_operator_granted_sees_the_dashboard_and_the_link_to_it(client, admin):
     assert 'href="/jobs/"' in client.get("/").get_data(as_text=True)
     page = client.get("/jobs/").get_data(as_text=True)
     assert '<link rel="stylesheet" href="/jobs/style.css">' in page
     assert client.get("/jobs/style.css").status_code == 200
 
 
-def test_an_admin_retries_a_failed_letter_from_the_dashboard(client, visitor, db):
-    visitor.signed_in("ada@example.com")
+def test_an_admin_retries_a_failed_letter_from_the_dashboard(client, admin, db):
     job = jobs.later(db, mail.QUEUE, "deliver", {}, 1000)
     db.execute("UPDATE jobs SET max_attempts = 0, failure = 'the mail server was away'")
     shelf = client.get("/jobs/failed").get_data(as_text=True)
@@ -46,8 +99,7 @@ def test_an_admin_retries_a_failed_letter_from_the_dashboard(client, visitor, db
     assert jobs.failed(db) == []
 
 
-def test_the_dashboard_shows_the_next_run_of_each_upkeep_schedule(client, visitor):
-    visitor.signed_in("ada@example.com")
+def test_the_dashboard_shows_the_next_run_of_each_upkeep_schedule(client, admin):
     page = client.get("/jobs/schedules").get_data(as_text=True)
     for schedule in upkeep.schedules:
         row = re.search(rf'<tr><td data-label="Schedule">{schedule.key}</td>(.*?)</tr>', page)
@@ -58,8 +110,86 @@ def test_the_dashboard_shows_the_next_run_of_each_upkeep_schedule(client, visito
 class TestDevelopment:
     @pytest.fixture
     def settings(self, settings):
-        return {**settings, "DEVELOPMENT": True, "ADMIN_EMAILS": ""}
+        return {**settings, "DEVELOPMENT": True}
 
-    def test_anyone_on_the_machine_sees_the_dashboard(self, client):
+    def test_the_browser_that_opened_the_printed_link_sees_the_dashboard(self, app, client):
+        assert client.get("/jobs/").status_code == 403
+        client.get(development.link(app, "http://localhost"))
         assert client.get("/jobs/").status_code == 200
         assert 'href="/jobs/"' in client.get("/").get_data(as_text=True)
+
+
+def test_a_reset_letter_waiting_on_a_paused_queue_shows_its_token_nowhere(app, client, admin, post, db, database_url,
+                                                                         caplog):
+    caplog.set_level(logging.DEBUG)
+    token = re.search(r'name="csrf" value="([^"]+)"', client.get("/jobs/").get_data(as_text=True)).group(1)
+    assert client.post("/jobs/pause", data={"csrf": token, "queue": mail.QUEUE}).status_code == 200
+    stranger = Visitor(app.test_client(), post)
+    assert stranger.submit("/resets/new", email="ada@example.com").status_code == 302
+    (job, body), = db.execute("SELECT id, args->>'body' FROM jobs WHERE queue = %s", [mail.QUEUE]).fetchall()
+    secret = re.search(r"/resets/([^/\s]+)/edit", body).group(1)
+    pages = ["/jobs/", "/jobs/queues.fragment", "/jobs/failed", f"/jobs/job/{job}", f"/jobs/job/{job}?args=shown",
+             "/jobs/metrics", "/jobs/batches", "/jobs/schedules", "/"]
+
+    seen = [client.get(path) for path in pages]
+    assert client.post("/jobs/cancel", data={"csrf": token, "id": str(job)}).status_code == 200  # onto the shelf
+    seen += [client.get(path) for path in pages]
+    said = [subprocess.run([sys.executable, "-m", "jobs", *command], env=environment(DATABASE_URL=database_url,
+                           PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=WAIT)
+            for command in (["status"], ["failed"], ["failed", "--full"])]
+
+    assert [answer.status_code for answer in seen] == [200] * len(seen)
+    assert "ada@example.com" in seen[pages.index(f"/jobs/job/{job}?args=shown")].get_data(as_text=True)
+    assert [path for path, answer in zip(pages * 2, seen) if secret in answer.get_data(as_text=True)] == []
+    assert [done.args for done in said if secret in done.stdout + done.stderr] == []
+    assert "deliver" in said[2].stdout  # the cancelled letter is on the shelf, and listed
+    assert secret not in caplog.text
+
+
+@pytest.mark.parametrize("headers", [{"Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"},  # a script's fetch
+                                     {jobs.web.REFRESH_HEADER: "1"}])  # a browser that sends no Fetch Metadata
+def test_the_queues_page_s_refresh_does_not_keep_an_unattended_session_alive(client, admin, db, headers):
+    db.execute("UPDATE sessions SET seen_at = now() - make_interval(secs => %s)", [sessions.SEEN_EVERY + 5])
+    before = db.execute("SELECT seen_at FROM sessions").fetchone()[0]
+
+    for _ in range(3):
+        assert client.get("/jobs/queues.fragment", headers=headers).status_code == 200
+
+    assert db.execute("SELECT seen_at FROM sessions").fetchone()[0] == before
+    assert client.get("/jobs/", headers={"Sec-Fetch-Mode": "navigate"}).status_code == 200  # the person looks
+    assert db.execute("SELECT seen_at FROM sessions").fetchone()[0] > before
+    db.execute("UPDATE sessions SET seen_at = now() - make_interval(secs => %s)", [sessions.SESSION_IDLE + 1])
+    assert client.get("/jobs/queues.fragment", headers=headers).status_code == 403  # idle: the session has ended
+
+
+def test_the_dashboard_s_answers_carry_the_guestbook_s_headers(client, admin):
+    answer = client.get("/jobs/")
+    assert answer.headers["Strict-Transport-Security"] == f"max-age={headers.HSTS_MAX_AGE}"
+    assert (answer.headers["X-Frame-Options"], answer.headers["Referrer-Policy"]) == ("DENY", "no-referrer")
+    assert "script-src 'self'" in answer.headers["Content-Security-Policy"]  # its own policy, for its script
+
+
+def test_a_dashboard_form_from_another_session_or_another_site_is_refused(client, visitor, admin, db):
+    token = re.search(r'name="csrf" value="([^"]+)"', client.get("/jobs/").get_data(as_text=True)).group(1)
+    elsewhere = client.post("/jobs/pause", data={"csrf": token, "queue": "mail"},
+                            headers={"Origin": "https://attacker.example"})
+    visitor.signout()
+    assert visitor.signin("ada@example.com").status_code == 302  # a new session: the old page's token is not its own
+    stale = client.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Origin": "http://guestbook.test"})
+
+    assert (elsewhere.status_code, stale.status_code) == (403, 403)
+    assert jobs.paused_queues(db) == set()
+    token = re.search(r'name="csrf" value="([^"]+)"', client.get("/jobs/").get_data(as_text=True)).group(1)
+    fresh = client.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Origin": "http://guestbook.test"})
+    assert fresh.status_code == 200
+
+
+def test_the_dashboard_s_csrf_cookie_is_secure_behind_a_proxy_that_ends_https(settings, admin, post, monkeypatch):
+    monkeypatch.setenv("BASE_URL", "https://guestbook.example")  # as production always is; the app itself sees http
+    served = create_app(settings)
+    try:
+        browser = Visitor(served.test_client(), post)
+        assert browser.signin("ada@example.com").status_code == 302
+        assert "; Secure" in browser.client.get("/jobs/").headers["Set-Cookie"]
+    finally:
+        guestbook_db.closed(served)

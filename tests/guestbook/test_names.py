@@ -12,7 +12,7 @@ def signed_in_as(visitor, email: str, name: str | None) -> None:
     """Signs up with `name` (no name field at all when None), confirms, and signs in."""
     fields = {"email": email, "password": PASSWORD} | ({} if name is None else {"name": name})
     assert visitor.submit("/signup", **fields).status_code == 302
-    visitor.submit(visitor.post.only_link_to(email))
+    visitor.submit(visitor.post.only_link_to(email), password=PASSWORD)
     assert visitor.signin(email).status_code == 302
 
 

@@ -34,7 +34,7 @@ def test_scanner_opening_a_confirm_link_confirms_nothing_until_the_button(client
     scanned(client, link)
 
     assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is None
-    assert visitor.submit(link).status_code == 302
+    assert visitor.submit(link, password=PASSWORD).status_code == 302
     assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is not None
 
 

@@ -91,14 +91,39 @@ def test_confirm_link_shows_a_button_and_only_the_post_confirms(client, visitor,
 
     assert page.status_code == 200 and "Confirm my account" in page.get_data(as_text=True)
     assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is None
-    assert visitor.submit(link).status_code == 302
+    assert visitor.submit(link, password=PASSWORD).status_code == 302
+    assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is not None
+
+
+def test_the_owner_s_click_never_confirms_an_account_whose_password_someone_else_chose(client, visitor, post, db):
+    visitor.signup("ada@example.com", "the squatter's own password")  # someone who is not Ada, before she signs up
+    link = post.only_link_to("ada@example.com")
+
+    page = client.get(link).get_data(as_text=True)
+    pressed = visitor.submit(link)  # Ada presses Confirm on a letter she never asked for
+    guessed = visitor.submit(link, password=PASSWORD)  # ...and tries the password she would have chosen
+
+    assert 'type="password"' in page and 'autocomplete="current-password"' in page
+    assert (pressed.status_code, guessed.status_code) == (400, 401)  # 400: the form's password field is missing
+    assert "not the password" in guessed.get_data(as_text=True)
+    assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is None
+    assert visitor.signin("ada@example.com", "the squatter's own password").status_code == 403  # still unconfirmed
+
+
+def test_the_password_of_the_sign_up_confirms_the_account(visitor, post, db):
+    visitor.signup("ada@example.com")
+    link = post.only_link_to("ada@example.com")
+
+    answer = visitor.submit(link, password=PASSWORD)
+
+    assert answer.status_code == 302
     assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is not None
 
 
 def test_confirming_twice_is_harmless(visitor, post, db):
     visitor.signup("ada@example.com")
     link = post.only_link_to("ada@example.com")
-    visitor.submit(link)
+    visitor.submit(link, password=PASSWORD)
     first = db.execute("SELECT confirmed_at FROM accounts").fetchone()[0]
 
     again = visitor.submit(link)

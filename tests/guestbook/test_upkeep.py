@@ -7,6 +7,8 @@ from guestbook import sessions, tokens, upkeep
 from jobs import schedules
 from tests.jobs.helpers import PROJECT, start_worker, stopped, wait_for
 
+from .conftest import PASSWORD
+
 DAY = 24 * 3600  # seconds
 
 
@@ -64,7 +66,7 @@ def test_a_confirmation_letter_sent_again_keeps_the_account_as_long_as_its_link(
     jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
     assert worked_upkeep(db) == ["ran prune_unconfirmed"]
     assert emails(db) == ["late@example.com"]
-    assert visitor.submit(path).status_code == 302  # the new link still confirms it
+    assert visitor.submit(path, password=PASSWORD).status_code == 302  # the new link still confirms it
 
 
 def test_batches_finished_more_than_a_week_ago_are_pruned(db):

@@ -6,7 +6,7 @@ import jobs
 import mail
 from guestbook import upkeep
 
-from .conftest import LINK
+from .conftest import LINK, PASSWORD
 from ..mail.smtpd import body_of
 
 WAIT = 10.0  # seconds a test waits for the worker before it fails
@@ -26,7 +26,7 @@ def test_running_worker_sends_the_confirmation_and_its_link_confirms(client, vis
     assert worker.wait_until_empty(WAIT)
     (letter,) = smtp.letters
     (link,) = LINK.findall(body_of(letter))
-    visitor.submit(link)
+    visitor.submit(link, password=PASSWORD)
     assert visitor.signin("ada@example.com").status_code == 302
 
 

@@ -121,6 +121,7 @@ def test_a_get_changes_nothing_and_an_action_answers_only_a_post(client, table):
 BAD_PAGES = ["/job/abc", "/job/0", "/job/-1", "/job/99999999999999999999", "/job/", "/job/7", "/failed?after=x",
              "/failed?after=0", "/failed?limit=0", "/failed?limit=100000", "/batches?after=%FF", "/elsewhere",
              "/job/%00", "/schedules/nightly", "/schedules/"]
+LONG_NUMBER = "9" * 5000  # past the 4,300 digits Python's int() reads from text: a ValueError, not a 4xx, if unchecked
 
 
 @pytest.mark.parametrize("path", BAD_PAGES)
@@ -130,9 +131,18 @@ def test_a_bad_address_gets_a_4xx_page_that_says_what_was_wrong(client, table, p
     assert 'class="note error"' in answer.text
 
 
+@pytest.mark.parametrize("path", [f"/job/{LONG_NUMBER}", f"/failed?after={LONG_NUMBER}",
+                                  f"/failed?limit={LONG_NUMBER}", f"/batches?after={LONG_NUMBER}"])
+def test_a_number_of_thousands_of_digits_gets_a_4xx_page_not_a_500(client, table, path):
+    answer = get(client, path)
+    assert 400 <= answer.status_code < 500
+    assert "must be a whole number" in answer.text
+
+
 BAD_FORMS = [("/retry", {}), ("/retry", {"id": "abc"}), ("/retry", {"id": "99999999999999999999"}),
              ("/discard", {"id": "-3"}), ("/cancel", {"id": ""}), ("/pause", {"queue": ""}),
-             ("/resume", {}), ("/pause", {"queue": "x" * 201}), ("/retry", {"all_shown": "1"})]
+             ("/resume", {}), ("/pause", {"queue": "x" * 201}), ("/retry", {"all_shown": "1"}),
+             ("/retry", {"id": LONG_NUMBER})]
 
 
 @pytest.mark.parametrize("path, data", BAD_FORMS)
@@ -279,3 +289,57 @@ def test_the_dashboard_links_from_where_it_is_mounted(connect, table):
                                                                     environ_base=OPERATOR)
     assert 'href="/jobs/style.css"' in answer.text and 'action="/jobs/resume"' in answer.text
     assert "Path=/jobs;" in answer.headers["Set-Cookie"]
+
+
+def test_a_csrf_value_the_client_chose_itself_is_refused(client, table):
+    chosen = "c" * 43  # as long as a real token: the cookie and the form agree, but no server signed it
+    before = everything(table)
+    client.set_cookie("jobs_csrf", chosen)
+    answer = client.post("/pause", data={"csrf": chosen, "queue": "mail"}, environ_base=OPERATOR)
+    assert answer.status_code == 403
+    assert everything(table) == before
+
+
+def test_a_csrf_token_taken_from_another_session_is_refused(connect, table):
+    def session(environ):
+        return environ.get("HTTP_X_SESSION", "")
+    dashboard = jobs.web.app(connect, authorize=operator, secret="the app's secret", session=session)
+    mallory, ada = Client(dashboard), Client(dashboard)
+    page = mallory.get("/", environ_base={**OPERATOR, "HTTP_X_SESSION": "mallory"})
+    token = re.search(r'name="csrf" value="([^"]+)"', page.text).group(1)
+    ada.set_cookie("jobs_csrf", mallory.get_cookie("jobs_csrf").value)  # planted, as a neighbouring site could
+
+    refused = ada.post("/pause", data={"csrf": token, "queue": "q"}, environ_base={**OPERATOR, "HTTP_X_SESSION": "ada"})
+    taken = mallory.post("/pause", data={"csrf": token, "queue": "q"},
+                         environ_base={**OPERATOR, "HTTP_X_SESSION": "mallory"})
+
+    assert (refused.status_code, taken.status_code) == (403, 200)
+
+
+def test_a_form_from_another_origin_is_refused_before_its_token_is_read(client, table):
+    before = everything(table)
+    token = re.search(r'name="csrf" value="([^"]+)"', get(client, "/").text).group(1)
+    for headers in ({"HTTP_ORIGIN": "https://elsewhere.example"}, {"HTTP_ORIGIN": "null", "HTTP_SEC_FETCH_SITE": "cross-site"},
+                    {"HTTP_SEC_FETCH_SITE": "cross-site"}, {"HTTP_SEC_FETCH_SITE": "same-site"}):
+        answer = client.post("/pause", data={"csrf": token, "queue": "mail"}, environ_base={**OPERATOR, **headers})
+        assert answer.status_code == 403, headers
+        assert "another site" in answer.text
+    assert everything(table) == before
+    same = client.post("/pause", data={"csrf": token, "queue": "mail"},
+                       environ_base={**OPERATOR, "HTTP_ORIGIN": "http://localhost"})
+    hidden = client.post("/resume", data={"csrf": token, "queue": "mail"},  # no-referrer: Origin null, but same-origin
+                         environ_base={**OPERATOR, "HTTP_ORIGIN": "null", "HTTP_SEC_FETCH_SITE": "same-origin"})
+    assert (same.status_code, hidden.status_code) == (200, 200)
+
+
+@pytest.mark.parametrize("options, base_url", [({"origin": "https://jobs.example"}, "http://localhost"),
+                                               ({}, "https://localhost")])
+def test_the_csrf_cookie_is_secure_when_the_dashboard_is_served_over_https(connect, table, options, base_url):
+    answer = Client(jobs.web.app(connect, authorize=operator, **options)).get("/", base_url=base_url,
+                                                                               environ_base=OPERATOR)
+    assert "; Secure" in answer.headers["Set-Cookie"]
+    assert "; Secure" not in get(Client(jobs.web.app(connect, authorize=operator)), "/").headers["Set-Cookie"]
+
+
+def test_no_page_may_be_framed_even_by_a_browser_older_than_csp_2(client, table):
+    assert get(client, "/").headers["X-Frame-Options"] == "DENY"
