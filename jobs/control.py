@@ -4,7 +4,8 @@ A paused queue is a row of job_paused_queues; each worker reads `paused_queues` 
 POLL_INTERVAL and claims nothing from those queues, while the jobs in hand finish. A
 cancelled job that waits goes on the failed shelf (shelf.py) with the reason
 "cancelled"; one that runs is marked, its worker hears of it on its heartbeat
-(`cancelled_among`) and settles it with `cancellation_settled`, onto the same shelf.
+(`cancelled_among`) and settles it with `cancellation_settled`, onto the same shelf; a
+settlement of the job that comes first finds the mark and does the same (outcomes.py).
 """
 
 from dataclasses import dataclass, field

@@ -17,6 +17,7 @@ class Doorbell:
         self._threads = threads
         self._rings = 0  # rings not yet answered, at most one per thread
         self._everyone = False  # set once, when the worker stops or drains: every wait returns at once
+        self._idle = 0  # threads waiting now: they found nothing due
         self._condition = threading.Condition()
 
     def ring(self) -> None:
@@ -31,11 +32,19 @@ class Doorbell:
             self._everyone = True
             self._condition.notify_all()
 
+    def idle(self) -> bool:
+        """Whether a thread waits now, having found nothing due: it could start a job at once."""
+        return self._idle > 0
+
     def wait(self, timeout: float) -> bool:
         """Waits up to `timeout` seconds for a ring; True if one came."""
         with self._condition:
             if not self._rings and not self._everyone:
-                self._condition.wait(timeout)
+                self._idle += 1
+                try:
+                    self._condition.wait(timeout)
+                finally:
+                    self._idle -= 1
             if self._rings:
                 self._rings -= 1
                 return True

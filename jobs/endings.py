@@ -9,9 +9,7 @@ import logging
 
 from . import store
 from .policies import policy_of
-from .outcomes import Outcome, moved_flows_on
-from .runner import recorded_failure
-from .settlement import Settlement
+from .outcomes import Outcome, moved_flows_on, recorded_failure
 
 log = logging.getLogger("jobs")
 LOST = Outcome("failed", "lost", logging.ERROR, "its worker stopped during the last attempt", final=True)
@@ -25,15 +23,7 @@ def timed_out(db, job, performers, limit: float, counts) -> None:
     the job settled meanwhile, nothing is written.
     """
     error = TimeoutError(f"timed out after {limit:g} s")
-    settlement = Settlement(db)
-    try:
-        outcome = recorded_failure(settlement, job, policy_of(performers.get(job.name)), error, str(error), "", None)
-        if outcome.kind != "lease_lost":
-            moved_flows_on(db, [(job, outcome)])
-        settlement.committed()
-    except BaseException:
-        settlement.rolled_back()
-        raise
+    outcome = recorded_failure(db, job, policy_of(performers.get(job.name)), error, str(error), "", None)
     if outcome.kind != "lease_lost":
         counts.add(outcome.kind)
         counts.timed_out += 1

@@ -85,6 +85,24 @@ def cancel_batch(db, batch_id: int) -> int:
     return skipped
 
 
+def given_back(db, jobs: list, now: int | None = None) -> None:
+    """Gives claimed jobs that never started back to the queue (store.released), in one transaction.
+
+    Those of a batch cancelled while they waited in a worker's hand are skipped then,
+    as cancel_batch would have skipped them had they been waiting.
+    """
+    batches = sorted({job.batch for job in jobs if job.batch is not None and not (job.flow or {}).get("callback")})
+    if not batches:
+        store.released(db, jobs, now)  # one statement commits alone
+        return
+    with one_transaction(db):
+        store.released(db, jobs, now)
+        for batch_id in batches:
+            row = db.execute(queries["skip_given_back"], {"id": batch_id, "now": now}).fetchone()
+            if row is not None and row[0]:
+                counted(db, batch_id, settled=row[0], failed=0)
+
+
 def batch_status(db, batch_id: int) -> dict | None:
     """total, pending, failed, cancelled (jobs skipped), finished and cancelling; None if unknown."""
     with db.cursor(row_factory=dict_row) as cursor:

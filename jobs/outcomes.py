@@ -1,21 +1,21 @@
-"""What came of each job of a group, and how the group's settlement ends.
+"""What came of each job, and the statements that settle it: a success, a failure, a cancel or a lost lease.
 
-The runner (runner.py) runs a group's jobs and gives each an Outcome; then the group
-settles: `committed` deletes its successes and moves its chains and batches on, on its
-settlement transaction, and commits; a group that wrote nothing at all settles with
-`deleted_alone`, one autocommitted statement.
+The runner (runner.py) gives each job an Outcome and settles it here. A success that
+wrote is deleted on its own transaction, which then commits (`success_committed`);
+successes that never touched the connection are deleted together (`quiet_settled`); a
+failure is recorded with its reason (`recorded_failure`). Every settlement is fenced
+by the claim's token and by the cancel mark: a row that is no longer ours, or that an
+operator cancelled meanwhile, is not settled as the runner saw it, but goes the one way
+a cancelled job goes (`cancelled_or_lost`): on the shelf, its chain or batch told once.
 """
 
+import contextlib
 import logging
 from dataclasses import dataclass
 
-from . import flows, store
+from . import control, flows, redaction, store
 
 log = logging.getLogger("jobs")
-
-
-class LeaseLost(Exception):
-    """Another worker took a job over before this one settled it."""
 
 
 @dataclass
@@ -29,37 +29,13 @@ class Outcome:
     final: bool = False  # a failure for good
 
 
-def committed(settlement, group, succeeded) -> None:
-    """Deletes the group's successes and moves its flows on, on its transaction, and commits.
-
-    Raises LeaseLost, before committing, if any of its rows is no longer ours.
-    """
-    db = settlement.db
-    settlement.begin()
-    kept = store.finished(db, succeeded)
-    lost = [job.id for job in succeeded if job.id not in kept and not job.cancelling]
-    if lost or any(outcome.kind == "lease_lost" for _, outcome in group):
-        raise LeaseLost(lost)
-    moved_flows_on(db, group)
-    settlement.committed()
+def processed(job) -> Outcome:
+    return Outcome("processed", f"ran {job.name}")
 
 
-def deleted_alone(db, group, succeeded) -> list:
-    """Settles a group that wrote nothing: its successes' rows deleted in one autocommitted statement.
-
-    No performer of the group used the connection, no failure was recorded and no
-    chain or batch moves on, so the deletions are all there is to commit, and one
-    statement commits them in one round trip where a transaction takes three. A row
-    whose lease ran out and that another worker took meanwhile stays that worker's;
-    its job is counted as a lost lease, the others as what they were.
-    """
-    kept = store.finished(db, succeeded)
-    lost = [job for job in succeeded if job.id not in kept and not job.cancelling]
-    if not lost:
-        return group
-    log.warning("lease lost: another worker holds jobs %s; they are its to settle", [job.id for job in lost])
-    ids = {job.id for job in lost}
-    return [(job, taken_over(job) if job.id in ids else outcome) for job, outcome in group]
+def cancelled(job) -> Outcome:
+    """The outcome of a job cancelled while held: nothing of it is kept, and it is on the shelf."""
+    return Outcome("cancelled", f"cancelled {job.name}", logging.INFO, "was cancelled: its writes are undone")
 
 
 def taken_over(job) -> Outcome:
@@ -67,9 +43,96 @@ def taken_over(job) -> Outcome:
     return Outcome("lease_lost", f"lease lost {job.name}", logging.WARNING, "ran, but another worker holds it now")
 
 
-def moved_flows_on(db, group) -> None:
-    """Lets chains and batches react to the group's settlements, on the same transaction."""
-    done = [job for job, outcome in group if outcome.kind == "processed" and (job.batch or job.flow)]
-    ended = [job for job, outcome in group if outcome.final and (job.batch or job.flow)]
+def success_committed(transaction, job) -> Outcome:
+    """Deletes a job that wrote, moves its chain or batch on, and commits, all on its own transaction.
+
+    When the row is no longer ours, or was cancelled meanwhile, the job's writes roll
+    back with the transaction, and it settles as `cancelled_or_lost` says.
+    """
+    db = transaction.db
+    try:
+        if store.finished(db, [job]):
+            moved_flows_on(db, [(job, processed(job))])
+            transaction.committed()
+            return processed(job)
+        transaction.rolled_back()
+    except BaseException:
+        transaction.rolled_back()
+        raise
+    return cancelled_or_lost(db, job)
+
+
+def quiet_settled(db, jobs: list) -> list[tuple]:
+    """Deletes successes that never touched the connection, in one statement; answers (job, Outcome) each.
+
+    They wrote nothing, so there is nothing to commit with them but their deletion, and
+    one statement deletes them all in one round trip. Only when a chain or batch must
+    move on do they share a transaction, which holds nothing but their settlement.
+    """
+    if not jobs:
+        return []
+    if any(job.batch or job.flow for job in jobs):
+        with db.transaction():
+            kept = store.finished(db, jobs)
+            moved_flows_on(db, [(job, processed(job)) for job in jobs if job.id in kept])
+    else:
+        kept = store.finished(db, jobs)
+    return [(job, processed(job) if job.id in kept else cancelled_or_lost(db, job)) for job in jobs]
+
+
+def cancelled_or_lost(db, job) -> Outcome:
+    """Settles a job whose row refused its settlement: cancelled by an operator, or taken by another worker.
+
+    A row still under our claim but marked cancelled goes on the shelf as cancelled, and
+    its chain or batch hears that it ended (control.cancellation_settled); one the
+    listener shelved already (job.cancelling) is cancelled too. Any other row is
+    another worker's now, and stays its to settle.
+    """
+    with db.transaction():
+        shelved = control.cancellation_settled(db, job)
+    if shelved or job.cancelling:
+        job.cancelling = True
+        return cancelled(job)
+    log.warning("lease lost: another worker holds job %s (%s on %s); it is its to settle", job.id, job.name, job.queue)
+    return taken_over(job)
+
+
+def recorded_failure(db, job, policy, error, reason, trace, now, kind=None) -> Outcome:
+    """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job.
+
+    One statement, or one transaction with the chain or batch of a job that failed for good.
+    """
+    secret = store.secret_of(db, job)  # none of their values is written or logged (redaction.py)
+    reason, trace = redaction.redacted(reason, job.args, secret), redaction.redacted(trace, job.args, secret)
+    wait = policy.wait_after(job.attempt, error)
+    if wait is None:
+        after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index
+    else:
+        after, max_attempts = round(wait * 1000), max(policy.attempts, job.attempt + 1)
+    line = f"failed {job.name} on attempt {job.attempt}: {reason}"
+    if wait is None:
+        outcome = Outcome(kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}",
+                          True)
+    else:
+        outcome = Outcome(kind or "rescheduled", line, logging.WARNING,
+                          f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}")
+    with db.transaction() if outcome.final and (job.batch or job.flow) else contextlib.nullcontext():
+        recorded = store.attempt_failed(db, job, reason, trace, after, max_attempts, now)
+        if recorded:
+            moved_flows_on(db, [(job, outcome)])
+    if not recorded:
+        return cancelled_or_lost(db, job)
+    if policy.on_error is not None:
+        try:
+            policy.on_error(job, error)
+        except Exception:
+            log.exception("on_error of job %s (%s on %s) raised", job.id, job.name, job.queue)
+    return outcome
+
+
+def moved_flows_on(db, settled) -> None:
+    """Lets chains and batches react to settlements, on the same transaction."""
+    done = [job for job, outcome in settled if outcome.kind == "processed" and (job.batch or job.flow)]
+    ended = [job for job, outcome in settled if outcome.final and (job.batch or job.flow)]
     if done or ended:
         flows.settled(db, done, ended)

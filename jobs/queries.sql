@@ -56,6 +56,12 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- out while that worker beats, and nothing writes the row to keep it. When the worker
 -- falls silent, another's reaper (orphans, below) lets the lease run out then. A claim
 -- with no worker (`worked`, an older copy of the package) holds the job for %(lease)s.
+-- The claim writes the attempts the performer's policy allows (%(budgets)s, a JSON
+-- object of name: attempts for the performers whose policy says so; LEAST ignores the
+-- NULL of any other name), so the row knows from attempt 1 which attempt is its last:
+-- a job of jobs.NO_RETRY whose worker dies is reaped, never claimed a second time.
+-- A job an operator cancelled (cancelled_at) is never claimed: the heartbeat's
+-- cancelled_reaped puts it on the shelf.
 -- The walk is a MATERIALIZED CTE, run once, and the table's side of the update finds
 -- the rows it took by their ids (`= ANY` of them, an index lookup). Written as a
 -- subquery in FROM, it met the first statistics of a busy table taken between bursts
@@ -70,6 +76,7 @@ WITH due AS MATERIALIZED (
     SELECT id, run_at AS due_at
     FROM jobs
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
+        AND cancelled_at IS NULL
         AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
     ORDER BY priority, run_at, id
     LIMIT {limit}
@@ -77,7 +84,7 @@ WITH due AS MATERIALIZED (
 )
 UPDATE jobs
 SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
-    worker = %(worker)s::bigint
+    worker = %(worker)s::bigint, max_attempts = LEAST(jobs.max_attempts, (%(budgets)s::jsonb ->> jobs.name)::integer)
 FROM due
 WHERE jobs.id = due.id AND jobs.id = ANY (ARRAY(SELECT id FROM due))
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
@@ -118,17 +125,22 @@ SELECT set_config('statement_timeout', %(timeout)s, true)
 -- name: finish
 -- A job that succeeded is deleted, on the transaction that holds its performer's
 -- writes, but only while the claim is still ours: a worker that lost its lease must
--- not delete a row another worker now holds. The ids that come back tell which.
-DELETE FROM jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s RETURNING id
+-- not delete a row another worker now holds, nor a row an operator cancelled while
+-- it ran (its fate is the shelf: outcomes.cancelled_or_lost). The ids that come back
+-- tell which were deleted. The row lock it takes makes a cancel that comes later wait
+-- for the commit, which follows at once, and then find nothing to cancel.
+DELETE FROM jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s AND cancelled_at IS NULL RETURNING id
 
 -- name: fail
 -- A failed attempt keeps its reason and waits for its next run; max_attempts is
 -- where the performer's policy ends the retries (set to attempts, it fails for good).
+-- Like finish, it leaves alone a row another worker holds or an operator cancelled:
+-- a cancelled job is never retried, whatever its attempt raised.
 UPDATE jobs
 SET failure = %(reason)s, traceback = %(traceback)s, run_at = {now} + %(wait)s, scheduled = %(wait)s > 0,
     max_attempts = %(max_attempts)s, claim = NULL,
     reasons = reasons || jsonb_build_array(%(reason)s::text)
-WHERE id = %(id)s AND claim = %(claim)s
+WHERE id = %(id)s AND claim = %(claim)s AND cancelled_at IS NULL
 
 -- name: release
 -- Claimed jobs a worker gives back go back as they were, due at once, their attempt not
@@ -137,9 +149,12 @@ WHERE id = %(id)s AND claim = %(claim)s
 -- The claim token keeps it from touching jobs another worker holds. Each is due again
 -- at the moment it was due before the claim (the claim moved run_at one lease on), so
 -- it keeps its place in the claim's order, ahead of jobs queued since, and a job of a
--- schedule keeps its tick.
+-- schedule keeps its tick. A job an operator cancelled keeps its claim instead, its
+-- lease run out: the claim passes it over and the heartbeat's cancelled_reaped puts it
+-- on the shelf, so it never runs.
 UPDATE jobs
-SET run_at = LEAST(given.due_at, {now}), attempts = attempts - 1, claim = NULL
+SET run_at = LEAST(given.due_at, {now}), attempts = attempts - 1,
+    claim = CASE WHEN cancelled_at IS NULL THEN NULL ELSE claim END
 FROM unnest(%(ids)s::bigint[], %(due_ats)s::bigint[]) AS given (id, due_at)
 WHERE jobs.id = given.id AND jobs.claim = %(claim)s
 
@@ -148,9 +163,11 @@ WHERE jobs.id = given.id AND jobs.claim = %(claim)s
 -- them) run out now instead of a lease from now: the attempt stays counted, as after
 -- a crash, and the jobs are due again at once. A job with attempts left gives up its
 -- claim, and with it its concurrency key; one on its last attempt keeps it, for the
--- next heartbeat's reaper to shelve with its reason, as after a crash. The claim token
+-- next heartbeat's reaper to shelve with its reason, as after a crash; so does one an
+-- operator cancelled, for cancelled_reaped. The claim token
 -- keeps it from touching jobs another worker holds, or rows already settled.
-UPDATE jobs SET run_at = {now}, claim = CASE WHEN attempts < max_attempts THEN NULL ELSE claim END
+UPDATE jobs SET run_at = {now},
+    claim = CASE WHEN attempts < max_attempts AND cancelled_at IS NULL THEN NULL ELSE claim END
 WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 
 -- name: reap
@@ -169,9 +186,10 @@ RETURNING id, queue, name, args, priority, run_at AS due_at, attempts AS attempt
 -- name: expire
 -- Keyed jobs whose lease ran out give their key back, so that they (or another job
 -- of their key) can be claimed again; a worker that still settles one finds its
--- claim gone and is refused, as it would be after any other claim.
+-- claim gone and is refused, as it would be after any other claim. A cancelled job
+-- keeps its claim for cancelled_reaped.
 UPDATE jobs SET claim = NULL
-WHERE claim IS NOT NULL AND key IS NOT NULL AND run_at <= {now} AND attempts < max_attempts
+WHERE claim IS NOT NULL AND key IS NOT NULL AND run_at <= {now} AND attempts < max_attempts AND cancelled_at IS NULL
 
 -- name: promote
 -- Jobs scheduled for a moment that has come join the claim's index, and the workers of
@@ -235,6 +253,22 @@ UPDATE job_batches
 SET cancelled_at = coalesce(cancelled_at, {now}),
     cancelled = cancelled + (SELECT count(*) FROM skipped)
 WHERE id = %(id)s AND finished_at IS NULL
+RETURNING (SELECT count(*) FROM skipped)
+
+-- name: skip_given_back
+-- After jobs of a batch were given back unstarted (a worker's watch, a shutdown), the
+-- batch may have been cancelled while they sat in a worker's hand: they are skipped
+-- now as cancel_batch skips waiting ones. Nothing happens to a batch not cancelled.
+WITH skipped AS (
+    DELETE FROM jobs
+    WHERE batch = %(id)s AND claim IS NULL AND attempts < max_attempts
+        AND (flow IS NULL OR NOT flow ? 'callback')
+        AND EXISTS (SELECT FROM job_batches WHERE id = %(id)s AND cancelled_at IS NOT NULL AND finished_at IS NULL)
+    RETURNING id
+)
+UPDATE job_batches
+SET cancelled = cancelled + (SELECT count(*) FROM skipped)
+WHERE id = %(id)s AND cancelled_at IS NOT NULL AND finished_at IS NULL
 RETURNING (SELECT count(*) FROM skipped)
 
 -- name: batch_status
@@ -473,11 +507,12 @@ SELECT id FROM jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s AND cancelled_
 -- name: cancellation_settled
 -- The settlement of a job cancelled while it ran, whatever its performer did: on the
 -- shelf with the reason "cancelled", never retried, and only while the claim is still
--- this worker's (the same fence as every settlement).
+-- this worker's (the same fence as every settlement). The listener's chores and the
+-- runner both may send it for one job; the claim it clears lets only the first settle.
 UPDATE jobs
 SET max_attempts = attempts, claim = NULL, scheduled = false, run_at = {now},
     failure = 'cancelled', traceback = %(traceback)s, reasons = reasons || '["cancelled"]'
-WHERE id = %(id)s AND claim = %(claim)s
+WHERE id = %(id)s AND claim = %(claim)s AND cancelled_at IS NOT NULL
 RETURNING id, name, queue, batch, flow
 
 -- name: cancelled_reaped

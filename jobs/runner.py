@@ -1,10 +1,12 @@
 """Running claimed jobs and settling them: the step between one claim and the next.
 
-`performed` runs a claimed batch in order. Each performer runs inside a savepoint of
-a settlement transaction; a success is deleted and a failure recorded on that same
-transaction, which commits once the batch is done or COMMIT_AFTER has passed. So a
-performer's own writes on `db` commit together with its job's settlement, exactly
-once, and one commit serves many fast jobs (the README's "Why jobs share a transaction").
+`performed` runs a claimed batch in order, taking each job from the thread's Hand
+(hand.py). A job whose performer touches the connection runs on a transaction of its
+own (settlement.py), on which its row is then deleted or its failure recorded, and
+which commits at once: its writes and its settlement commit together, exactly once,
+and never wait on another job. Successes that never touched the connection are deleted
+together, in one statement, once COMMIT_AFTER has passed or the batch is done
+(outcomes.py; "A job's transaction" in the README).
 """
 
 import contextvars
@@ -13,13 +15,13 @@ import time
 import traceback
 from dataclasses import dataclass
 
-from . import redaction, store
-from .outcomes import LeaseLost, Outcome, committed, deleted_alone
-from .pace import Pace
-from .policies import DEFAULT, policy_of
-from .settlement import Settlement
+from . import flows, store
+from .hand import Hand
+from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
+from .policies import DEFAULT, NO_RETRY, policy_of
+from .settlement import JobTransaction
 
-COMMIT_AFTER = 0.005  # seconds of work after which a settlement transaction commits
+COMMIT_AFTER = 0.005  # seconds a success that wrote nothing waits to be deleted with the ones after it
 
 log = logging.getLogger("jobs")
 current: contextvars.ContextVar[store.Job] = contextvars.ContextVar("current job")
@@ -41,6 +43,10 @@ class Counts:
         setattr(self, kind, getattr(self, kind) + 1)
 
 
+class TransactionEnded(RuntimeError):
+    """A performer ended its job's transaction by a way the worker could not refuse (its raw connection)."""
+
+
 def current_job() -> store.Job:
     """The job being performed, for a performer that wants its id, attempt, queue or `final`.
 
@@ -49,153 +55,130 @@ def current_job() -> store.Job:
     return current.get()
 
 
-def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, pace=None, timeout=None,
-              settled=None, backend=None) -> list[str]:
+def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, timeout=None,
+              hand=None, patience=None, backend=None) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
     `now` fixes the moment failures are scheduled from (for tests); else the database's clock.
-    `pace` tells which jobs are quick enough to share a transaction (pace.py); a worker
-    keeps one across its batches. `timeout` is the seconds a job may run when its
-    policy names none (None: no limit); the worker enforces it (threads.py).
-    `settled(jobs)` hears of each group once its transaction has ended. `backend`
-    (backends.py) learns which server process runs each transaction, behind a pooler.
+    `timeout` is the seconds a job may run when its policy names none (None: no limit);
+    the worker enforces it (workers.py). `hand` is the thread's Hand of `jobs`, which
+    the worker may take jobs back out of while one runs; a new one by default. After a
+    performer that ran longer than `patience` seconds (None: however long), the jobs not
+    yet started go back to the queue: they could have waited that long for any thread.
+    `backend` (backends.py) learns which server process runs each job's transaction,
+    behind a pooler.
     """
     counts = counts if counts is not None else Counts()
-    pace = pace if pace is not None else Pace()
-    lines: list[str] = []
-    waiting = list(jobs)
+    hand = hand if hand is not None else Hand(jobs)
+    lines: dict[int, str] = {}
     autocommit = db.autocommit
-    db.autocommit = True  # the settlement begins and commits its transactions itself
+    db.autocommit = True  # each job's transaction is begun and committed by the runner itself
     try:
-        while waiting:
-            if stopping():
-                store.released(db, waiting, now)
-                break
-            group_lines, group = settled_group(db, waiting, performers, now, counts, stopping, pace, timeout,
-                                               backend)
-            lines += group_lines
-            if settled is not None:
-                settled(group)
+        while not stopping() and (job := hand.next()) is not None:
+            outcome, quiet, seconds = ran(db, job, performers, now, timeout, backend)
+            hand.ended(quiet)
+            if patience is not None and seconds > patience and (waiting := handed_back(db, hand, now)):
+                store.announced(db, {job.queue for job in waiting})  # a thread that waits takes them
+            lines[job.id] = outcome.line
+            if not quiet:
+                told(job, outcome, counts)
+            settled_quietly(db, hand.quiet(older_than=COMMIT_AFTER), counts, lines, hand)
+        settled_quietly(db, hand.quiet(), counts, lines, hand)
+        if stopping():
+            handed_back(db, hand, now)
     finally:
         if not db.closed:
             db.autocommit = autocommit
-    return lines
+    return [lines[job.id] for job in jobs if job.id in lines]
 
 
-def settled_group(db, waiting, performers, now, counts, stopping, pace, timeout,
-                  backend=None) -> tuple[list[str], list]:
-    """Runs jobs off the front of `waiting` on one transaction, commits it, then counts and logs.
+def handed_back(db, hand: Hand, now=None) -> list:
+    """Gives back the jobs of `hand` not yet started (flows.given_back); returns them.
 
-    Returns the outcome lines and the group's jobs.
-
-    A job joins the group only while the group is younger than COMMIT_AFTER and the job
-    is one `pace` trusts to be quick, so no job's writes wait on a slow neighbour's.
-
-    If a success's row is no longer ours when it is deleted (its lease ran out and
-    another worker claimed it), the whole transaction rolls back, so nothing this
-    worker did for that group is kept beside what the other worker does. A group
-    that wrote nothing has nothing to roll back: its deletions commit alone
-    (outcomes.deleted_alone).
+    When the statement fails (a lost connection), they stay in the hand, so that they
+    are given back with the rest of what it holds once the connection is back.
     """
-    group: list[tuple[store.Job, Outcome]] = []
-    settlement = Settlement(db, backend)
-    started = time.monotonic()
+    waiting = hand.waiting()
     try:
-        while waiting and not stopping() and (not group or joins(waiting[0], started, pace)):
-            job = waiting.pop(0)
-            began = time.monotonic()
-            group.append((job, outcome_of(settlement, job, performers, now, timeout)))
-            pace.ran(job.name, time.monotonic() - began)
-        succeeded = [job for job, outcome in group if outcome.kind == "processed"]
-        if settlement.begun or any(job.batch or job.flow for job, _ in group):
-            committed(settlement, group, succeeded)
-        else:
-            group = deleted_alone(db, group, succeeded)
-    except LeaseLost:
-        settlement.rolled_back()
-        counts.lease_lost += len(group)
-        ids = [job.id for job, _ in group]
-        log.warning("lease lost: another worker holds jobs among %s; their settlement rolled back", ids)
-        return [f"lease lost {job.name}" for job, _ in group], [job for job, _ in group]
+        flows.given_back(db, waiting, now)
     except BaseException:
-        settlement.rolled_back()
+        hand.kept(waiting=waiting)
         raise
-    for job, outcome in group:
-        counts.add(outcome.kind)
-        log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
-    return [outcome.line for _, outcome in group], [job for job, _ in group]
+    return waiting
 
 
-def joins(job, started: float, pace) -> bool:
-    """Whether `job` may run on the transaction of a group begun at `started`."""
-    return time.monotonic() - started < COMMIT_AFTER and pace.trusted(job.name)
+def settled_quietly(db, jobs: list, counts: Counts, lines: dict | None = None, hand: Hand | None = None) -> None:
+    """Deletes quiet successes together (outcomes.quiet_settled), then counts and logs each.
+
+    When the statement fails, they go back into `hand`, if given, as still held.
+    """
+    try:
+        settled = quiet_settled(db, jobs)
+    except BaseException:
+        if hand is not None:
+            hand.kept(quiet=jobs)
+        raise
+    for job, outcome in settled:
+        told(job, outcome, counts)
+        if lines is not None:
+            lines[job.id] = outcome.line
 
 
-def outcome_of(settlement, job, performers, now, timeout=None) -> Outcome:
-    """Performs one job inside its savepoint and records a failure; says how it went.
+def told(job, outcome: Outcome, counts: Counts) -> None:
+    """Counts a settled job's outcome and logs it."""
+    counts.add(outcome.kind)
+    log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
 
-    A job an operator cancelled while it was held (chores.py settled it on the shelf
-    already) does not start, or if it ran, keeps none of its writes, however it ended.
+
+def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, bool, float]:
+    """Performs one job and settles it, unless it is a quiet success.
+
+    Answers its outcome, whether it is a quiet success, and the seconds its performer ran.
+
+    A quiet success ran without touching the connection, and waits to be deleted with
+    its neighbours. A job an operator cancelled while it was held (chores.py settled it
+    on the shelf already) does not start, or if it ran, keeps none of its writes,
+    however it ended.
     """
     if job.cancelling:
-        return cancelled(job)
-    db = settlement.db
+        return cancelled(job), False, 0.0
     perform = performers.get(job.name)
     if perform is None:
         reason = f"no performer is named {job.name}"
-        return recorded_failure(settlement, job, DEFAULT, LookupError(reason), reason, "", now, "dropped")
+        return recorded_failure(db, job, DEFAULT, LookupError(reason), reason, "", now, "dropped"), False, 0.0
     policy = policy_of(perform)
     job.final = policy.is_last(job.attempt)
     limit = policy.timeout if policy.timeout is not None else timeout
     job.deadline = None if limit is None else time.monotonic() + limit
     token = current.set(job)
-    touched = settlement.for_job()
+    transaction = JobTransaction(db, backend)
+    began = time.monotonic()
     try:
-        perform(touched, job.args)
-        if touched.left_failed():
+        perform(transaction.for_job(), job.args)
+        if transaction.left_failed():
             raise RuntimeError("a statement of the job failed and its error was not raised")
-        if job.cancelling:
-            touched.undone()
-            return cancelled(job)
-        return Outcome("processed", f"ran {job.name}")
+        if transaction.left_ended():
+            raise TransactionEnded("the job ended the worker's transaction itself: what it wrote before is "
+                                   "committed, so it is not tried again")
     except Exception as error:
+        seconds = time.monotonic() - began
         if db.broken or db.closed:
             raise  # the database is gone, not the job: its row returns when the lease runs out
-        touched.undone()
+        transaction.rolled_back()
         if job.cancelling:
-            return cancelled(job)
+            return cancelled(job), False, seconds
         reason = str(error) or type(error).__name__
-        return recorded_failure(settlement, job, policy, error, reason, traceback.format_exc(), now)
+        if isinstance(error, TransactionEnded):
+            policy = NO_RETRY  # another attempt would write again what is committed already
+        return recorded_failure(db, job, policy, error, reason, traceback.format_exc(), now), False, seconds
     finally:
         job.deadline = None  # it runs no more: no timeout can fall on it now
         current.reset(token)
-
-
-def cancelled(job) -> Outcome:
-    """The outcome of a job cancelled while held: nothing of it is kept, and it is on the shelf already."""
-    return Outcome("cancelled", f"cancelled {job.name}", logging.INFO, "was cancelled: its writes are undone")
-
-
-def recorded_failure(settlement, job, policy, error, reason, trace, now, kind=None) -> Outcome:
-    """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job."""
-    settlement.begin()
-    db = settlement.db
-    secret = store.secret_of(db, job)  # none of their values is written or logged (redaction.py)
-    reason, trace = redaction.redacted(reason, job.args, secret), redaction.redacted(trace, job.args, secret)
-    wait = policy.wait_after(job.attempt, error)
-    if wait is None:
-        after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index
-    else:
-        after, max_attempts = round(wait * 1000), max(policy.attempts, job.attempt + 1)
-    if not store.attempt_failed(db, job, reason, trace, after, max_attempts, now):
-        return Outcome("lease_lost", f"lease lost {job.name}")
-    if policy.on_error is not None:
-        try:
-            policy.on_error(job, error)
-        except Exception:
-            log.exception("on_error of job %s (%s on %s) raised", job.id, job.name, job.queue)
-    line = f"failed {job.name} on attempt {job.attempt}: {reason}"
-    if wait is None:
-        return Outcome(kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}", True)
-    return Outcome(kind or "rescheduled", line, logging.WARNING, f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}")
+    seconds = time.monotonic() - began
+    if job.cancelling:
+        transaction.rolled_back()
+        return cancelled(job), False, seconds
+    if not transaction.begun:
+        return processed(job), True, seconds
+    return success_committed(transaction, job), False, seconds

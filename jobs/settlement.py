@@ -1,23 +1,30 @@
-"""The settlement transaction of a group of jobs, and the savepoint of each job in it.
+"""The transaction of one job: its performer's writes and its settlement, committed together.
 
-Every job of a group runs inside a savepoint of its own, so a job that fails rolls
-back its own writes and no other job's; the group commits once. Each statement here
-costs a round trip, so none is sent before it is needed: the transaction begins with
-the first savepoint or the first settlement, and a job's savepoint is made the first
-time its performer uses the connection, in the same round trip as the release of the
-previous job's. A job that never touches the database (it sends a letter, calls an
-API) pays nothing, and a performer starts as soon as its job is claimed.
+A job whose performer touches the connection gets a transaction of its own, begun the
+first time it does; the runner (runner.py) deletes or fails the job's row on that same
+transaction and commits, so its writes and its settlement stand or fall together and
+wait on no other job. A job that never touches the connection (it sends a letter, calls
+an API) begins nothing and pays nothing: the runner settles it with its neighbours.
 """
 
+import re
+
 import psycopg
+from psycopg import sql
 from psycopg.pq import TransactionStatus
 
-SAVEPOINT = "job"  # the name of the savepoint each job runs in
 FORBIDDEN = ("commit", "rollback", "close")  # what a performer may not do to the worker's connection
 
+# A statement that ends the job's transaction: COMMIT, END, ABORT, ROLLBACK (but not ROLLBACK
+# TO a savepoint) and PREPARE TRANSACTION, at the start of the text or after a semicolon.
+# Comments and quoted text are blanked out before the search (see `ends_transaction`).
+ENDING = re.compile(r"(?:^|;)\s*(?:commit|end|abort|rollback(?!\s+(?:work\s+|transaction\s+)?to\b)|prepare\s+transaction)\b",
+                    re.IGNORECASE)
+QUOTED = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(\$[A-Za-z_0-9]*\$).*?\1", re.DOTALL)
 
-class Settlement:
-    """One settlement transaction on an autocommit connection, begun when first needed.
+
+class JobTransaction:
+    """One job's transaction on an autocommit connection, begun when its performer first uses it.
 
     `backend` (backends.py), when given, is told each time the transaction begins.
     """
@@ -25,7 +32,6 @@ class Settlement:
     def __init__(self, db, backend=None):
         self.db, self.backend = db, backend
         self.begun = False
-        self.held = False  # a savepoint of an earlier job is open, waiting to be released
 
     def begin(self) -> None:
         """Begins the transaction, if nothing has yet."""
@@ -34,75 +40,107 @@ class Settlement:
             self.begun = True
             self._entered()
 
-    def opened(self) -> None:
-        """Makes a new savepoint, beginning the transaction or releasing an earlier savepoint at once."""
-        statements = [] if self.begun else ["BEGIN"]
-        if self.held:
-            statements.append(f"RELEASE SAVEPOINT {SAVEPOINT}")
-        statements.append(f"SAVEPOINT {SAVEPOINT}")
-        self.db.execute("; ".join(statements))
-        if not self.begun:
-            self.begun = True
-            self._entered()
-        self.held = True
-
     def _entered(self) -> None:
         if self.backend is not None:
             self.backend.entered(self.db)
 
-    def rolled_back_to_savepoint(self) -> None:
-        """Undoes the current job's writes; its savepoint stays, to be released later."""
-        self.db.execute(f"ROLLBACK TO SAVEPOINT {SAVEPOINT}")
-
     def committed(self) -> None:
         if self.begun:
             self.db.execute("COMMIT")
+            self.begun = False
 
     def rolled_back(self) -> None:
-        """Rolls the whole transaction back, unless the connection is gone (then the server has)."""
+        """Rolls the transaction back, unless the connection is gone (then the server has)."""
         if self.begun and not (self.db.broken or self.db.closed):
             self.db.execute("ROLLBACK")
+        self.begun = False
 
     def for_job(self) -> "Touched":
-        """The connection to hand the next performer."""
+        """The connection to hand the performer."""
         return Touched(self)
+
+    def left_failed(self) -> bool:
+        """Whether the performer left its transaction failed (a statement error it swallowed)."""
+        return self.begun and self.db.info.transaction_status == TransactionStatus.INERROR
+
+    def left_ended(self) -> bool:
+        """Whether the performer ended its transaction by a way the worker could not refuse."""
+        return self.begun and self.db.info.transaction_status == TransactionStatus.IDLE
+
+
+def ends_transaction(query) -> bool:
+    """Whether `query` (text, bytes or a psycopg sql object) holds a statement that ends a transaction."""
+    if isinstance(query, bytes):
+        query = query.decode(errors="replace")
+    if not isinstance(query, str):
+        return False  # a Composed is checked once it is text (see Touched.execute)
+    return ENDING.search(QUOTED.sub(" ", query)) is not None
 
 
 class Touched:
-    """Stands for the worker's connection in a performer; any use of it opens the job's savepoint.
+    """Stands for the worker's connection in a performer; any use of it begins the job's transaction.
 
     Everything a performer does with it (execute, cursor, transaction, ...) goes to
     the real psycopg connection; `.connection` is that connection, for code that needs
-    the object itself. Committing, rolling back or closing it is refused: the job's
-    writes commit with its settlement.
+    the object itself. Committing, rolling back or closing it is refused, and so is a
+    statement that would do the same (COMMIT, ROLLBACK, END, ABORT, PREPARE
+    TRANSACTION): the job's writes commit with its settlement, or not at all.
     """
 
-    def __init__(self, settlement: Settlement):
-        self._settlement = settlement
-        self._open = False
+    def __init__(self, transaction: JobTransaction):
+        self._transaction = transaction
 
     @property
     def connection(self):
-        self._touched()
-        return self._settlement.db
+        self._transaction.begin()
+        return self._transaction.db
+
+    def execute(self, query, *args, **kwargs):
+        refused_if_ending(query, self._transaction.db)
+        self._transaction.begin()
+        return self._transaction.db.execute(query, *args, **kwargs)
+
+    def cursor(self, *args, **kwargs):
+        self._transaction.begin()
+        return GuardedCursor(self._transaction.db.cursor(*args, **kwargs))
 
     def __getattr__(self, name):
         if name in FORBIDDEN:
             raise psycopg.ProgrammingError(f"a performer may not {name} the worker's connection: "
                                            "its writes commit with its job's settlement")
-        self._touched()
-        return getattr(self._settlement.db, name)
+        self._transaction.begin()
+        return getattr(self._transaction.db, name)
 
-    def _touched(self) -> None:
-        if not self._open:
-            self._settlement.opened()
-            self._open = True
 
-    def undone(self) -> None:
-        """Rolls the job's writes back, if it made any."""
-        if self._open:
-            self._settlement.rolled_back_to_savepoint()
+class GuardedCursor:
+    """A cursor of the worker's connection that refuses the statements that would end the job's transaction."""
 
-    def left_failed(self) -> bool:
-        """Whether the job left its transaction failed (a statement error it swallowed)."""
-        return self._open and self._settlement.db.info.transaction_status == TransactionStatus.INERROR
+    def __init__(self, cursor):
+        self._cursor = cursor
+
+    def execute(self, query, *args, **kwargs):
+        refused_if_ending(query, self._cursor.connection)
+        self._cursor.execute(query, *args, **kwargs)
+        return self
+
+    def __getattr__(self, name):
+        return getattr(self._cursor, name)
+
+    def __iter__(self):
+        return iter(self._cursor)
+
+    def __enter__(self):
+        self._cursor.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        return self._cursor.__exit__(*exc)
+
+
+def refused_if_ending(query, db) -> None:
+    """Raises ProgrammingError, sending nothing, when `query` would end the job's transaction."""
+    if isinstance(query, sql.Composable):
+        query = query.as_string(db)
+    if ends_transaction(query):
+        raise psycopg.ProgrammingError("a performer may not end the worker's transaction (COMMIT, ROLLBACK, END, "
+                                       "ABORT, PREPARE TRANSACTION): its writes commit with its job's settlement")

@@ -100,17 +100,20 @@ def promoted(db, now: int | None = None) -> list[str]:
 
 
 def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: float = LEASE,
-            after: tuple[int, int] | None = None, worker: int | None = None) -> list[Job]:
+            after: tuple[int, int] | None = None, worker: int | None = None, budgets: str = "{}") -> list[Job]:
     """Claims up to `limit` jobs of `queue` due at `now` (the database's clock when None), in claim order, and commits.
 
     Each claimed row has its attempt counted and is held under a new claim token; see
     the claim in queries.sql. With `worker` (a Worker's id in job_workers) the job is
     held while that worker beats; without, for `lease` seconds. `after` (priority,
     run_at) is where the claim starts in that order, from frontier.py; None: at the front.
+    `budgets` is the attempts each performer's policy allows, from `budgets_of`: the
+    claim writes them on the rows, so a job's last attempt is known wherever its fate
+    is decided.
     """
     claim = secrets.randbits(63)
     params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim, "worker": worker,
-              "held": None if worker is None else HELD}
+              "held": None if worker is None else HELD, "budgets": budgets}
     if after is not None:
         params["after_priority"], params["after_run_at"] = after
     try:
@@ -121,9 +124,20 @@ def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: fl
         # Two jobs of one concurrency key: twice in this batch, or taken side by side
         # by two claims. The index refused it and nothing was claimed; one job at a
         # time cannot clash with itself, and the next claim sees the key in work.
-        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker)
+        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker,
+                                             budgets=budgets)
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
+
+
+def budgets_of(performers: dict) -> str:
+    """The attempts each performer's own policy allows, as the claim reads them: a JSON object by job name.
+
+    Performers without a policy of their own are left out: their rows keep the
+    max_attempts they were queued with (ATTEMPTS, or what `retried` gave them).
+    """
+    return json.dumps({name: perform.policy.attempts for name, perform in performers.items()
+                       if getattr(perform, "policy", None) is not None})
 
 
 BOUND = " AND (priority, run_at, id) >= (%(after_priority)s, %(after_run_at)s, 0)"  # a claim's start (frontier.py)
@@ -166,6 +180,12 @@ def released(db, jobs: list[Job], now: int | None = None) -> None:
     if jobs:
         params = {"ids": [job.id for job in jobs], "due_ats": [job.due_at for job in jobs], "claim": jobs[0].claim}
         db.execute(queries["release"], params | {"now": now})
+
+
+def announced(db, queues) -> None:
+    """Wakes the workers of `queues`, as `later` does: jobs are due on them again."""
+    for queue in sorted(queues):
+        db.execute(queries["notify"], {"queue": queue})
 
 
 def lapsed(db, jobs: list[Job], now: int | None = None) -> None:

@@ -1,23 +1,25 @@
 """A work thread: the loop that claims a batch of due jobs, hands it to the runner and waits.
 
-A Worker (workers.py) runs several, each on a connection of its own. Each remembers
-what it holds (for the heartbeat) and its connection's backend, so that the worker can
-take its jobs back and end its transaction when it must abandon it: a job that ran
-past its timeout, or a shutdown whose grace period ran out. A thread whose connection
-is lost gives back what it held as soon as it has a new one.
+A Worker (workers.py) runs several, each on a connection of its own. Each keeps what
+it holds in a Hand (hand.py), which the worker's watch reads for the heartbeat and
+takes unstarted jobs back out of when the running one is slow, and its connection's
+backend, so that the worker can end its transaction when it must abandon it: a job
+that ran past its timeout, or a shutdown whose grace period ran out. A thread whose
+connection is lost gives back what it held as soon as it has a new one.
 """
 
 import logging
 import threading
-import time
 
 from . import store
 from .backends import Backend, told
 from .connections import kept_running
+from .hand import Hand
 from .runner import performed
 
 BATCH_MAX = 100  # jobs one claim may take at the most
-BATCH_TIME = 0.02  # seconds a batch may take before the next claim takes one job again
+BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back (or a claim
+                   # may be held while another thread idles); a job that ran longer makes the next claim take one
 
 log = logging.getLogger("jobs")
 
@@ -29,7 +31,7 @@ class WorkThread:
         self.worker, self.n = worker, n
         self.ending = threading.Event()  # set when the worker stops, or abandons this thread
         self.abandoned = False
-        self.held: list[store.Job] = []  # the claimed jobs not yet settled, for the watch
+        self.hand = Hand([])  # the jobs of its last claim not yet settled or given back
         self.cut_off: list[store.Job] = []  # what it held when its connection was lost, to give back
         self.backend: Backend | None = None  # the server process of this thread's connection (backends.py)
         self.limit = 1  # how many jobs the next claim may take
@@ -39,16 +41,21 @@ class WorkThread:
         self.thread.start()
         return self
 
-    def abandon(self) -> list[store.Job]:
-        """Lets the thread go: it claims nothing more and ends when its performer returns. Returns what it held."""
+    def abandon(self) -> Hand:
+        """Lets the thread go: it claims nothing more and ends when its performer returns. Returns its Hand."""
         self.abandoned = True
         self.ending.set()
-        held, self.held = self.held, []
-        return held
+        hand, self.hand = self.hand, Hand([])
+        return hand
+
+    def held(self) -> list[store.Job]:
+        """The claimed jobs not yet settled or given back, for the heartbeat."""
+        return self.hand.held()
 
     def overdue(self, now: float) -> store.Job | None:
         """The job whose performer is still running past its deadline (a time.monotonic() moment), if any."""
-        return next((job for job in list(self.held) if job.deadline is not None and job.deadline <= now), None)
+        job = self.hand.running
+        return job if job is not None and job.deadline is not None and job.deadline <= now else None
 
     def _run(self) -> None:
         try:
@@ -69,7 +76,7 @@ class WorkThread:
             self.cut_off = []
 
     def _lost(self) -> None:
-        self.held = []
+        self.hand = Hand([])
 
     def _claimed_and_ran(self, db) -> bool:
         """One pass over the queues: claim, run, settle; waits when nothing was due. False ends the thread."""
@@ -77,7 +84,7 @@ class WorkThread:
         busy = False
         for queue in worker.claimable():
             jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease, after=worker.frontiers.bound(queue),
-                                 worker=worker.id)
+                                 worker=worker.id, budgets=worker.budgets)
             if len(jobs) == self.limit:
                 worker.doorbell.ring()  # a full batch: more may be due, for another thread
             if jobs:
@@ -92,27 +99,25 @@ class WorkThread:
     def _ran_batch(self, db, jobs: list) -> int:
         """Runs a claimed batch and returns how many jobs the next claim may take.
 
-        Batches grow while they are quick, and fall back to one job as soon as one
-        takes longer than BATCH_TIME, so slow jobs are shared among workers, not
-        hoarded by the first to claim them.
+        Batches grow while their jobs are quick, and fall back to one job as soon as
+        one takes longer than BATCH_TIME: the worker's watch gives back the jobs
+        claimed after a job that runs longer than that, or after BATCH_TIME while
+        another thread idles (watch.py), and the runner gives them back itself after
+        a performer that ran longer (they could have waited that long for any thread),
+        so they wait on no slow job and no thread idles beside them, and the next
+        claims stay small while jobs are slow.
         """
-        self.held = list(jobs)
-        started = time.monotonic()
+        hand = self.hand = Hand(jobs)
         try:
             performed(db, jobs, self.worker.performers, counts=self.worker.counts, stopping=self.ending.is_set,
-                      pace=self.worker.pace, timeout=self.worker.timeout, settled=self._settled,
-                      backend=self.backend)
+                      timeout=self.worker.timeout, hand=hand, patience=BATCH_TIME, backend=self.backend)
         except Exception:
             if (db.broken or db.closed) and not self.abandoned:
-                self.cut_off = list(self.held)  # their settlement died with the connection
+                self.cut_off = hand.held()  # their settlement died with the connection
             raise
         finally:
-            self.held = []
-        if time.monotonic() - started > BATCH_TIME:
+            if self.hand is hand:
+                self.hand = Hand([])
+        if hand.longest > BATCH_TIME:
             return 1
         return min(BATCH_MAX, len(jobs) * 2)
-
-    def _settled(self, jobs: list) -> None:
-        """Drops settled jobs from what the thread holds, so the watch and the cancels no longer look at them."""
-        ids = {job.id for job in jobs}
-        self.held = [job for job in self.held if job.id not in ids]

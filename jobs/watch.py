@@ -1,20 +1,28 @@
-"""The watch: letting go of a work thread whose job ran past its timeout, or that still works when the grace ends.
+"""The watch over the work threads' hands: giving back what a thread cannot start now, and letting go of stuck threads.
 
 The heartbeat (heartbeat.py) looks every WATCH_INTERVAL while jobs are in hand, on its
-own connection. A thread let go is replaced at once (Worker.replaced), before any
-statement; then its connection is ended from the server side, its overdue job fails
-with its timeout (endings.py) and the rest of what it held goes back to the queue. That
-give-back is owed until it is done: a connection lost midway leaves it for the next look.
+own connection. A thread holds no claimed job it cannot start now: when the job it runs
+has run longer than BATCH_TIME, or its claim is older than that while another thread of
+the worker waits with nothing to do, or the worker stops, the jobs it claimed after the
+running one go back to the queue at once, for any thread of any worker to start.
+A thread whose job ran past its timeout, or that still works when the grace ends, is
+let go: it is replaced at once (Worker.replaced), before any statement; then its
+connection is ended from the server side, its overdue job fails with its timeout
+(endings.py), the jobs that ran before it and wrote nothing are deleted (they are done)
+and the rest of what it held goes back to the queue. That give-back is owed until it is
+done: a connection lost midway leaves it for the next look.
 """
 
 import logging
 import time
 from dataclasses import dataclass, field
 
-from . import store
+from . import flows, store
 from .backends import ended
 from .endings import timed_out
 from .policies import policy_of
+from .runner import settled_quietly
+from .threads import BATCH_TIME
 
 TERMINATE_WAIT = 1.0  # seconds the watch waits for the server to end a let-go thread's connection
 
@@ -27,6 +35,7 @@ class GiveBack:
 
     backend: object  # the let-go thread's server process (backends.Backend), None when it never connected
     held: list
+    quiet: list  # its jobs that ran, wrote nothing and succeeded: to be deleted, not given back
     overdue: store.Job | None  # None once its timeout is recorded
     told: bool = False  # its connection ended and its jobs' `cancelled` set
     said: bool = False  # the give-back logged
@@ -57,15 +66,38 @@ class Watch:
             job = work.overdue(now)
             if job is not None:
                 self._let_go(db, work, job)
-            elif grace_over and work.held:
+            elif grace_over and work.held():
                 self._let_go(db, work, None)
+            elif self.worker.stopping() or work.hand.running_past(BATCH_TIME) is not None or (
+                    self.worker.doorbell.idle() and now - work.hand.claimed_at > BATCH_TIME):
+                self._handed_on(db, work.hand)
+
+    def _handed_on(self, db, hand) -> None:
+        """Gives back the jobs of `hand` not yet started, and deletes the quiet successes that ran before.
+
+        Those successes wrote nothing: deleting them now, not after the slow job, means a
+        crash meanwhile cannot run them (and send their letters) again.
+        """
+        quiet, waiting = hand.quiet(), hand.waiting()
+        if not quiet and not waiting:
+            return
+        # Owed like a let-go thread's jobs: a statement cut off leaves them for the next look.
+        self._owed.append(GiveBack(None, waiting, quiet, None, told=True, said=True))
+        self._given_back(db)
+        if waiting:
+            store.announced(db, {job.queue for job in waiting})  # for idle workers elsewhere too
+            log.info("jobs %s, claimed behind one still running, are given back for another thread to start",
+                     [job.id for job in waiting])
+            self.worker.doorbell.ring()
 
     def _let_go(self, db, work, overdue: store.Job | None) -> None:
         """Replaces thread `work`, then gives back what it held (failing `overdue` with its timeout)."""
         last = self.worker.replaced(work)
         if last is None:
             return
-        self._owed.append(GiveBack(work.backend, work.abandon(), overdue))
+        hand = work.abandon()
+        quiet = hand.quiet()
+        self._owed.append(GiveBack(work.backend, hand.held(), quiet, overdue))  # held: waiting and running
         try:
             self._given_back(db)
         finally:
@@ -83,7 +115,7 @@ class Watch:
                 if owed.backend is not None and not ended(db, owed.backend, round(TERMINATE_WAIT * 1000)):
                     log.warning("the server process of a let-go thread did not end within %g s; its jobs go back "
                                 "anyway", TERMINATE_WAIT)
-                for job in owed.held:
+                for job in owed.held + owed.quiet:
                     job.cancelled.set()
                 owed.told = True
                 if owed.overdue is not None:
@@ -92,12 +124,15 @@ class Watch:
             if owed.overdue is not None:
                 timed_out(db, owed.overdue, self.worker.performers, self._limit_of(owed.overdue), self.worker.counts)
                 owed.overdue = None
+            if owed.quiet:
+                settled_quietly(db, owed.quiet, self.worker.counts)
+                owed.quiet = []
             rest = [job for job in owed.held if job not in owed.failed]
             if rest and not owed.said:
                 log.warning("jobs %s were in hand when their thread was let go; they go back to the queue",
                             [job.id for job in rest])
                 owed.said = True
-            store.released(db, rest)
+            flows.given_back(db, rest)
             self._owed.pop(0)
 
     def _limit_of(self, job: store.Job) -> float:

@@ -23,7 +23,6 @@ from .doorbell import Doorbell
 from .frontier import Frontiers
 from .heartbeat import Heartbeat
 from .listener import POLL_INTERVAL, Listener
-from .pace import Pace
 from .runner import Counts, current, performed
 from .schedules import held
 from .threads import WorkThread
@@ -47,7 +46,7 @@ def worked(db, queue: str, performers: dict, now: int | None = None, *, lease: f
         raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
     with db.transaction():
         store.promoted(db, now)
-    claimed = store.claimed(db, queue, now, limit=1, lease=lease)
+    claimed = store.claimed(db, queue, now, limit=1, lease=lease, budgets=store.budgets_of(performers))
     if not claimed:
         return None
     return performed(db, claimed, performers, now=now)[0]
@@ -83,7 +82,7 @@ class Worker:
         self.version = schema.VERSION
         self.counts = Counts()
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
-        self.pace = Pace()  # which job names are quick enough to share a settlement transaction
+        self.budgets = store.budgets_of(performers)  # the attempts each policy allows, for the claim
         self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
         self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
         self._drain = False  # stop(drain=True) asked
@@ -209,8 +208,12 @@ class Worker:
             return list(self._work)
 
     def batches_held(self) -> list[list[store.Job]]:
-        """The jobs each work thread holds now (claimed, not yet settled)."""
-        return [work.held for work in self._work_threads() if work.held]
+        """The jobs each work thread holds now (claimed, not yet settled or given back)."""
+        return [held for held in (work.held() for work in self._work_threads()) if held]
+
+    def stopping(self) -> bool:
+        """Whether the worker claims nothing new any more."""
+        return self._stopping.is_set()
 
     def replaced(self, work: WorkThread) -> bool | None:
         """Takes thread `work` out and, unless stopping, starts a thread in its place at once (watch.py lets it go).

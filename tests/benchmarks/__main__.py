@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 
-from . import checks, database, plain, plot, pressure, queue, report, shelf, timing
+from . import checks, database, plain, plot, pressure, queue, report, shelf, timing, writing
 
 DEFAULT_JOBS = 20_000  # jobs each drain settles; every other size follows from it (see `sized`)
 DEFAULT_ROUNDS = 3  # times each rate and latency is measured; the best round is kept
@@ -62,6 +62,15 @@ def drain_at_one(url: str, sizes: Sizes, figures: dict) -> None:
         ("jobs drain 1", partial(queue.drain_rate, url, sizes.drain, 1)),
         ("plain batch 1", partial(plain.drain_rate, url, sizes.drain, BATCH, 1)),
         ("plain one 1", partial(plain.drain_rate, url, sizes.one_by_one, 1, 1)),
+    ])
+
+
+def writing_jobs(url: str, sizes: Sizes, figures: dict) -> None:
+    """Jobs that each INSERT a row, with 1 and writing.WRITING_THREADS work threads; plain SQL, a transaction per job."""
+    measured(figures, sizes.rounds, [
+        (f"{who} writing {n}", partial(measure, url, sizes.one_by_one, n))
+        for n in (1, writing.WRITING_THREADS)
+        for who, measure in (("jobs", writing.rate), ("plain", writing.plain_rate))
     ])
 
 
@@ -142,6 +151,7 @@ def best(results: list):
 # scale and shelf checks last.
 COLUMNS = {
     "latency": latency, "enqueue": enqueue, "bulk": bulk, "drain-1": drain_at_one, "drain-best": drain_at_best,
+    "writing": writing_jobs,
     "pressure": under_pressure, "memory": memory, "scale": scale, "shelf": shelf_at_scale,
 }
 

@@ -42,3 +42,7 @@ LISTEN plain_jobs
 
 -- name: copy
 COPY plain_jobs (queue, name, args, run_at) FROM STDIN
+
+-- name: written
+-- The row a writing job writes (writing.py), in a table of the benchmark's own.
+INSERT INTO written (n) VALUES (%(n)s)

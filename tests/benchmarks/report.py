@@ -16,6 +16,7 @@ LATENCY_P95 = 0.002  # seconds, enqueue→start 95th percentile, at most
 LATENCY_GAP = 0.0004  # seconds the median may exceed the plain LISTEN-then-claim loop's
 ENQUEUE_SHARE = 0.85  # `later`, one per transaction, as a share of a plain INSERT's rate
 BULK_SHARE = 0.5  # `later_many` as a share of a plain COPY's rate
+WRITING_SHARE = 0.8  # jobs that each INSERT a row, as a share of plain SQL's transaction per job, at each concurrency
 SCALE_FACTOR = 1.5  # claim time beside the waiting rows, over the claim time on an empty table, at most
 MEMORY_GROWTH = 1.1  # resident memory at the end of a drain over that at its start, at most ("flat")
 STATUS_TIME = 0.050  # seconds `jobs.status` may take beside the shelf check's rows (issue 12)
@@ -56,6 +57,11 @@ def comparisons(figures: dict, sizes) -> list[list[str]]:
         rows.append(["drain, concurrency 1", rate(own), rate(figures["plain batch 1"]), "claim 100 + delete",
                      ratio(own, figures["plain batch 1"])])
         rows.append(["", "", rate(figures["plain one 1"]), "claim 1 + delete", ratio(own, figures["plain one 1"])])
+    for n in sorted(int(key.rsplit(" ", 1)[1]) for key in figures if key.startswith("jobs writing ")):
+        own, limit = figures[f"jobs writing {n}"], figures[f"plain writing {n}"]
+        rows.append([f"writing jobs, {n} thread" + ("s" if n > 1 else ""), rate(own), rate(limit),
+                     f"claim 100, then INSERT + delete per transaction, {n} connection" + ("s" if n > 1 else ""),
+                     ratio(own, limit)])
     if "enqueue" in figures:
         own = figures["enqueue"]
         rows.append(["enqueue one per transaction", rate(own), rate(figures["plain insert"]), "INSERT",
@@ -155,6 +161,10 @@ def goals(figures: dict) -> list[list[str]]:
         rows.append([f"latency p95 <= {ms(LATENCY_P95)}", ms(p95), verdict(p95 <= LATENCY_P95)])
         rows.append([f"latency median <= plain LISTEN-then-claim + {ms(LATENCY_GAP)}", f"{gap * 1000:+.2f} ms",
                      verdict(gap <= LATENCY_GAP)])
+    for n in sorted(int(key.rsplit(" ", 1)[1]) for key in figures if key.startswith("jobs writing ")):
+        share = figures[f"jobs writing {n}"] / figures[f"plain writing {n}"]
+        rows.append([f"writing jobs at {n} thread(s) >= {WRITING_SHARE:g} x plain SQL, a transaction per job",
+                     f"{share:.2f}", verdict(share >= WRITING_SHARE)])
     if "enqueue" in figures:
         share = figures["enqueue"] / figures["plain insert"]
         rows.append([f"enqueue one per transaction >= {ENQUEUE_SHARE:g} x plain INSERT", f"{share:.2f}",

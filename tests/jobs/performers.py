@@ -76,6 +76,15 @@ def started_then_held(db, args):
 performers["started_then_held"] = started_then_held
 
 
+@jobs.policy(attempts=1)
+def once(db, args):
+    """started_then_held with one attempt in all, as jobs.NO_RETRY allows."""
+    started_then_held(db, args)
+
+
+performers["once"] = once
+
+
 NOTES = "CREATE TABLE IF NOT EXISTS notes (job bigint, name text, batch bigint, args jsonb)"
 
 

@@ -10,6 +10,7 @@ from tests.jobs.test_processes import worker_connections
 
 JOBS = 20_000
 FAILING = 0.1  # the share of jobs whose first attempt fails
+SETTLE_WAIT = 240.0  # seconds the jobs may take to settle: each writes, so each commits on its own
 
 
 def test_twenty_thousand_jobs_settle_exactly_once_despite_failures_and_a_killed_worker(db, database_url):
@@ -23,7 +24,7 @@ def test_twenty_thousand_jobs_settle_exactly_once_despite_failures_and_a_killed_
         jobs.later_many(db, "default", "chaotic", [{"n": n, "fails": fail} for n, fail in enumerate(fails)])
         wait_for(lambda: scalar(db, "SELECT count(*) FROM runs") >= JOBS // 4, "a quarter of the jobs to run")
         workers[0].send_signal(signal.SIGKILL)
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs") == 0, "every job to settle", timeout=60)
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs") == 0, "every job to settle", timeout=SETTLE_WAIT)
     finally:
         for worker in workers:
             stopped(worker)

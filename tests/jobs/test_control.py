@@ -73,9 +73,10 @@ def test_the_settlement_of_a_cancelled_job_is_refused_once_the_claim_is_not_its_
     job = jobs.later(db, "default", "fine", {}, T)
     (held,) = store.claimed(db, "default", T, lease=1)
     jobs.cancelled(db, job, now=T)
-    store.claimed(db, "default", T + 5000)  # the lease ran out and another worker took it
+    assert store.claimed(db, "default", T + 5000) == [], "its lease ran out, but a cancelled job is never claimed"
+    assert [row.id for row in control.cancelled_reaped(db, now=T + 5000)] == [job], "the heartbeat shelves it"
     assert control.cancellation_settled(db, held, now=T + 5000) is False
-    assert jobs.failed(db) == []
+    assert [shelved["id"] for shelved in jobs.failed(db)] == [job]
 
 
 def test_a_cancelled_job_whose_worker_died_goes_on_the_shelf_and_is_not_run_again(db):

@@ -33,7 +33,7 @@ def worked_through(db, count: int) -> None:
 
 def pages_read(db, bound) -> tuple[int, list[int]]:
     """The buffers the claim of FEW jobs reads to find them, starting at `bound`, and the ids it takes (rolled back)."""
-    params = {"queue": "default", "now": None, "lease": 30_000, "claim": 1, "worker": None, "held": None}
+    params = {"queue": "default", "now": None, "lease": 30_000, "claim": 1, "worker": None, "held": None, "budgets": "{}"}
     if bound is not None:
         params["after_priority"], params["after_run_at"] = bound
     statement = store.claim_statement(FEW, bound is not None).as_bytes(db)

@@ -23,7 +23,7 @@ def claim_plan(db) -> list[dict]:
 
     Only the walk counts: the join above it meets at most LIMIT rows, whatever its shape.
     """
-    params = {"queue": "default", "now": jobs.now_ms(), "lease": 30_000, "claim": 1, "worker": None, "held": None}
+    params = {"queue": "default", "now": jobs.now_ms(), "lease": 30_000, "claim": 1, "worker": None, "held": None, "budgets": "{}"}
     with db.transaction(force_rollback=True):
         [[explained]] = db.execute(b"EXPLAIN (ANALYZE, FORMAT JSON) " + store.claim_statement(4).as_bytes(db),
                                    params).fetchone()

@@ -1,13 +1,15 @@
-"""Many jobs settled on one transaction: each job's writes stand or fall with that job alone."""
+"""Each job that writes has a transaction of its own: its writes stand or fall with that job alone."""
 
+import contextlib
 import tempfile
 import threading
 import time
 
+import pytest
+
 import jobs
 from jobs import store
-from jobs import pace, runner
-from jobs.pace import Pace
+from jobs import runner
 from jobs.runner import performed
 from tests.jobs.helpers import scalar, wait_for
 
@@ -65,8 +67,8 @@ def test_a_job_that_swallows_a_statement_error_fails_without_harming_the_others(
     assert effects(db) == [1, 3]
 
 
-def savepoints_sent(db, run) -> int:
-    """How many SAVEPOINT statements `run()` sends on `db`, read from libpq's own trace."""
+def statements_sent(db, run, statement: bytes) -> int:
+    """How many times `run()` sends `statement` on `db`, read from libpq's own trace (F: sent by the client)."""
     with tempfile.TemporaryFile() as trace:
         db.pgconn.trace(trace.fileno())
         try:
@@ -74,20 +76,18 @@ def savepoints_sent(db, run) -> int:
         finally:
             db.pgconn.untrace()
         trace.seek(0)
-        return trace.read().count(b"SAVEPOINT job")
+        return sum(line.count(statement) for line in trace.read().splitlines() if b"\tF\t" in line)
 
 
-def test_only_jobs_that_touch_the_database_get_a_savepoint(db, monkeypatch):
-    monkeypatch.setattr(runner, "COMMIT_AFTER", 60.0)  # the six share one transaction, however busy the machine
-    monkeypatch.setattr(pace, "QUICK", 60.0)
+def test_only_jobs_that_touch_the_database_get_a_transaction(db, monkeypatch):
+    monkeypatch.setattr(runner, "COMMIT_AFTER", 60.0)  # the quiet ones settle together, however busy the machine
     prepare_effects(db)
     for n in range(3):
         jobs.later(db, "default", "untouched", {})
         jobs.later(db, "default", "writes", {"n": n})
     claimed = claimed_all(db)
-    quick = Pace(trusted=("untouched", "writes"))
-    sent = savepoints_sent(db, lambda: performed(db, claimed, {"untouched": untouched, "writes": writes}, pace=quick))
-    assert sent == 3 + 2, "three savepoints, and the release of the first two sent with the next"
+    sent = statements_sent(db, lambda: performed(db, claimed, {"untouched": untouched, "writes": writes}), b"BEGIN")
+    assert sent == 3, "one transaction for each job that writes, none for those that do not"
     assert effects(db) == [0, 1, 2] and jobs.listed(db) == []
 
 
@@ -142,3 +142,102 @@ def test_a_quick_jobs_writes_commit_before_a_slow_neighbour_runs(db, connect):
         worker.stop()
         worker.join(10)
     assert scalar(db, "SELECT n FROM counters WHERE id = 1") == 11
+
+
+def test_a_quick_jobs_writes_commit_while_a_name_that_was_quick_before_runs_slow(db, connect):
+    """A name quick three times, then slow: the job before it in the same claim has committed all the same."""
+    db.execute("CREATE TABLE IF NOT EXISTS counters (id int PRIMARY KEY, n int NOT NULL)")
+    db.execute("TRUNCATE counters")
+    db.execute("INSERT INTO counters VALUES (1, 0)")
+    counted, slow_may_end = threading.Event(), threading.Event()
+
+    def count(conn, args):
+        conn.execute("UPDATE counters SET n = n + 1 WHERE id = 1")
+        counted.set()
+
+    def notify(conn, args):
+        if args.get("slow"):
+            slow_may_end.wait(30)  # a webhook whose server hangs, this once
+
+    worker = jobs.worker(connect, "default", {"count": count, "notify": notify})
+    try:
+        with db.transaction():  # claims of 1, then 2: the next claim takes up to 4
+            for _ in range(3):
+                jobs.later(db, "default", "notify", {})
+        assert worker.wait_until_empty(30)
+        with db.transaction():
+            jobs.later(db, "default", "count", {})
+            jobs.later(db, "default", "notify", {"slow": True})
+        assert counted.wait(30)
+        with connect() as app:  # the app's own request, on the row the quick job wrote
+            app.execute("SET lock_timeout = '2s'")
+            app.execute("UPDATE counters SET n = n + 10 WHERE id = 1")
+            app.commit()
+        assert scalar(db, "SELECT count(*) FROM jobs WHERE name = 'notify'") == 1, "the slow job still runs"
+    finally:
+        slow_may_end.set()
+        worker.stop()
+        worker.join(10)
+    assert scalar(db, "SELECT n FROM counters WHERE id = 1") == 11
+
+
+def ends_its_transaction(conn, args):
+    conn.execute("INSERT INTO effects VALUES (%s)", (args["n"],))
+    with conn.cursor() if args.get("cursor") else contextlib.nullcontext(conn) as target:
+        target.execute(args["statement"])
+
+
+@pytest.mark.parametrize("statement, cursor", [
+    ("COMMIT", False), ("commit work", False), ("/* done */ END", False), ("SELECT 1; COMMIT", False),
+    ("ROLLBACK", False), ("abort", False), ("PREPARE TRANSACTION 'x'", False), ("COMMIT AND CHAIN", False),
+    ("COMMIT", True),
+])
+def test_a_performer_may_not_end_the_jobs_transaction_with_a_statement(db, statement, cursor):
+    """A COMMIT sent as SQL would commit the job's writes before its row is settled: a crash then runs it twice."""
+    prepare_effects(db)
+    jobs.later(db, "default", "ends", {"n": 1, "statement": statement, "cursor": cursor})
+    [line] = performed(db, claimed_all(db), {"ends": ends_its_transaction})
+    assert line.startswith("failed ends on attempt 1: a performer may not end the worker's transaction")
+    assert effects(db) == [], "its write rolled back with its transaction"
+    [row] = jobs.listed(db)
+    assert row["attempts"] == 1 and row["reasons"] != []
+
+
+@pytest.mark.parametrize("statement", ["SELECT 'commit'", "SELECT 1 AS \"end\"", "SELECT CASE WHEN true THEN 1 END",
+                                       "SELECT $$; COMMIT$$", "SELECT 1 -- ; COMMIT"])
+def test_statements_that_only_mention_commit_run_as_usual(db, statement):
+    prepare_effects(db)
+    jobs.later(db, "default", "ends", {"n": 1, "statement": statement})
+    assert performed(db, claimed_all(db), {"ends": ends_its_transaction}) == ["ran ends"]
+    assert effects(db) == [1]
+
+
+def test_a_performer_may_roll_back_to_a_savepoint_of_its_own(db):
+    def partly(conn, args):
+        conn.execute("INSERT INTO effects VALUES (1)")
+        try:
+            with conn.transaction():
+                conn.execute("INSERT INTO effects VALUES (2)")
+                raise ValueError("undo the second")
+        except ValueError:
+            pass
+        conn.execute("SAVEPOINT mine; INSERT INTO effects VALUES (3); ROLLBACK TO SAVEPOINT mine")
+
+    prepare_effects(db)
+    jobs.later(db, "default", "partly", {})
+    assert performed(db, claimed_all(db), {"partly": partly}) == ["ran partly"]
+    assert effects(db) == [1]
+
+
+def test_a_job_that_commits_through_the_raw_connection_fails_for_good_rather_than_write_twice(db):
+    def commits_raw(conn, args):
+        conn.execute("INSERT INTO effects VALUES (1)")
+        conn.connection.commit()  # the object itself: nothing can refuse this
+
+    prepare_effects(db)
+    jobs.later(db, "default", "commits_raw", {})
+    [line] = performed(db, claimed_all(db), {"commits_raw": commits_raw})
+    assert line.startswith("failed commits_raw on attempt 1: the job ended the worker's transaction itself")
+    [shelved] = jobs.failed(db)
+    assert shelved["attempts"] == 1, "not tried again: its write is committed already"
+    assert effects(db) == [1]

@@ -1,0 +1,125 @@
+"""A cancelled job has one fate, however the cancel falls against its own end: on the shelf, once, nothing kept.
+
+Each test lands an operator's cancel at one moment of a job's life: while its attempt
+fails, after its performer returned but before its settlement, and while the listener
+shelves it as the settlement runs. The job's writes, its chain's next step and its
+batch's count then show whether it was settled once, as cancelled.
+"""
+
+import pytest
+
+import jobs
+from jobs import chores, control, store
+from tests.jobs.helpers import scalar
+
+
+@pytest.fixture
+def writes(db):
+    db.execute("CREATE TABLE IF NOT EXISTS writes (job bigint, what text)")
+    db.execute("TRUNCATE writes")
+    return lambda: db.execute("SELECT what FROM writes ORDER BY what").fetchall()
+
+
+def written(conn, what):
+    conn.execute("INSERT INTO writes VALUES (%s, %s)", (jobs.current_job().id, what))
+
+
+def test_a_job_cancelled_while_it_runs_whose_attempt_then_fails_is_not_retried(db, connect, writes):
+    """The failure comes before the listener's next look: the fence on the failure's statement catches it."""
+    def cancelled_then_fails(conn, args):
+        written(conn, "attempt")
+        with connect() as operator:
+            jobs.cancelled(operator, jobs.current_job().id)
+            operator.commit()
+        raise ConnectionError("upstream said 503")
+
+    job = jobs.later(db, "default", "flaky", {})
+    assert jobs.worked(db, "default", {"flaky": cancelled_then_fails}) == "cancelled flaky"
+    [shelved] = jobs.failed(db)
+    assert (shelved["id"], shelved["failure"], shelved["attempts"]) == (job, "cancelled", 1)
+    assert jobs.worked(db, "default", {"flaky": cancelled_then_fails}) is None, "it is never claimed again"
+    assert writes() == []
+
+
+def test_a_job_cancelled_after_its_performer_returned_keeps_no_write_and_its_chain_fails_once(db, connect, writes):
+    """The cancel lands between the performer's return and its settlement: the deletion's fence refuses it."""
+    def step(conn, args):
+        written(conn, "step")
+        with connect() as operator:  # the operator's click comes as the performer returns
+            jobs.cancelled(operator, jobs.current_job().id)
+            operator.commit()
+
+    performers = {"step": step, "next_step": lambda conn, args: written(conn, "next_step"),
+                  "on_fail": lambda conn, args: written(conn, "on_fail")}
+    first = jobs.chain(db, "default", [("step", {}), ("next_step", {})], on_failure=("on_fail", {}))
+    assert jobs.worked(db, "default", performers) == "cancelled step"
+    assert jobs.worked(db, "default", performers) == "ran on_fail"
+    assert jobs.worked(db, "default", performers) is None, "the chain's next step was never queued"
+    assert writes() == [("on_fail",)]
+    assert [(j["id"], j["failure"]) for j in jobs.failed(db)] == [(first, "cancelled")]
+
+
+def listener_shelves_it_first(monkeypatch, connect):
+    """Makes the listener's look at cancelled jobs, and an operator's cancel, land just before the settlement's deletion."""
+    finished = store.finished
+
+    def cancelled_first(conn, held):
+        with connect() as listener:
+            listener.autocommit = True
+            for job in held:
+                jobs.cancelled(listener, job.id)
+            chores.heard_cancelled(listener, held)
+        return finished(conn, held)
+
+    monkeypatch.setattr(store, "finished", cancelled_first)
+    return finished
+
+
+def test_a_cancel_the_listener_settles_before_the_deletion_moves_the_chain_on_once(db, connect, writes, monkeypatch):
+    performers = {"step": lambda conn, args: written(conn, "step"),
+                  "next_step": lambda conn, args: written(conn, "next_step"),
+                  "on_fail": lambda conn, args: written(conn, "on_fail")}
+    jobs.chain(db, "default", [("step", {}), ("next_step", {})], on_failure=("on_fail", {}))
+    finished = listener_shelves_it_first(monkeypatch, connect)
+    assert jobs.worked(db, "default", performers) == "cancelled step"
+    monkeypatch.setattr(store, "finished", finished)
+    assert jobs.worked(db, "default", performers) == "ran on_fail"
+    assert jobs.worked(db, "default", performers) is None, "only on_failure was queued, not the next step too"
+    assert writes() == [("on_fail",)]
+
+
+def test_a_cancel_the_listener_settles_before_the_deletion_counts_once_in_its_batch(db, connect, writes, monkeypatch):
+    performers = {name: (lambda what: lambda conn, args: written(conn, what))(name)
+                  for name in ("member", "on_success", "on_failure", "always")}
+    batch = jobs.batch(db, "default", [("member", {})] * 3, on_success=("on_success", {}),
+                       on_failure=("on_failure", {}), always=("always", {}))
+    finished = listener_shelves_it_first(monkeypatch, connect)
+    assert jobs.worked(db, "default", performers) == "cancelled member"
+    monkeypatch.setattr(store, "finished", finished)
+    status = jobs.batch_status(db, batch)
+    assert (status["pending"], status["failed"], status["finished"]) == (2, 1, False), "counted once, as failed"
+    while jobs.worked(db, "default", performers) is not None:
+        pass
+    assert writes() == [("always",), ("member",), ("member",), ("on_failure",)]
+    assert scalar(db, "SELECT pending FROM job_batches WHERE id = %s", (batch,)) == 0
+
+
+def test_a_cancelled_job_given_back_unstarted_is_shelved_not_claimed_again(db):
+    job = jobs.later(db, "default", "never", {})
+    held = store.claimed(db, "default")
+    jobs.cancelled(db, job)
+    store.released(db, held)  # a shutdown gives it back before the listener heard of the cancel
+    assert store.claimed(db, "default") == [], "a cancelled job is never claimed"
+    with db.transaction():
+        assert [row.id for row in control.cancelled_reaped(db)] == [job]
+    assert [(j["id"], j["failure"]) for j in jobs.failed(db)] == [(job, "cancelled")]
+
+
+def test_a_cancelled_job_whose_connection_was_cut_is_shelved_not_claimed_again(db):
+    job = jobs.later(db, "default", "never", {})
+    held = store.claimed(db, "default")
+    jobs.cancelled(db, job)
+    store.lapsed(db, held)  # its work thread lost its connection, and lets its lease run out
+    assert store.claimed(db, "default") == []
+    with db.transaction():
+        assert [row.id for row in control.cancelled_reaped(db)] == [job]

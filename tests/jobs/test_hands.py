@@ -1,0 +1,160 @@
+"""A work thread holds no claimed job it cannot start now: the jobs claimed behind a slow one are given back.
+
+Each test first lets a worker's claims grow (bursts of quick jobs: a thread's claims
+double while they are quick), then puts a slow job at the front of a claim, and shows
+that the jobs claimed after it run elsewhere, or are seen as waiting, while it runs.
+"""
+
+import threading
+
+import jobs
+from jobs import flows, runner, store, watch
+from tests.jobs.helpers import scalar, wait_for
+
+BURSTS = (1, 2, 4, 8, 16, 32)  # jobs queued at once, one burst after another, so each thread's claims grow
+
+
+def grown(db, worker) -> None:
+    """Works bursts of quick jobs through `worker`, so that its threads' next claims take many jobs."""
+    for size in BURSTS:
+        with db.transaction():
+            for _ in range(size):
+                jobs.later(db, "default", "work", {})
+        assert worker.wait_until_empty(30)
+
+
+class Runs:
+    """A performer `work` that notes each job it starts and holds a job with {"slow": true} until let go."""
+
+    def __init__(self):
+        self.started: dict[int, str] = {}
+        self.let_go = threading.Event()
+        self.slow_began = threading.Event()
+
+    def work(self, conn, args):
+        self.started[jobs.current_job().id] = threading.current_thread().name
+        if args.get("slow"):
+            self.slow_began.set()
+            self.let_go.wait(30)
+
+
+def test_jobs_claimed_behind_a_slow_one_are_started_by_the_other_threads_while_it_runs(db, connect):
+    runs = Runs()
+    worker = jobs.worker(connect, "default", {"work": runs.work}, threads=4)
+    try:
+        grown(db, worker)
+        with db.transaction():  # a burst of 40, the second of which hangs
+            ids = [jobs.later(db, "default", "work", {"slow": n == 1}) for n in range(40)]
+        wait_for(lambda: all(job in runs.started for job in ids), "every job of the burst to start", timeout=15)
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs") == 1, "all but the slow one to settle", timeout=15)
+        assert scalar(db, "SELECT count(*) FROM jobs WHERE claim IS NOT NULL") == 1, "the slow one still runs"
+    finally:
+        runs.let_go.set()
+        worker.stop()
+        worker.join(10)
+
+
+def members_waiting(db, batch) -> int:
+    return scalar(db, "SELECT count(*) FROM jobs WHERE batch = %s AND claim IS NULL AND flow IS NULL", (batch,))
+
+
+def test_cancel_batch_skips_the_members_claimed_behind_the_one_that_runs(db, connect):
+    runs = Runs()
+    performers = {"work": runs.work, "done": lambda conn, args: runs.started.setdefault(jobs.current_job().id, "done")}
+    worker = jobs.worker(connect, "default", performers, threads=1)
+    try:
+        grown(db, worker)
+        runs.started.clear()
+        batch = jobs.batch(db, "default", [("work", {"slow": n == 0}) for n in range(30)], always=("done", {}))
+        assert runs.slow_began.wait(30)
+        wait_for(lambda: members_waiting(db, batch) == 29, "the members behind the first to be waiting again",
+                 timeout=10)
+        [queue] = jobs.status(db)
+        assert (queue["in_work"], queue["due"]) == (1, 29), "the dashboard sees them waiting, not held"
+        assert jobs.cancel_batch(db, batch) == 29
+        runs.let_go.set()
+        wait_for(lambda: jobs.batch_status(db, batch)["finished"], "the batch to finish")
+        assert worker.wait_until_empty(30)
+    finally:
+        runs.let_go.set()
+        worker.stop()
+        worker.join(10)
+    assert sorted(runs.started.values()).count("done") == 1 and len(runs.started) == 2, "the first member, and always"
+
+
+def test_a_stop_gives_back_at_once_the_jobs_claimed_behind_the_one_that_runs(db, connect, monkeypatch):
+    monkeypatch.setattr(watch, "BATCH_TIME", 60.0, raising=False)  # only the stop gives them back here
+    runs = Runs()
+    worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
+    try:
+        grown(db, worker)
+        runs.started.clear()
+        with db.transaction():
+            for n in range(10):
+                jobs.later(db, "default", "work", {"slow": n == 0})
+        assert runs.slow_began.wait(30)
+        worker.stop()
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE claim IS NULL AND attempts = 0") == 9,
+                 "the nine claimed behind the slow job to be due again, their attempt not counted", timeout=10)
+        assert len(runs.started) == 1
+    finally:
+        runs.let_go.set()
+        worker.stop()
+        assert worker.join(10)
+    assert scalar(db, "SELECT count(*) FROM jobs") == 9
+
+
+def test_a_timeout_never_runs_again_the_jobs_that_ran_before_it_in_its_claim(db, connect):
+    """Letters sent before a job that hangs in the same claim are settled, not given back with it and sent twice."""
+    sent, hang = [], threading.Event()
+
+    def mail(conn, args):
+        sent.append(jobs.current_job().id)  # an SMTP exchange: nothing on the database
+
+    @jobs.policy(attempts=1)
+    def api(conn, args):
+        if args.get("hang"):
+            hang.wait(30)  # an HTTP call with no timeout of its own
+
+    worker = jobs.worker(connect, "default", {"mail": mail, "api": api}, threads=1, timeout=1.0)
+    try:
+        with db.transaction():  # both names quick a few times; the thread's claims grow
+            for _ in range(4):
+                jobs.later(db, "default", "api", {})
+                jobs.later(db, "default", "mail", {})
+        assert worker.wait_until_empty(30)
+        sent.clear()
+        with db.transaction():
+            letters = [jobs.later(db, "default", "mail", {}) for _ in range(3)]
+            jobs.later(db, "default", "api", {"hang": True})
+        wait_for(lambda: jobs.failed(db), "the hanging job to time out onto the shelf")
+        assert worker.wait_until_empty(30)
+    finally:
+        hang.set()
+        worker.stop()
+        worker.join(10)
+    assert sorted(sent) == letters, "each letter sent once"
+
+
+def test_members_of_a_batch_cancelled_while_in_a_workers_hand_are_skipped_when_given_back(db):
+    batch = jobs.batch(db, "default", [("member", {})] * 3, always=("always", {}))
+    first, *rest = store.claimed(db, "default", limit=3)
+    assert jobs.cancel_batch(db, batch) == 0, "all three are claimed"
+    flows.given_back(db, rest)  # the thread that claimed them starts none but the first
+    status = jobs.batch_status(db, batch)
+    assert (status["cancelled"], status["pending"]) == (2, 1)
+    assert runner.performed(db, [first], {"member": lambda conn, args: None}) == ["ran member"]
+    assert jobs.batch_status(db, batch)["finished"]
+    assert [job["name"] for job in jobs.listed(db)] == ["always"]
+
+
+def test_a_thread_gives_back_what_it_claimed_after_a_performer_that_ran_longer_than_its_patience(db):
+    def slow(conn, args):
+        threading.Event().wait(0.05)  # 50 ms, longer than the patience of 10 ms
+
+    jobs.later(db, "default", "slow", {})
+    later_ones = [jobs.later(db, "default", "quick", {}) for _ in range(3)]
+    held = store.claimed(db, "default", limit=4)
+    lines = runner.performed(db, held, {"slow": slow, "quick": lambda conn, args: None}, patience=0.01)
+    assert lines == ["ran slow"]
+    assert [job.id for job in store.claimed(db, "default", limit=4)] == later_ones, "due again, in their order"
