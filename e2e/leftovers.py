@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from guestbook import embedded
+
 # The folders the test runs make in the temporary directory, each with its data folder.
 FOLDERS = {"guestbook-tests-": "pgdata", "guestbook-e2e-": "pgdata", "jobs-private-pg-": "data"}
 OWNER = "owner"  # the file holding the pid of the run that made a folder, where pgserver keeps no list
@@ -74,12 +76,8 @@ def stopped(data: Path) -> None:
 
 def alive(pid: int) -> bool:
     """Whether process `pid` exists and has not exited (a zombie, which only waits to be reaped, has)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not embedded.alive(pid):
         return False
-    except PermissionError:
-        return True  # another user's
     try:
         return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] != "Z"
     except OSError:
