@@ -82,6 +82,9 @@ class WorkThread:
         """One pass over the queues: claim, run, settle; waits when nothing was due. False ends the thread."""
         worker = self.worker
         busy = False
+        # A drain ends the thread only after a pass that began once the drain was asked:
+        # a claim already under way then may still have read the bound the drain drops.
+        draining = worker.draining
         for queue in worker.claimable():
             jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease, after=worker.frontiers.bound(queue),
                                  worker=worker.id, budgets=worker.budgets)
@@ -91,7 +94,7 @@ class WorkThread:
                 busy = True
                 self.limit = self._ran_batch(db, jobs)
         if not busy:
-            if worker.draining:
+            if draining:
                 return False
             worker.doorbell.wait(worker.poll)
         return not self.abandoned

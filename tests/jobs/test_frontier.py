@@ -144,6 +144,32 @@ def test_a_drain_claims_from_the_front_whatever_the_bound(db, connect, monkeypat
     assert scalar(db, "SELECT count(*) FROM jobs WHERE id = %s", (late,)) == 0
 
 
+def test_a_drain_asked_while_a_claim_reads_the_old_bound_still_claims_from_the_front(db, connect, monkeypatch):
+    """A thread whose claim was already under way, with the bound the drain drops, when stop(drain=True) came
+    does not take that empty claim for the drain's: it claims again from the front before it ends."""
+    worker = jobs.Worker(connect, "default", {"noop": lambda conn, args: None}, threads=1, poll=5)
+    monkeypatch.setattr(worker.frontiers, "looked", lambda db, queues: False)  # the bound stays as set below
+    real_claimed, asked = store.claimed, []
+
+    def claimed_as_the_drain_lands(db, queue, **options):
+        if options.get("after") is not None and not asked:
+            asked.append(True)
+            worker.stop(drain=True)  # lands while this claim still reads the old bound
+        return real_claimed(db, queue, **options)
+
+    monkeypatch.setattr(store, "claimed", claimed_as_the_drain_lands)
+    late = jobs.later(db, "default", "noop", {}, at=jobs.now_ms() - 10_000)
+    worker.frontiers._bounds["default"] = (0, jobs.now_ms() + 3_600_000)  # as a look beside a held snapshot set it
+    worker.start()
+    try:
+        assert worker.join(10)
+    finally:
+        worker.stop()
+        worker.join(10)
+    assert asked, "the claim never read the bound"
+    assert scalar(db, "SELECT count(*) FROM jobs WHERE id = %s", (late,)) == 0
+
+
 def test_a_look_that_runs_out_of_patience_never_moves_the_bound_back(db, held, monkeypatch):
     """The look's walk is cut off at LOOK_PATIENCE, however many dead entries the snapshot keeps; it looks
     again from the bound it had, and keeps that bound if that look is cut off too."""
