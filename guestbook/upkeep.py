@@ -2,7 +2,7 @@
 
 The worker beside the server (and the Procfile's worker) works the mail queue with
 `performers`, the letters' (mail's and mailer.py's) and the upkeep's, and holds `schedules`: every process
-holds them, and each tick still runs once (the README's "Work on a schedule"). Each
+holds them, and each tick still runs once ("Work on a schedule" in jobs/README.md). Each
 job keeps a table from growing without end: accounts never confirmed, sessions that
 have ended, letters that failed long ago, and finished batches.
 """

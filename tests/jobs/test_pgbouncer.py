@@ -1,4 +1,4 @@
-"""The queue behind a real PgBouncer in transaction mode, as the README's section on it sets it up.
+"""The queue behind a real PgBouncer in transaction mode, as jobs/README.md's section on it sets it up.
 
 Jobs are queued, worked, timed out, cancelled and given back at a shutdown's end through
 a PgBouncer of the tests' own (pgbouncer.py) in front of the tests' database, while the
