@@ -170,6 +170,18 @@ UPDATE jobs SET run_at = {now},
     claim = CASE WHEN attempts < max_attempts AND cancelled_at IS NULL THEN NULL ELSE claim END
 WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 
+-- name: unheard_claim_given_back
+-- A claim whose connection was lost before its answer came: it may have committed,
+-- and its rows are then held (run_at HELD) by a worker that is alive and beats, so no
+-- lease would ever run out for them, and no thread of that worker knows it holds them.
+-- The thread that sent it gives back every row under its token once it is connected
+-- again: none of them ever started, so the attempt is not counted and each is due at
+-- once. A row an operator cancelled meanwhile keeps its claim, for cancelled_reaped.
+-- The token is random and the thread's own, so no other claim's rows are touched.
+UPDATE jobs SET run_at = {now}, attempts = attempts - 1,
+    claim = CASE WHEN cancelled_at IS NULL THEN NULL ELSE claim END
+WHERE claim = %(claim)s
+
 -- name: reap
 -- Jobs whose worker died on their last attempt: the lease ran out, and no attempt is
 -- left to claim them with. They become failures for good, with a reason to read, and

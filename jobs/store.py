@@ -100,7 +100,8 @@ def promoted(db, now: int | None = None) -> list[str]:
 
 
 def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: float = LEASE,
-            after: tuple[int, int] | None = None, worker: int | None = None, budgets: str = "{}") -> list[Job]:
+            after: tuple[int, int] | None = None, worker: int | None = None, budgets: str = "{}",
+            claim: int | None = None) -> list[Job]:
     """Claims up to `limit` jobs of `queue` due at `now` (the database's clock when None), in claim order, and commits.
 
     Each claimed row has its attempt counted and is held under a new claim token; see
@@ -109,9 +110,10 @@ def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: fl
     run_at) is where the claim starts in that order, from frontier.py; None: at the front.
     `budgets` is the attempts each performer's policy allows, from `budgets_of`: the
     claim writes them on the rows, so a job's last attempt is known wherever its fate
-    is decided.
+    is decided. `claim` is the token to hold them under (new_claim()), made by the
+    caller when it must be able to give back a claim whose answer it never heard.
     """
-    claim = secrets.randbits(63)
+    claim = new_claim() if claim is None else claim
     params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim, "worker": worker,
               "held": None if worker is None else HELD, "budgets": budgets}
     if after is not None:
@@ -125,7 +127,7 @@ def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: fl
         # by two claims. The index refused it and nothing was claimed; one job at a
         # time cannot clash with itself, and the next claim sees the key in work.
         return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker,
-                                             budgets=budgets)
+                                             budgets=budgets, claim=claim)  # the refused claim took nothing
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
 
@@ -186,6 +188,16 @@ def announced(db, queues) -> None:
     """Wakes the workers of `queues`, as `later` does: jobs are due on them again."""
     for queue in sorted(queues):
         db.execute(queries["notify"], {"queue": queue})
+
+
+def new_claim() -> int:
+    """A new claim token: random, so no two claims share one."""
+    return secrets.randbits(63)
+
+
+def unheard_given_back(db, claim: int, now: int | None = None) -> int:
+    """Gives back whatever a claim took whose answer was lost with its connection; answers how many rows."""
+    return db.execute(queries["unheard_claim_given_back"], {"claim": claim, "now": now}).rowcount
 
 
 def lapsed(db, jobs: list[Job], now: int | None = None) -> None:

@@ -33,6 +33,7 @@ class WorkThread:
         self.abandoned = False
         self.hand = Hand([])  # the jobs of its last claim not yet settled or given back
         self.cut_off: list[store.Job] = []  # what it held when its connection was lost, to give back
+        self.unheard: int | None = None  # the token of a claim sent whose answer never came back
         self.backend: Backend | None = None  # the server process of this thread's connection (backends.py)
         self.limit = 1  # how many jobs the next claim may take
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
@@ -69,6 +70,11 @@ class WorkThread:
         """On a new connection: lets the leases of what the lost one held run out now (none of it runs)."""
         self.backend = Backend(db)
         told(self.worker, self.backend)
+        if self.unheard is not None:
+            given = store.unheard_given_back(db, self.unheard)
+            if given:
+                log.info("%d job(s) its claim took as its connection was lost are due again at once", given)
+            self.unheard = None
         if self.cut_off:
             store.lapsed(db, self.cut_off)
             log.info("%d job(s) it held when cut off are due again at once: %s", len(self.cut_off),
@@ -86,8 +92,10 @@ class WorkThread:
         # a claim already under way then may still have read the bound the drain drops.
         draining = worker.draining
         for queue in worker.claimable():
+            self.unheard = claim = store.new_claim()  # until its answer comes: see _opened
             jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease, after=worker.frontiers.bound(queue),
-                                 worker=worker.id, budgets=worker.budgets)
+                                 worker=worker.id, budgets=worker.budgets, claim=claim)
+            self.unheard = None
             if len(jobs) == self.limit:
                 worker.doorbell.ring()  # a full batch: more may be due, for another thread
             if jobs:

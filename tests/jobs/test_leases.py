@@ -4,6 +4,8 @@ import logging
 import threading
 import time
 
+import psycopg
+
 import jobs
 from jobs import runner, store
 from tests.jobs.helpers import scalar, wait_for
@@ -155,3 +157,32 @@ def test_a_claim_that_waited_longer_than_its_lease_still_gets_a_live_lease(db, c
             worker.stop()
             assert worker.join(10)
     assert alive == [True], f"job {job} ran under a lease that had run out before its claim returned"
+
+
+def test_a_claim_whose_answer_was_lost_with_its_connection_is_given_back_and_runs_once(db, connect, monkeypatch):
+    """The claim committed, then the connection died before its answer came (a crash of the server, a
+    failover): the rows are held for a worker that still beats, so no lease would ever free them. The
+    thread gives back what its unheard claim took once it is connected again, and the job runs once."""
+    real_claimed, lost = store.claimed, []
+
+    def claimed_and_answer_lost(db, queue, **options):
+        jobs_claimed = real_claimed(db, queue, **options)
+        if jobs_claimed and not lost:
+            lost.extend(job.id for job in jobs_claimed)
+            db.close()  # the claim has committed; its answer never reaches the thread
+            raise psycopg.OperationalError("the connection was lost before the claim's answer came")
+        return jobs_claimed
+
+    monkeypatch.setattr(store, "claimed", claimed_and_answer_lost)
+    ran = []
+    worker = jobs.Worker(connect, "default", {"noted": lambda conn, args: ran.append(args["n"])}, threads=1, poll=0.2)
+    job = jobs.later(db, "default", "noted", {"n": 1})
+    worker.start()
+    try:
+        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE id = %s", (job,)) == 0,
+                 "the job whose claim went unheard to run", timeout=15)
+    finally:
+        worker.stop()
+        worker.join(10)
+    assert lost == [job]
+    assert ran == [1]
