@@ -134,6 +134,9 @@ def slow_again(conn, args):
                  (jobs.current_job().id, os.getpid(), jobs.current_job().attempt))
 
 
+LISTENER_LATE = 1.0  # seconds the listener's first connection is held back, ten of the worker's polls
+
+
 def test_a_worker_started_while_its_queue_is_paused_claims_nothing_from_it(db, connect):
     """However late the listener's first poll: here its connection takes a second to open."""
     jobs.paused(db, "default")
@@ -142,7 +145,7 @@ def test_a_worker_started_while_its_queue_is_paused_claims_nothing_from_it(db, c
 
     def slow_for_the_listener():
         if threading.current_thread().name == "jobs-listener":
-            time.sleep(1)
+            time.sleep(LISTENER_LATE)  # the fault injected, not a wait: the listener's connection opens late
         return connect()
 
     worker = jobs.worker(slow_for_the_listener, "default", {"noop": lambda conn, args: ran.append(1)}, threads=2,
