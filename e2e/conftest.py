@@ -22,8 +22,15 @@ from .tether import stops_on_sigterm
 SYSTEM_CHROMIUM = "/usr/bin/chromium"  # Debian's Chromium, used unless CHROMIUM_PATH names another
 # How a machine's own Chromium is launched in a container or CI: without its sandbox,
 # a GPU, or the calls home (updates, sync, QUIC) that would only slow it down.
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-                 "--disable-sync", "--no-first-run", "--disable-quic"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
 
 
 def pytest_configure(config) -> None:

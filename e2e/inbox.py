@@ -81,8 +81,11 @@ class Inbox:
     def letters(self, to: str | None = None, subject: str | None = None) -> list[Letter]:
         """The letters that have arrived, in the order they arrived; only those to `to` with `subject` when given."""
         with self._arrived:
-            return [letter for letter in self._letters
-                    if (to is None or letter.to == to) and (subject is None or letter.subject == subject)]
+            return [
+                letter
+                for letter in self._letters
+                if (to is None or letter.to == to) and (subject is None or letter.subject == subject)
+            ]
 
     def wait_for(self, *, to: str, subject: str, timeout: float = WAIT) -> Letter:
         """The first letter to `to` with `subject`, as soon as it arrives; fails the spec after `timeout` seconds."""
@@ -96,5 +99,9 @@ class Inbox:
 def letter_of(content: bytes) -> Letter:
     """The Letter that the raw message `content` holds."""
     message = message_from_bytes(content, policy=default)
-    return Letter(to=str(message["To"]), subject=str(message["Subject"]), date=message["Date"].datetime,
-                  body=message.get_body(("plain",)).get_content())
+    return Letter(
+        to=str(message["To"]),
+        subject=str(message["Subject"]),
+        date=message["Date"].datetime,
+        body=message.get_body(("plain",)).get_content(),
+    )

@@ -37,9 +37,27 @@ APPLICATION = "guestbook under test"
 STRAY_WAIT = 5.0  # seconds another guestbook's connections may take to close before it counts as a stray
 SECRET_BYTES = 32  # random bytes in each guestbook's SECRET_KEY
 # The guestbook's configuration: never inherited from the environment the specs run in.
-SETTINGS = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_FROM", "MAIL_OUTBOX", "BASE_URL", "PORT",
-            "MAIL_RETRY_INTERVALS", "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES")
-TABLES = ("accounts", "entries", "client_tries", "admins", "jobs", "job_batches", "job_paused_queues")  # the guestbook's tables and the job queue's
+SETTINGS = (
+    "DATABASE_URL",
+    "SECRET_KEY",
+    "MAIL_URL",
+    "MAIL_FROM",
+    "MAIL_OUTBOX",
+    "BASE_URL",
+    "PORT",
+    "MAIL_RETRY_INTERVALS",
+    "RESET_TOKEN_MAX_AGE",
+    "TRUSTED_PROXIES",
+)
+TABLES = (
+    "accounts",
+    "entries",
+    "client_tries",
+    "admins",
+    "jobs",
+    "job_batches",
+    "job_paused_queues",
+)  # the guestbook's tables and the job queue's
 
 
 class Guestbook:
@@ -51,15 +69,27 @@ class Guestbook:
         self.outbox = folder / "outbox"
         self.log = folder / "guestbook.log"
         environment = {name: value for name, value in os.environ.items() if name not in SETTINGS}
-        environment.update(PORT=str(self.port), BASE_URL=self.url, DATABASE_URL=database_url,
-                           SECRET_KEY=secrets.token_hex(SECRET_BYTES), MAIL_OUTBOX=str(self.outbox),
-                           PGAPPNAME=f"{APPLICATION} (run {os.getpid()})", **settings)
+        environment.update(
+            PORT=str(self.port),
+            BASE_URL=self.url,
+            DATABASE_URL=database_url,
+            SECRET_KEY=secrets.token_hex(SECRET_BYTES),
+            MAIL_OUTBOX=str(self.outbox),
+            PGAPPNAME=f"{APPLICATION} (run {os.getpid()})",
+            **settings,
+        )
         no_stray_guestbook(database_url)
         with self.log.open("wb") as log:
             # The tether leads a process group of its own: make, and the server make started.
-            self.process = subprocess.Popen(tethered(COMMAND, STOP_TIMEOUT), cwd=ROOT, env=environment, stdout=log,
-                                            stderr=subprocess.STDOUT, start_new_session=True,
-                                            preexec_fn=dying_with_this_thread())
+            self.process = subprocess.Popen(
+                tethered(COMMAND, STOP_TIMEOUT),
+                cwd=ROOT,
+                env=environment,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=dying_with_this_thread(),
+            )
 
     def wait_until_answering(self) -> "Guestbook":
         """Returns once the guestbook answers a request; fails with its log if it exits or takes too long."""
@@ -119,13 +149,20 @@ def no_stray_guestbook(database_url: str) -> None:
         return  # a database nobody reaches holds no stray; the guestbook will say what is wrong with it
     with db:
         try:
-            wait_until(lambda: not db.execute(query, [APPLICATION + "%"]).fetchall(), STRAY_WAIT,
-                       "other guestbooks under test to close their connections")
+            wait_until(
+                lambda: not db.execute(query, [APPLICATION + "%"]).fetchall(),
+                STRAY_WAIT,
+                "other guestbooks under test to close their connections",
+            )
         except TimeoutError:
-            strays = "; ".join(f"{count} connections of {name} since {since}"
-                               for name, count, since in db.execute(query, [APPLICATION + "%"]))
-            raise RuntimeError(f"a guestbook not of this spec still works the mail queue of {db.info.dbname}: "
-                               f"{strays}; stop it (pgrep -af 'guestbook serve') before the specs run") from None
+            strays = "; ".join(
+                f"{count} connections of {name} since {since}"
+                for name, count, since in db.execute(query, [APPLICATION + "%"])
+            )
+            raise RuntimeError(
+                f"a guestbook not of this spec still works the mail queue of {db.info.dbname}: "
+                f"{strays}; stop it (pgrep -af 'guestbook serve') before the specs run"
+            ) from None
 
 
 def emptied(database_url: str) -> None:

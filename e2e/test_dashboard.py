@@ -37,8 +37,9 @@ def shelved_reasons(database_url: str) -> list[str]:
         return [job["failure"] for job in jobs.failed(db, mail.QUEUE)]
 
 
-def test_a_letter_that_failed_for_good_is_retried_from_the_dashboard_and_arrives(page, guest, guestbook, inbox,
-                                                                               database_url):
+def test_a_letter_that_failed_for_good_is_retried_from_the_dashboard_and_arrives(
+    page, guest, guestbook, inbox, database_url
+):
     guest.sign_up(ADA)  # no mail server listens: the letter's two attempts fail
     page.goto(f"{guestbook.url}/jobs/")
     page.evaluate("window.loadedOnce = true")  # gone if the page reloads
@@ -59,15 +60,15 @@ def test_a_letter_that_failed_for_good_is_retried_from_the_dashboard_and_arrives
     inbox.wait_for(to=ADA, subject=CONFIRMATION)
 
 
-
 def worker_heard_paused(page, guestbook) -> bool:
     """Whether the dashboard's metrics say the worker beside the server has heard that the mail queue is paused."""
     metrics = page.request.get(f"{guestbook.url}/jobs/metrics").text()
     return f'jobs_worker_queue_paused{{queue="{mail.QUEUE}"}} 1' in metrics.splitlines()
 
 
-def test_a_letter_waits_while_the_mail_queue_is_paused_from_the_dashboard_and_arrives_on_resume(page, guest, guestbook,
-                                                                                               inbox):
+def test_a_letter_waits_while_the_mail_queue_is_paused_from_the_dashboard_and_arrives_on_resume(
+    page, guest, guestbook, inbox
+):
     inbox.start()  # the mail server is up: only the pause holds the letter back
     page.goto(f"{guestbook.url}/jobs/")
     page.get_by_label("Queue to pause").fill(mail.QUEUE)

@@ -16,13 +16,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from .local import wait_until
 from .leftovers import STOP_WAIT, alive, swept
+from .local import wait_until
 from .served import APPLICATION, ROOT, START_TIMEOUT, STOP_TIMEOUT, Guestbook
 from .tether import living
 
 # The spec the killed run runs: it serves a guestbook, says where, and waits to be killed.
-SPEC = '''
+SPEC = """
 import os
 import threading
 
@@ -33,9 +33,9 @@ def test_serving_until_killed(guestbook):
         told.write(str(guestbook.process.pid))
     os.rename(report + ".part", report)
     threading.Event().wait()
-'''
+"""
 # The spec of the killed run that leaves its PostgreSQL: it says where that keeps its data, and waits.
-SPEC_OF_A_DATABASE = '''
+SPEC_OF_A_DATABASE = """
 import os
 import threading
 
@@ -46,7 +46,7 @@ def test_holding_a_database(database_url):
         told.write(database_url.rpartition("host=")[2])
     os.rename(report + ".part", report)
     threading.Event().wait()
-'''
+"""
 GONE_WITHIN = STOP_TIMEOUT + 5.0  # seconds the guestbook may take to die once its run is killed
 
 
@@ -61,8 +61,19 @@ def test_a_killed_run_leaves_no_guestbook_behind(database_url, tmp_path, signal_
     spec, report = tmp_path / "test_served.py", tmp_path / "served"
     spec.write_text(SPEC)
     env = {**os.environ, "DATABASE_URL": database_url, "SERVED_REPORT": str(report)}
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "e2e.conftest", "-p", "no:cacheprovider",
-               "--rootdir", str(tmp_path), str(spec)]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "e2e.conftest",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tmp_path),
+        str(spec),
+    ]
     with (tmp_path / "run.log").open("wb") as log:
         run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     group = None
@@ -94,11 +105,23 @@ def test_the_postgresql_of_a_killed_run_is_swept_by_the_next(tmp_path):
     spec, report = tmp_path / "test_holding.py", tmp_path / "data"
     spec.write_text(SPEC_OF_A_DATABASE)
     env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}  # its own, embedded
-    command = [sys.executable, "-m", "pytest", "-q", "-p", "e2e.conftest", "-p", "no:cacheprovider",
-               "--rootdir", str(tmp_path), str(spec)]
+    command = [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "e2e.conftest",
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(tmp_path),
+        str(spec),
+    ]
     with (tmp_path / "run.log").open("wb") as log:
-        run = subprocess.Popen(command, cwd=ROOT, env={**env, "SERVED_REPORT": str(report)}, stdout=log,
-                               stderr=subprocess.STDOUT)
+        run = subprocess.Popen(
+            command, cwd=ROOT, env={**env, "SERVED_REPORT": str(report)}, stdout=log, stderr=subprocess.STDOUT
+        )
     try:
         wait_until(lambda: report.exists() or run.poll() is not None, 2 * START_TIMEOUT, "its PostgreSQL to start")
         assert report.exists(), f"the run ended first:\n{(tmp_path / 'run.log').read_text()}"

@@ -24,8 +24,24 @@ from urllib.parse import urlsplit
 from flask import Flask, render_template
 from werkzeug.exceptions import HTTPException
 
-from . import (auth, csrf, dashboard, db, development, entries, forms, headers, limits, names, outbox, passwords,
-               resets, sessions, tokens, unlocks)
+from . import (
+    auth,
+    csrf,
+    dashboard,
+    db,
+    development,
+    entries,
+    forms,
+    headers,
+    limits,
+    names,
+    outbox,
+    passwords,
+    resets,
+    sessions,
+    tokens,
+    unlocks,
+)
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
 TRUSTED_PROXIES_DEFAULT = 0  # proxies in front unless TRUSTED_PROXIES says otherwise: the client is who connects
@@ -64,8 +80,11 @@ def create_app(config: dict | None = None) -> Flask:
         app.register_blueprint(outbox.bp)
     dashboard.init_app(app)  # the job queue's dashboard at /jobs
     app.jinja_env.globals.update(
-        PASSWORD_MIN=passwords.PASSWORD_MIN, PASSWORD_MAX=passwords.PASSWORD_MAX, ENTRY_MAX=entries.ENTRY_MAX,
-        NAME_MAX=names.NAME_MAX, ANONYMOUS=names.ANONYMOUS,
+        PASSWORD_MIN=passwords.PASSWORD_MIN,
+        PASSWORD_MAX=passwords.PASSWORD_MAX,
+        ENTRY_MAX=entries.ENTRY_MAX,
+        NAME_MAX=names.NAME_MAX,
+        ANONYMOUS=names.ANONYMOUS,
     )
     app.register_error_handler(HTTPException, error_page)
     headers.init_app(app)
@@ -109,5 +128,3 @@ def local_hosts() -> list[str]:
     """The Host names development answers to: LOCAL_HOSTS, and BASE_URL's when it names another."""
     base = urlsplit(os.environ.get("BASE_URL", "")).hostname
     return [*LOCAL_HOSTS, base] if base and base not in LOCAL_HOSTS else list(LOCAL_HOSTS)
-
-

@@ -18,19 +18,29 @@ import os
 import secrets
 import signal
 import sys
-from datetime import timezone
+from datetime import UTC
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import psycopg
 import waitress
+from psycopg.rows import namedtuple_row
 
 import jobs
 import mail
 
-from psycopg.rows import namedtuple_row
-
-from . import admins, connections, create_app, dashboard, db, development, embedded, forms, settings_from_environment, upkeep
+from . import (
+    admins,
+    connections,
+    create_app,
+    dashboard,
+    db,
+    development,
+    embedded,
+    forms,
+    settings_from_environment,
+    upkeep,
+)
 
 DEFAULT_PORT = 5000  # the port served when neither --port nor PORT names one
 THREADS = db.POOL_MAX  # requests served at once: one pool connection each
@@ -51,7 +61,7 @@ BODY_MAX = forms.CONTENT_MAX + 1  # waitress's max_request_body_size (its defaul
 EXIT_NOTICE = 1  # `admins add` or `remove` changed nothing: no such confirmed account, or no such grant
 RETIRED = {  # settings that no longer do what they did: serve refuses to start while one is set
     "ADMIN_EMAILS": "ADMIN_EMAILS no longer grants the dashboard to an address: grant it to a confirmed account "
-                    "with `python -m guestbook admins add ADDRESS`, and unset ADMIN_EMAILS",
+    "with `python -m guestbook admins add ADDRESS`, and unset ADMIN_EMAILS",
 }
 
 
@@ -63,23 +73,37 @@ def main(argv=None) -> int:
 
 def parser() -> argparse.ArgumentParser:
     """The command line's commands, serve and admins, and their options."""
-    top = argparse.ArgumentParser(prog="guestbook", description="Serve the guestbook, and say who may see its dashboard.")
+    top = argparse.ArgumentParser(
+        prog="guestbook", description="Serve the guestbook, and say who may see its dashboard."
+    )
     commands = top.add_subparsers(required=True, metavar="COMMAND")
     serve = commands.add_parser("serve", help="serve the guestbook, with its mail worker beside it")
-    serve.add_argument("--port", type=int, default=None, metavar="N", help=f"the port (default: PORT, else {DEFAULT_PORT})")
-    serve.add_argument("--development", action="store_true", help="local defaults: embedded database, kept secret, outbox")
+    serve.add_argument(
+        "--port", type=int, default=None, metavar="N", help=f"the port (default: PORT, else {DEFAULT_PORT})"
+    )
+    serve.add_argument(
+        "--development", action="store_true", help="local defaults: embedded database, kept secret, outbox"
+    )
     serve.set_defaults(command=serve_command)
-    grants = commands.add_parser("admins", help="grant, take back or list the dashboard at /jobs", description=(
-        "Grant the job queue's dashboard at /jobs to a confirmed account, take it back, or list who holds it, "
-        "on the database DATABASE_URL names. Exits 0, or 1 when nothing changed."))
+    grants = commands.add_parser(
+        "admins",
+        help="grant, take back or list the dashboard at /jobs",
+        description=(
+            "Grant the job queue's dashboard at /jobs to a confirmed account, take it back, or list who holds it, "
+            "on the database DATABASE_URL names. Exits 0, or 1 when nothing changed."
+        ),
+    )
     actions = grants.add_subparsers(required=True, metavar="ACTION")
-    for action, summary in (("add", "grant the dashboard to the confirmed account of ADDRESS"),
-                            ("remove", "take the dashboard back from the account of ADDRESS")):
+    for action, summary in (
+        ("add", "grant the dashboard to the confirmed account of ADDRESS"),
+        ("remove", "take the dashboard back from the account of ADDRESS"),
+    ):
         chosen = actions.add_parser(action, help=summary, description=summary.capitalize() + ".")
         chosen.add_argument("address", metavar="ADDRESS")
         chosen.set_defaults(command=admins_command, action=action)
     actions.add_parser("list", help="list the accounts that hold the dashboard").set_defaults(
-        command=admins_command, action="list", address=None)
+        command=admins_command, action="list", address=None
+    )
     return top
 
 
@@ -101,11 +125,22 @@ def serve_command(args) -> int:
     url = os.environ.get("DATABASE_URL") or database.get_uri()
     port = args.port or int(os.environ.get("PORT") or DEFAULT_PORT)
     base = os.environ.setdefault("BASE_URL", f"http://127.0.0.1:{port}")  # mail.url_for reads it
-    app = create_app({"DATABASE_URL": url, "SECRET_KEY": os.environ.get("SECRET_KEY") or kept_secret(),
-                      "DEVELOPMENT": args.development})
+    app = create_app(
+        {
+            "DATABASE_URL": url,
+            "SECRET_KEY": os.environ.get("SECRET_KEY") or kept_secret(),
+            "DEVELOPMENT": args.development,
+        }
+    )
     server = waitress.create_server(  # listens now
-        app, host=HOSTS[args.development], port=port, threads=THREADS, channel_timeout=CHANNEL_TIMEOUT,
-        cleanup_interval=CLEANUP_INTERVAL, connection_limit=CONNECTION_LIMIT, asyncore_use_poll=True,
+        app,
+        host=HOSTS[args.development],
+        port=port,
+        threads=THREADS,
+        channel_timeout=CHANNEL_TIMEOUT,
+        cleanup_interval=CLEANUP_INTERVAL,
+        connection_limit=CONNECTION_LIMIT,
+        asyncore_use_poll=True,
         max_request_body_size=BODY_MAX,
         # The app reads X-Forwarded-For through TRUSTED_PROXIES proxies (limits.py); waitress,
         # told of no proxy itself, would delete the header first, and every client behind
@@ -115,12 +150,21 @@ def serve_command(args) -> int:
     server.channel_class = connections.guarded(capped=not app.config["TRUSTED_PROXIES"])  # for every accept from now
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     if args.development:  # the outbox and the dashboard show live links: for the person who started it only
-        print(f"Open {development.link(app, base)} once to see /outbox and /jobs in your browser "
-              "(no other user of this machine can)", flush=True)
+        print(
+            f"Open {development.link(app, base)} once to see /outbox and /jobs in your browser "
+            "(no other user of this machine can)",
+            flush=True,
+        )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
     try:
-        jobs.beside(lambda: psycopg.connect(url, **jobs.keepalives()), mail.QUEUE, performers, server.run,
-                    schedules=upkeep.schedules, on_start=lambda worker: dashboard.shows_worker(app, worker))
+        jobs.beside(
+            lambda: psycopg.connect(url, **jobs.keepalives()),
+            mail.QUEUE,
+            performers,
+            server.run,
+            schedules=upkeep.schedules,
+            on_start=lambda worker: dashboard.shows_worker(app, worker),
+        )
     except KeyboardInterrupt:
         pass
     finally:
@@ -139,8 +183,11 @@ def admins_command(args) -> int:
         db.prepared(conn)
         if args.action == "list":
             rows = admins.listed(conn)
-            print("\n".join(f"{row.email}  since {row.granted_at.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC" for row in rows)
-                  if rows else "no account may see the dashboard")
+            print(
+                "\n".join(f"{row.email}  since {row.granted_at.astimezone(UTC):%Y-%m-%d %H:%M} UTC" for row in rows)
+                if rows
+                else "no account may see the dashboard"
+            )
             return 0
         if args.action == "add":
             said = admins.granted(conn, address)
@@ -167,8 +214,10 @@ def production_problem() -> str:
         return f"SECRET_KEY has {len(os.environ['SECRET_KEY'])} characters; it needs {SECRET_KEY_MIN} or more, random"
     base = urlsplit(os.environ.get("BASE_URL", ""))
     if base.scheme != "https" or not base.hostname:
-        return ("set BASE_URL to the site's https:// address (the links in letters point there), "
-                f"not {os.environ.get('BASE_URL', '')!r}")
+        return (
+            "set BASE_URL to the site's https:// address (the links in letters point there), "
+            f"not {os.environ.get('BASE_URL', '')!r}"
+        )
     return ""
 
 

@@ -9,7 +9,9 @@ from collections import namedtuple
 from . import passwords, tokens
 from .db import queries
 
-Nobody = namedtuple("Nobody", "id email password_digest")  # what `nobody` gives: as much of an account as a letter reads
+Nobody = namedtuple(
+    "Nobody", "id email password_digest"
+)  # what `nobody` gives: as much of an account as a letter reads
 
 LOCK_AFTER = 10  # consecutive wrong passwords that lock an account
 LOCK_DURATION = 3600  # seconds after which a lock ends by itself: an hour

@@ -34,8 +34,9 @@ def load_signed_in_account() -> None:
     g.account = None
     if session.get("session_id") is None:
         return
-    account = sessions.account_of(get_db(), session["session_id"], session.get("account_id"),
-                                  seen=not sessions.is_background(request.headers))
+    account = sessions.account_of(
+        get_db(), session["session_id"], session.get("account_id"), seen=not sessions.is_background(request.headers)
+    )
     if account is None or not tokens.fits("session", session.get("password", ""), account):
         session.clear()
         return
@@ -44,11 +45,13 @@ def load_signed_in_account() -> None:
 
 def login_required(view):
     """Sends a visitor who is not signed in to the sign-in page instead of `view`."""
+
     @functools.wraps(view)
     def guarded(**kwargs):
         if g.account is None:
             return redirect(url_for("auth.signin"))
         return view(**kwargs)
+
     return guarded
 
 

@@ -22,7 +22,9 @@ from waitress.channel import HTTPChannel
 from .limits import client
 
 REQUEST_DEADLINE = 10  # seconds a request may take to arrive whole from its first byte: 50 B/s for a head, 6 KiB/s for the biggest form
-CLIENT_CONNECTIONS = 50  # connections one client may hold at once: a browser opens 6 to a site, and an office shares an address
+CLIENT_CONNECTIONS = (
+    50  # connections one client may hold at once: a browser opens 6 to a site, and an office shares an address
+)
 
 
 def guarded(capped: bool) -> type:

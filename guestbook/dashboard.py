@@ -28,8 +28,11 @@ def init_app(app) -> None:
     pool = app.extensions["guestbook.pool"]
     local = bool(app.config["DEVELOPMENT"])
     dashboard = jobs.web.app(
-        pool.connection, authorize=lambda environ: development.holds_key(app, environ) if local else admin(app, environ),
-        schedules=upkeep.schedules, secret=app.secret_key, session=lambda environ: session_of(app, environ),
+        pool.connection,
+        authorize=lambda environ: development.holds_key(app, environ) if local else admin(app, environ),
+        schedules=upkeep.schedules,
+        secret=app.secret_key,
+        session=lambda environ: session_of(app, environ),
         origin=None if local else site(),
     )
     app.extensions["guestbook.dashboard"] = dashboard

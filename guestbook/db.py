@@ -27,8 +27,13 @@ POOL_MIN = 1  # connections the pool keeps open when idle
 POOL_MAX = 8  # connections at most: one per request served at once (see THREADS in __main__)
 POOL_WAIT = 10.0  # seconds a request waits for a free connection before it fails
 SCHEMA_LOCK = 4815162342  # the advisory lock that lets one starting process at a time take a step
-TABLES = Steps("guestbook tables", numbered(load_queries(Path(__file__).with_name("schema.sql"))), "guestbook_schema",
-               SCHEMA_LOCK, "start the guestbook once as their owner (`python -m guestbook serve`)")
+TABLES = Steps(
+    "guestbook tables",
+    numbered(load_queries(Path(__file__).with_name("schema.sql"))),
+    "guestbook_schema",
+    SCHEMA_LOCK,
+    "start the guestbook once as their owner (`python -m guestbook serve`)",
+)
 
 queries = load_queries(Path(__file__).with_name("queries.sql"))
 
@@ -41,9 +46,15 @@ def init_app(app) -> None:
     # none waits out the pool's backoff between the checks that fail.
     watchdog = Watchdog(silent_after, on_cut=lambda: threading.Thread(target=pool.check, daemon=True).start())
     pool = ConnectionPool(
-        app.config["DATABASE_URL"], min_size=POOL_MIN, max_size=POOL_MAX, timeout=POOL_WAIT,
+        app.config["DATABASE_URL"],
+        min_size=POOL_MIN,
+        max_size=POOL_MAX,
+        timeout=POOL_WAIT,
         kwargs={"autocommit": True, "row_factory": namedtuple_row} | jobs.keepalives(silent_after),
-        configure=watchdog.watched, check=ConnectionPool.check_connection, name="guestbook", open=True,
+        configure=watchdog.watched,
+        check=ConnectionPool.check_connection,
+        name="guestbook",
+        open=True,
     )
     app.extensions["guestbook.pool"], app.extensions["guestbook.watchdog"] = pool, watchdog
     with pool.connection() as db:

@@ -62,13 +62,17 @@ def key_taken():
 
 def hosts_checked(wsgi_app, hosts: list[str]):
     """`wsgi_app` answering only requests whose Host is one of `hosts`; others get a plain-text 400."""
+
     def checked(environ, start_response):
         try:
             get_host(environ, trusted_hosts=hosts)
         except SecurityError:
             said = f"The Host header names a site this guestbook is not. It answers at {', '.join(hosts)} only.\n"
-            start_response("400 Bad Request", [("Content-Type", "text/plain; charset=utf-8"),
-                                               ("Content-Length", str(len(said.encode())))])
+            start_response(
+                "400 Bad Request",
+                [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(said.encode())))],
+            )
             return [said.encode()]
         return wsgi_app(environ, start_response)
+
     return checked

@@ -43,7 +43,9 @@ def before_asked() -> int:
     if text is None:
         return NEWEST
     if not (text.isascii() and text.isdigit() and len(text) <= ID_DIGITS) or not 1 <= int(text) <= NEWEST:
-        abort(400, f"There is no entry {text[:ID_DIGITS + 1]!r} to show the entries before: entries are numbered from 1.")
+        abort(
+            400, f"There is no entry {text[: ID_DIGITS + 1]!r} to show the entries before: entries are numbered from 1."
+        )
     return int(text)
 
 
@@ -66,8 +68,11 @@ def create():
             db.execute(queries["entry_created"], {"account_id": g.account.id, "body": body})
     if posted > ENTRIES_PER_WINDOW:
         wait = max(wait, 1)
-        abort(429, f"You have signed the guestbook {ENTRIES_PER_WINDOW} times in the last "
-                   f"{ENTRY_WINDOW // 60} minutes. Try again in {wait} second{'s' if wait != 1 else ''}.",
-              retry_after=wait)
+        abort(
+            429,
+            f"You have signed the guestbook {ENTRIES_PER_WINDOW} times in the last "
+            f"{ENTRY_WINDOW // 60} minutes. Try again in {wait} second{'s' if wait != 1 else ''}.",
+            retry_after=wait,
+        )
     flash("Thank you for signing the guestbook.")
     return redirect(url_for("entries.index"))

@@ -11,14 +11,16 @@ allows its one script.
 
 from flask import current_app, request
 
-POLICY = "; ".join([
-    "default-src 'none'",  # nothing is allowed that a directive below does not allow
-    "style-src 'self'",  # static/guestbook.css, and no <style> or style="" an injection could add
-    "img-src 'self'",  # a browser's own look for /favicon.ico
-    "form-action 'self'",  # forms post here only, even if markup were injected
-    "frame-ancestors 'none'",  # no page may be framed: clickjacking
-    "base-uri 'none'",
-])
+POLICY = "; ".join(
+    [
+        "default-src 'none'",  # nothing is allowed that a directive below does not allow
+        "style-src 'self'",  # static/guestbook.css, and no <style> or style="" an injection could add
+        "img-src 'self'",  # a browser's own look for /favicon.ico
+        "form-action 'self'",  # forms post here only, even if markup were injected
+        "frame-ancestors 'none'",  # no page may be framed: clickjacking
+        "base-uri 'none'",
+    ]
+)
 HSTS_MAX_AGE = 365 * 24 * 3600  # seconds a browser keeps to HTTPS for this site after one answer: a year
 
 
@@ -42,8 +44,12 @@ def guarded(response):
 
 def around(wsgi_app, development: bool):
     """`wsgi_app` (the dashboard) with the headers every answer of the guestbook carries, but for its own policy."""
-    added = [("X-Frame-Options", "DENY"), ("Referrer-Policy", "no-referrer"), ("X-Content-Type-Options", "nosniff"),
-             ("Cache-Control", "no-store")]
+    added = [
+        ("X-Frame-Options", "DENY"),
+        ("Referrer-Policy", "no-referrer"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Cache-Control", "no-store"),
+    ]
     if not development:
         added.append(("Strict-Transport-Security", f"max-age={HSTS_MAX_AGE}"))
     names = {name.lower() for name, _ in added}
@@ -51,5 +57,7 @@ def around(wsgi_app, development: bool):
     def headed(environ, start_response):
         def started(status, headers, exc_info=None):
             return start_response(status, [h for h in headers if h[0].lower() not in names] + added, exc_info)
+
         return wsgi_app(environ, started)
+
     return headed

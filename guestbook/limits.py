@@ -21,7 +21,12 @@ CLIENT_WINDOW = 60  # seconds a window lasts: it begins with a client's first tr
 FORGET_BATCH = 10  # clients whose window ended that each try forgets, so the table holds recent ones only
 IPV6_PREFIX = 64  # an IPv6 client is its /64 network: one home or server is given a whole /64
 UNKNOWN = "unknown"  # what every request without a readable IP address counts against, together
-LIMITED = {"auth.signin", "auth.signup", "auth.confirm", "resets.new"}  # the views whose posts are counted (a confirmation hashes its password)
+LIMITED = {
+    "auth.signin",
+    "auth.signup",
+    "auth.confirm",
+    "resets.new",
+}  # the views whose posts are counted (a confirmation hashes its password)
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}  # methods that only read, never counted
 
 
@@ -43,8 +48,12 @@ def counted() -> None:
     db.execute(queries["client_tries_forgotten"], {"window": CLIENT_WINDOW, "batch": FORGET_BATCH})
     if tries > CLIENT_TRIES:
         wait = max(wait, 1)
-        abort(429, f"Too many sign-ins, sign-ups and reset requests have come from your address. "
-                   f"Try again in {wait} second{'s' if wait != 1 else ''}.", retry_after=wait)
+        abort(
+            429,
+            f"Too many sign-ins, sign-ups and reset requests have come from your address. "
+            f"Try again in {wait} second{'s' if wait != 1 else ''}.",
+            retry_after=wait,
+        )
 
 
 def client(address: str | None) -> str:

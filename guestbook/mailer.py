@@ -22,33 +22,50 @@ RESET_SECRET_ARGS = ("letter",)  # the reset job's whole letter, live link and a
 def confirmation(db, account) -> int:
     """The letter with the link that confirms a new account."""
     link = mail.url_for(f"/confirm/{tokens.made('confirm', account)}")
-    return queued(db, account.email, "Confirm your guestbook account", lifetime=tokens.CONFIRM_MAX_AGE, body=(
-        "Welcome to the guestbook. Open this link to confirm your account:\n\n"
-        f"{link}\n\n"
-        f"The link works for {spoken(tokens.CONFIRM_MAX_AGE)}. If you did not sign up, ignore this letter.\n"
-    ))
+    return queued(
+        db,
+        account.email,
+        "Confirm your guestbook account",
+        lifetime=tokens.CONFIRM_MAX_AGE,
+        body=(
+            "Welcome to the guestbook. Open this link to confirm your account:\n\n"
+            f"{link}\n\n"
+            f"The link works for {spoken(tokens.CONFIRM_MAX_AGE)}. If you did not sign up, ignore this letter.\n"
+        ),
+    )
 
 
 def already_registered(db, email: str) -> int:
     """The letter to an address that signed up again: it already has an account."""
-    return queued(db, email, "You already have a guestbook account", (
-        "Someone, probably you, tried to sign up to the guestbook with this address,\n"
-        "which already has an account. Sign in here:\n\n"
-        f"{mail.url_for('/signin')}\n\n"
-        "If you forgot your password, choose a new one here:\n\n"
-        f"{mail.url_for('/resets/new')}\n"
-    ))
+    return queued(
+        db,
+        email,
+        "You already have a guestbook account",
+        (
+            "Someone, probably you, tried to sign up to the guestbook with this address,\n"
+            "which already has an account. Sign in here:\n\n"
+            f"{mail.url_for('/signin')}\n\n"
+            "If you forgot your password, choose a new one here:\n\n"
+            f"{mail.url_for('/resets/new')}\n"
+        ),
+    )
 
 
 def unlock(db, account) -> int:
     """The letter with the link that unlocks an account locked by wrong passwords."""
     link = mail.url_for(f"/unlocks/{tokens.made('unlock', account)}")
-    return queued(db, account.email, "Your guestbook account is locked", lifetime=tokens.UNLOCK_MAX_AGE, body=(
-        f"After {accounts.LOCK_AFTER} wrong passwords in a row, your guestbook account is locked.\n"
-        "Open this link to unlock it:\n\n"
-        f"{link}\n\n"
-        f"Otherwise the lock ends by itself {spoken(accounts.LOCK_DURATION)} after it began.\n"
-    ))
+    return queued(
+        db,
+        account.email,
+        "Your guestbook account is locked",
+        lifetime=tokens.UNLOCK_MAX_AGE,
+        body=(
+            f"After {accounts.LOCK_AFTER} wrong passwords in a row, your guestbook account is locked.\n"
+            "Open this link to unlock it:\n\n"
+            f"{link}\n\n"
+            f"Otherwise the lock ends by itself {spoken(accounts.LOCK_DURATION)} after it began.\n"
+        ),
+    )
 
 
 def reset_asked(db, account) -> int:
@@ -63,16 +80,23 @@ def reset_asked(db, account) -> int:
     """
     link = mail.url_for(f"/resets/{tokens.made('reset', account)}/edit")
     lifetime = current_app.config["RESET_TOKEN_MAX_AGE"]
-    letter = mail.message(current_app.config["MAIL_FROM"], account.email, "Choose a new guestbook password", (
-        "Open this link to choose a new password for your guestbook account:\n\n"
-        f"{link}\n\n"
-        f"The link works once, for {spoken(lifetime)}. If you did not ask for it, ignore this letter.\n"
-    ), lifetime=lifetime)
+    letter = mail.message(
+        current_app.config["MAIL_FROM"],
+        account.email,
+        "Choose a new guestbook password",
+        (
+            "Open this link to choose a new password for your guestbook account:\n\n"
+            f"{link}\n\n"
+            f"The link works once, for {spoken(lifetime)}. If you did not ask for it, ignore this letter.\n"
+        ),
+        lifetime=lifetime,
+    )
     reason = mail.refusal(letter)
     if reason:
         raise mail.Refused(reason)
-    return jobs.later(db, mail.QUEUE, "reset_letter", {"account": account.id, "letter": asdict(letter)},
-                      secret=RESET_SECRET_ARGS)
+    return jobs.later(
+        db, mail.QUEUE, "reset_letter", {"account": account.id, "letter": asdict(letter)}, secret=RESET_SECRET_ARGS
+    )
 
 
 def reset_letter(db, args: dict) -> None:
@@ -86,11 +110,16 @@ PERFORMERS = {"reset_letter": reset_letter}  # the jobs of this module, for the 
 
 def password_changed(db, email: str) -> int:
     """The letter that says the password was just changed."""
-    return queued(db, email, "Your guestbook password was changed", (
-        "The password of your guestbook account was just changed, and every session\n"
-        "signed in with the old one has ended. If that was not you, choose a new one here:\n\n"
-        f"{mail.url_for('/resets/new')}\n"
-    ))
+    return queued(
+        db,
+        email,
+        "Your guestbook password was changed",
+        (
+            "The password of your guestbook account was just changed, and every session\n"
+            "signed in with the old one has ended. If that was not you, choose a new one here:\n\n"
+            f"{mail.url_for('/resets/new')}\n"
+        ),
+    )
 
 
 def queued(db, to: str, subject: str, body: str, lifetime: int | None = None) -> int:

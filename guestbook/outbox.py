@@ -32,6 +32,9 @@ def read(path) -> dict:
     body = letter.get_body(("plain",))
     text = body.get_content() if body is not None else ""
     return {
-        "sender": letter["From"], "to": letter["To"], "subject": letter["Subject"], "date": letter["Date"],
+        "sender": letter["From"],
+        "to": letter["To"],
+        "subject": letter["Subject"],
+        "date": letter["Date"],
         "pieces": LINK.split(text),
     }

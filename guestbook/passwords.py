@@ -68,6 +68,8 @@ def problem(password: str, email: str) -> str:
     if len(name) >= LOCAL_PART_MIN and name in password.lower():  # a shorter name cannot equal 12 characters either
         return f"Choose a password without “{name}” in it: the name your address begins with is the first thing anyone would try."
     if zxcvbn(password[:SCORED_LENGTH], user_inputs=SITE_WORDS)["score"] < SCORE_MIN:
-        return ("That password follows a pattern that guessers try early: a repeat, a sequence, a common word "
-                "with digits, or the site's name. A few unrelated words make a strong one.")
+        return (
+            "That password follows a pattern that guessers try early: a repeat, a sequence, a common word "
+            "with digits, or the site's name. A few unrelated words make a strong one."
+        )
     return ""

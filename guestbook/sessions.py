@@ -32,10 +32,17 @@ def account_of(db, session_id, account_id, *, seen: bool = True):
     """The account of the live session `session_id` (made for `account_id`), or None; notes the request if `seen`."""
     if type(session_id) is not int or type(account_id) is not int:  # not even a bool: the cookie is JSON
         return None
-    account = db.execute(queries["session_account"], {
-        "id": session_id, "account_id": account_id, "lock_duration": accounts.LOCK_DURATION,
-        "seen_every": SEEN_EVERY, "max_age": SESSION_MAX_AGE, "idle": SESSION_IDLE,
-    }).fetchone()
+    account = db.execute(
+        queries["session_account"],
+        {
+            "id": session_id,
+            "account_id": account_id,
+            "lock_duration": accounts.LOCK_DURATION,
+            "seen_every": SEEN_EVERY,
+            "max_age": SESSION_MAX_AGE,
+            "idle": SESSION_IDLE,
+        },
+    ).fetchone()
     if account is not None and account.stale and seen:
         db.execute(queries["session_seen"], {"id": session_id})
     return account
@@ -49,8 +56,10 @@ def is_background(headers) -> bool:
     dashboard's script also says so itself (jobs.web.REFRESH_HEADER), for browsers
     that send no Fetch Metadata. A request that says neither is the person's.
     """
-    return (headers.get("Sec-Fetch-Mode", "navigate") not in ("navigate", "nested-navigate")
-            or jobs.web.REFRESH_HEADER in headers)
+    return (
+        headers.get("Sec-Fetch-Mode", "navigate") not in ("navigate", "nested-navigate")
+        or jobs.web.REFRESH_HEADER in headers
+    )
 
 
 def ended(db, session_id) -> None:

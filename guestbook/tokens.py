@@ -12,7 +12,7 @@ The state itself never goes in, because anyone holding a link can read its paylo
 
 import hashlib
 import hmac
-from datetime import timezone
+from datetime import UTC
 
 from flask import current_app
 from itsdangerous import BadData, URLSafeTimedSerializer
@@ -49,7 +49,7 @@ def state(purpose: str, account) -> str:
     if purpose == "confirm":
         return account.email
     if purpose == "unlock":
-        return account.locked_at.astimezone(timezone.utc).isoformat() if account.locked_at else ""
+        return account.locked_at.astimezone(UTC).isoformat() if account.locked_at else ""
     return account.password_digest  # "reset", and the session (see auth.load_signed_in_account)
 
 

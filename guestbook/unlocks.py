@@ -19,7 +19,9 @@ def unlock(token: str):
     db = get_db()
     account = accounts.for_token(db, "unlock", token)
     if account is None:
-        abort(400, "This unlock link is not valid any more: the lock it was sent for has ended, or the link has expired.")
+        abort(
+            400, "This unlock link is not valid any more: the lock it was sent for has ended, or the link has expired."
+        )
     if request.method != "POST":
         return render_template("unlocks/unlock.html", account=account)
     if not accounts.unlocked(db, account):

@@ -9,10 +9,9 @@ have ended, letters that failed long ago, and finished batches.
 
 import logging
 
+import guestbook
 import jobs
 import mail
-
-import guestbook
 
 from . import accounts, mailer, sessions
 
@@ -51,8 +50,10 @@ def prune_batches(db, args) -> None:
 
 
 UPKEEP = {  # the upkeep's own performers
-    "prune_unconfirmed": prune_unconfirmed, "prune_sessions": prune_sessions,
-    "prune_failed_letters": prune_failed_letters, "prune_batches": prune_batches,
+    "prune_unconfirmed": prune_unconfirmed,
+    "prune_sessions": prune_sessions,
+    "prune_failed_letters": prune_failed_letters,
+    "prune_batches": prune_batches,
 }
 
 

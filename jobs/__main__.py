@@ -59,26 +59,67 @@ def main(argv=None) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="python -m jobs", description="Work and inspect the jobs table.", epilog=(
-        "Exit codes: 0 done; 1 `failed` found failed jobs, or `retry`/`discard`/`pause`/`resume`/`cancel` "
-        "changed nothing; "
-        "2 a wrong command line, or DATABASE_URL unset; 3 the database could not be reached or refused."))
+    top = argparse.ArgumentParser(
+        prog="python -m jobs",
+        description="Work and inspect the jobs table.",
+        epilog=(
+            "Exit codes: 0 done; 1 `failed` found failed jobs, or `retry`/`discard`/`pause`/`resume`/`cancel` "
+            "changed nothing; "
+            "2 a wrong command line, or DATABASE_URL unset; 3 the database could not be reached or refused."
+        ),
+    )
     commands = top.add_subparsers(required=True, metavar="COMMAND")
-    work = commands.add_parser("work", help="run a worker until SIGTERM", description="Run a worker until SIGTERM or SIGINT.")
+    work = commands.add_parser(
+        "work", help="run a worker until SIGTERM", description="Run a worker until SIGTERM or SIGINT."
+    )
     work.add_argument("queues", metavar="QUEUE[,QUEUE...]", type=queue_list)
-    work.add_argument("--performers", required=True, metavar="MODULE:ATTRIBUTE", type=importable("--performers"),
-                      help="the dict mapping job names to performers")
-    work.add_argument("--lease", type=seconds, default=store.LEASE, metavar="SECONDS",
-                      help=f"how long the worker may fall silent before its jobs go to others (default {store.LEASE:g})")
-    work.add_argument("--threads", type=threads, default=1, metavar="N", help="jobs run at once (default 1); uses N + 2 connections")
-    work.add_argument("--poll", type=seconds, default=POLL_INTERVAL, metavar="SECONDS", help=f"idle look-up interval (default {POLL_INTERVAL:g})")
-    work.add_argument("--no-listen", dest="listen", action="store_false", help="poll only (for PgBouncer in transaction mode)")
-    work.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
-                      help="how long a job may run when its policy says nothing (default: no limit)")
-    work.add_argument("--grace", type=grace, default=GRACE, metavar="SECONDS",
-                      help=f"on SIGTERM, how long jobs in hand may run on before they are given back (default {GRACE:g})")
-    work.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", type=importable("--schedules"),
-                      help="a list of jobs.every(...) schedules to fire")
+    work.add_argument(
+        "--performers",
+        required=True,
+        metavar="MODULE:ATTRIBUTE",
+        type=importable("--performers"),
+        help="the dict mapping job names to performers",
+    )
+    work.add_argument(
+        "--lease",
+        type=seconds,
+        default=store.LEASE,
+        metavar="SECONDS",
+        help=f"how long the worker may fall silent before its jobs go to others (default {store.LEASE:g})",
+    )
+    work.add_argument(
+        "--threads", type=threads, default=1, metavar="N", help="jobs run at once (default 1); uses N + 2 connections"
+    )
+    work.add_argument(
+        "--poll",
+        type=seconds,
+        default=POLL_INTERVAL,
+        metavar="SECONDS",
+        help=f"idle look-up interval (default {POLL_INTERVAL:g})",
+    )
+    work.add_argument(
+        "--no-listen", dest="listen", action="store_false", help="poll only (for PgBouncer in transaction mode)"
+    )
+    work.add_argument(
+        "--timeout",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="how long a job may run when its policy says nothing (default: no limit)",
+    )
+    work.add_argument(
+        "--grace",
+        type=grace,
+        default=GRACE,
+        metavar="SECONDS",
+        help=f"on SIGTERM, how long jobs in hand may run on before they are given back (default {GRACE:g})",
+    )
+    work.add_argument(
+        "--schedules",
+        metavar="MODULE:ATTRIBUTE",
+        type=importable("--schedules"),
+        help="a list of jobs.every(...) schedules to fire",
+    )
     work.set_defaults(command=work_command)
     commands_added(commands)
     return top
@@ -104,9 +145,17 @@ def work_command(args, url: str) -> int:
     given = psycopg.conninfo.conninfo_to_dict(url)
     options = {name: value for name, value in keepalives().items() if name not in given}
     options |= {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
-    running = Worker(lambda: psycopg.connect(url, **options), args.queues, performers, threads=args.threads,
-                     lease=args.lease, poll=args.poll, listen=args.listen, timeout=args.timeout,
-                     schedules=held)
+    running = Worker(
+        lambda: psycopg.connect(url, **options),
+        args.queues,
+        performers,
+        threads=args.threads,
+        lease=args.lease,
+        poll=args.poll,
+        listen=args.listen,
+        timeout=args.timeout,
+        schedules=held,
+    )
     signals = []  # the stop signals received so far: the first allows the grace period, the second none
 
     def stopped(signum, frame):
@@ -176,11 +225,13 @@ def queue_list(text: str) -> list[str]:
 
 def importable(option: str):
     """An argparse type for `option` that imports the object MODULE:ATTRIBUTE names, before anything is done."""
+
     def parsed(spec: str):
         try:
             return imported(spec, option)
         except SystemExit as error:
             raise argparse.ArgumentTypeError(str(error).removeprefix("jobs: ")) from None
+
     return parsed
 
 

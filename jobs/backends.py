@@ -47,8 +47,10 @@ def ended(db, backend: Backend, wait_ms: int) -> bool:
     pid, began = backend.running
     if not backend.pooled:
         return db.execute("SELECT pg_terminate_backend(%s, %s)", [pid, wait_ms]).fetchone()[0]
-    row = db.execute("SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity WHERE pid = %s AND xact_start = %s",
-                     [wait_ms, pid, began]).fetchone()
+    row = db.execute(
+        "SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity WHERE pid = %s AND xact_start = %s",
+        [wait_ms, pid, began],
+    ).fetchone()
     return row is None or row[0]
 
 
@@ -61,9 +63,14 @@ def told(worker, backend: Backend) -> None:
             return
         _told.add(worker)
     if worker.listen:
-        log.warning("the worker's connections go through a pooler: in its transaction mode LISTEN hears no "
-                    "notification, so jobs wait up to the poll of %g s (run with listen=False, --no-listen)",
-                    worker.poll)
+        log.warning(
+            "the worker's connections go through a pooler: in its transaction mode LISTEN hears no "
+            "notification, so jobs wait up to the poll of %g s (run with listen=False, --no-listen)",
+            worker.poll,
+        )
     else:
-        log.info("the worker's connections go through a pooler: it polls for jobs every %g s, and ends a "
-                 "stuck job's transaction on the server process it learns inside that transaction", worker.poll)
+        log.info(
+            "the worker's connections go through a pooler: it polls for jobs every %g s, and ends a "
+            "stuck job's transaction on the server process it learns inside that transaction",
+            worker.poll,
+        )

@@ -12,8 +12,8 @@ and the timeout watch are not chores: they have a thread of their own (heartbeat
 """
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from . import control, endings, roster, store
 from .schedules import fired
@@ -75,8 +75,12 @@ def heard_cancelled(db, jobs: list[store.Job]) -> None:
             job.cancelled.set()
             with db.transaction():
                 control.cancellation_settled(db, job)
-            log.warning("job %s (%s on %s) was cancelled while in hand: it is on the shelf, and not retried",
-                        job.id, job.name, job.queue)
+            log.warning(
+                "job %s (%s on %s) was cancelled while in hand: it is on the shelf, and not retried",
+                job.id,
+                job.name,
+                job.queue,
+            )
 
 
 def reaped(db) -> None:

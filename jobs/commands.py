@@ -10,7 +10,7 @@ import argparse
 import importlib
 
 from . import control, roster, schedules, schema, shelf
-from .tables import table, in_full, moment, when, age, first_line, jobs_counted
+from .tables import age, first_line, in_full, jobs_counted, moment, table, when
 
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
 EXIT_NOTICE = 1  # `failed` found jobs on the shelf; `retry`, `discard`, `pause`, `resume` or `cancel` changed nothing
@@ -21,44 +21,83 @@ def commands_added(commands) -> None:
     """Adds every command but `work` to the command line's commands."""
     shelf_commands_added(commands)
     control_commands_added(commands)
-    listing = commands.add_parser("schedules", help="list each schedule's last and next run", description=(
-        "List each schedule recorded in the table with its last run and when a worker last held it; "
-        "with --schedules, the code's definition and next run too. Exits 0."))
+    listing = commands.add_parser(
+        "schedules",
+        help="list each schedule's last and next run",
+        description=(
+            "List each schedule recorded in the table with its last run and when a worker last held it; "
+            "with --schedules, the code's definition and next run too. Exits 0."
+        ),
+    )
     listing.add_argument("--schedules", metavar="MODULE:ATTRIBUTE", help="the code's schedules, for their next runs")
     listing.set_defaults(command=schedules_command)
-    listed = commands.add_parser("workers", help="list the workers at work and those gone in the last hour",
-                                 description=(
-        "List the workers at work and those gone within the last hour: host, pid, queues, threads, the schema "
-        "version their code needs, when each started and last beat, and how many jobs each holds. Exits 0."))
+    listed = commands.add_parser(
+        "workers",
+        help="list the workers at work and those gone in the last hour",
+        description=(
+            "List the workers at work and those gone within the last hour: host, pid, queues, threads, the schema "
+            "version their code needs, when each started and last beat, and how many jobs each holds. Exits 0."
+        ),
+    )
     listed.set_defaults(command=workers_command)
-    prepare = commands.add_parser("prepare", help="make the tables, or bring them up to date", description=(
-        "Make the jobs tables, or take the steps of their schema they lack, as their owner; "
-        "once it has run, a role that may only SELECT, INSERT, UPDATE and DELETE can work and queue jobs."))
+    prepare = commands.add_parser(
+        "prepare",
+        help="make the tables, or bring them up to date",
+        description=(
+            "Make the jobs tables, or take the steps of their schema they lack, as their owner; "
+            "once it has run, a role that may only SELECT, INSERT, UPDATE and DELETE can work and queue jobs."
+        ),
+    )
     prepare.set_defaults(command=prepare_command)
 
 
 def shelf_commands_added(commands) -> None:
     """Adds status, failed, retry and discard to the command line's commands."""
-    status = commands.add_parser("status", help="count each queue's jobs by state", description=(
-        "Count each queue's jobs: due now, scheduled for later, in work, failed for good, "
-        "how long the oldest due job has been due, and whether the queue is paused. "
-        f"Past {shelf.STATUS_EXACT:,} jobs a count is an estimate, shown as ~N. Exits 0."))
+    status = commands.add_parser(
+        "status",
+        help="count each queue's jobs by state",
+        description=(
+            "Count each queue's jobs: due now, scheduled for later, in work, failed for good, "
+            "how long the oldest due job has been due, and whether the queue is paused. "
+            f"Past {shelf.STATUS_EXACT:,} jobs a count is an estimate, shown as ~N. Exits 0."
+        ),
+    )
     status.set_defaults(command=status_command)
-    failed = commands.add_parser("failed", help="list the jobs that failed for good", description=(
-        "List the jobs that failed for good, with their last reason (never their arguments). "
-        "Exits 0 when there are none and 1 when there are, so a script can raise the alarm."))
+    failed = commands.add_parser(
+        "failed",
+        help="list the jobs that failed for good",
+        description=(
+            "List the jobs that failed for good, with their last reason (never their arguments). "
+            "Exits 0 when there are none and 1 when there are, so a script can raise the alarm."
+        ),
+    )
     failed.add_argument("--queue", metavar="QUEUE", help="only the jobs of this queue")
     failed.add_argument("--full", action="store_true", help="every reason and the last traceback of each job")
-    failed.add_argument("--limit", type=positive, default=shelf.PAGE, metavar="N",
-                        help=f"jobs on the page, newest first (default {shelf.PAGE})")
+    failed.add_argument(
+        "--limit",
+        type=positive,
+        default=shelf.PAGE,
+        metavar="N",
+        help=f"jobs on the page, newest first (default {shelf.PAGE})",
+    )
     failed.add_argument("--after", type=positive, metavar="ID", help="the page after the one that ended with job ID")
     failed.set_defaults(command=failed_command)
     for chosen in (
-        added(commands, "retry", retry_command, "put failed jobs back in the queue",
-              "Put failed jobs back in the queue, due at once, with their attempts counted from 0. "
-              "Exits 0 when a job went back and 1 when none did."),
-        added(commands, "discard", discard_command, "delete failed jobs",
-              "Delete failed jobs. Exits 0 when a job was deleted and 1 when none was."),
+        added(
+            commands,
+            "retry",
+            retry_command,
+            "put failed jobs back in the queue",
+            "Put failed jobs back in the queue, due at once, with their attempts counted from 0. "
+            "Exits 0 when a job went back and 1 when none did.",
+        ),
+        added(
+            commands,
+            "discard",
+            discard_command,
+            "delete failed jobs",
+            "Delete failed jobs. Exits 0 when a job was deleted and 1 when none was.",
+        ),
     ):
         chosen.add_argument("ids", nargs="*", type=positive, metavar="ID", help="a job on the failed shelf")
         chosen.add_argument("--all", action="store_true", help="every job on the failed shelf")
@@ -74,17 +113,30 @@ def added(commands, name: str, run, summary: str, description: str) -> argparse.
 
 def control_commands_added(commands) -> None:
     """Adds pause, resume and cancel to the command line's commands."""
-    added(commands, "pause", pause_command, "stop the claims of a queue",
-          "Pause a queue: workers claim none of its jobs (within a poll interval) until it is resumed; "
-          "jobs in hand finish. Exits 0, or 1 when it was paused already.").add_argument("queue", metavar="QUEUE",
-                                                                                        type=queue_name)
-    added(commands, "resume", resume_command, "let workers claim from a queue again",
-          "Resume a paused queue. Exits 0, or 1 when it was not paused.").add_argument("queue", metavar="QUEUE",
-                                                                                     type=queue_name)
-    cancel = commands.add_parser("cancel", help="cancel jobs that wait or run", description=(
-        "Cancel jobs: one that waits goes on the failed shelf as cancelled and never runs; one that runs "
-        "is stopped by its worker within a heartbeat and shelved as cancelled. Exits 0, or 1 when none was "
-        "waiting or running."))
+    added(
+        commands,
+        "pause",
+        pause_command,
+        "stop the claims of a queue",
+        "Pause a queue: workers claim none of its jobs (within a poll interval) until it is resumed; "
+        "jobs in hand finish. Exits 0, or 1 when it was paused already.",
+    ).add_argument("queue", metavar="QUEUE", type=queue_name)
+    added(
+        commands,
+        "resume",
+        resume_command,
+        "let workers claim from a queue again",
+        "Resume a paused queue. Exits 0, or 1 when it was not paused.",
+    ).add_argument("queue", metavar="QUEUE", type=queue_name)
+    cancel = commands.add_parser(
+        "cancel",
+        help="cancel jobs that wait or run",
+        description=(
+            "Cancel jobs: one that waits goes on the failed shelf as cancelled and never runs; one that runs "
+            "is stopped by its worker within a heartbeat and shelved as cancelled. Exits 0, or 1 when none was "
+            "waiting or running."
+        ),
+    )
     cancel.add_argument("ids", nargs="+", type=positive, metavar="ID", help="a job that waits or runs")
     cancel.set_defaults(command=cancel_command)
 
@@ -111,8 +163,15 @@ def status_command(args, db) -> int:
     if not figures:
         print("no jobs")
         return EXIT_OK
-    rows = [[q["queue"], *(counted(q, state) for state in ("due", "scheduled", "in_work", "failed")),
-             age(q["oldest_due_age"]), "yes" if q["paused"] else "no"] for q in figures]
+    rows = [
+        [
+            q["queue"],
+            *(counted(q, state) for state in ("due", "scheduled", "in_work", "failed")),
+            age(q["oldest_due_age"]),
+            "yes" if q["paused"] else "no",
+        ]
+        for q in figures
+    ]
     print(table(["QUEUE", "DUE", "SCHEDULED", "IN WORK", "FAILED", "OLDEST DUE", "PAUSED"], rows))
     if any(q["estimated"] for q in figures):
         print(f"~ an estimate: past {shelf.STATUS_EXACT:,} jobs, counts come from the indexes' sizes")
@@ -129,13 +188,19 @@ def failed_command(args, db) -> int:
     shelved = shelf.failed(db, args.queue, limit=args.limit, after=args.after)
     if not shelved:
         where = f" on queue {args.queue}" if args.queue else ""
-        print(f"no job failed for good before job {args.after}{where}" if args.after else f"no job has failed for good{where}")
+        print(
+            f"no job failed for good before job {args.after}{where}"
+            if args.after
+            else f"no job has failed for good{where}"
+        )
         return EXIT_NOTICE if args.after else EXIT_OK
     if args.full:
         print("\n\n".join(in_full(job) for job in shelved))
     else:
-        rows = [[j["id"], j["queue"], j["name"], j["attempts"], moment(j["failed_at"]), first_line(j["failure"])]
-                for j in shelved]
+        rows = [
+            [j["id"], j["queue"], j["name"], j["attempts"], moment(j["failed_at"]), first_line(j["failure"])]
+            for j in shelved
+        ]
         print(table(["ID", "QUEUE", "NAME", "ATTEMPTS", "FAILED AT (UTC)", "LAST REASON"], rows))
     print(page_said(db, args, shelved))
     return EXIT_NOTICE
@@ -177,8 +242,11 @@ def discard_command(args, db) -> int:
 
 def pause_command(args, db) -> int:
     """Pauses a queue, and says whether it was running."""
-    return said(control.paused(db, args.queue), f"queue {args.queue} paused: workers claim none of its jobs "
-                "until it is resumed", f"queue {args.queue} was paused already")
+    return said(
+        control.paused(db, args.queue),
+        f"queue {args.queue} paused: workers claim none of its jobs until it is resumed",
+        f"queue {args.queue} was paused already",
+    )
 
 
 def resume_command(args, db) -> int:
@@ -221,8 +289,11 @@ def schedules_command(args, db) -> int:
         print("no schedules recorded")
         return EXIT_OK
     headers = ["KEY", "SCHEDULE", "LAST RUN (UTC)", "LAST SEEN (UTC)"] + (["NEXT RUN (UTC)"] if given else [])
-    table_rows = [[row["key"], row["definition"], when(row["last_tick"]), when(row["seen_at"])]
-                  + ([when(row.get("next_tick"), "not in the code")] if given else []) for row in rows]
+    table_rows = [
+        [row["key"], row["definition"], when(row["last_tick"]), when(row["seen_at"])]
+        + ([when(row.get("next_tick"), "not in the code")] if given else [])
+        for row in rows
+    ]
     print(table(headers, table_rows))
     return EXIT_OK
 
@@ -233,10 +304,38 @@ def workers_command(args, db) -> int:
     if not rows:
         print("no worker has run in the last hour")
         return EXIT_OK
-    headers = ["WORKER", "HOST", "PID", "QUEUES", "THREADS", "VERSION", "STARTED (UTC)", "LAST BEAT", "STATE", "HOLDING"]
-    print(table(headers, [[row["id"], row["host"], row["pid"], ",".join(row["queues"]), row["threads"], row["version"],
-                           moment(row["started_at"]), age((row["now"] - row["beat_at"]) / 1000) + " ago",
-                           row["state"], row["holding"]] for row in rows]))
+    headers = [
+        "WORKER",
+        "HOST",
+        "PID",
+        "QUEUES",
+        "THREADS",
+        "VERSION",
+        "STARTED (UTC)",
+        "LAST BEAT",
+        "STATE",
+        "HOLDING",
+    ]
+    print(
+        table(
+            headers,
+            [
+                [
+                    row["id"],
+                    row["host"],
+                    row["pid"],
+                    ",".join(row["queues"]),
+                    row["threads"],
+                    row["version"],
+                    moment(row["started_at"]),
+                    age((row["now"] - row["beat_at"]) / 1000) + " ago",
+                    row["state"],
+                    row["holding"],
+                ]
+                for row in rows
+            ],
+        )
+    )
     return EXIT_OK
 
 

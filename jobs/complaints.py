@@ -45,8 +45,13 @@ def described(error: psycopg.Error) -> str:
 
 def kept(db, error: BaseException) -> bool:
     """Whether `db` still serves after `error`: a refusal leaves the connection idle and sound."""
-    return (db is not None and not lost(error) and not db.closed and not db.broken
-            and db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE)
+    return (
+        db is not None
+        and not lost(error)
+        and not db.closed
+        and not db.broken
+        and db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    )
 
 
 class Complaints:
@@ -64,8 +69,12 @@ class Complaints:
     def heard(self, error: psycopg.Error, who: str, pause: float) -> None:
         """Logs `error`, met by `who` ("worker", "worker's listener"), who tries again in `pause` s."""
         if isinstance(error, psycopg.Error) and error.sqlstate == READ_ONLY:
-            log.warning("%s reached a server that is read-only, a standby perhaps (%s); reconnecting in %.1f s",
-                        who, described(error), pause)
+            log.warning(
+                "%s reached a server that is read-only, a standby perhaps (%s); reconnecting in %.1f s",
+                who,
+                described(error),
+                pause,
+            )
             return
         if lost(error):
             log.warning("%s lost its database connection (%s); reconnecting in %.1f s", who, error, pause)
@@ -80,7 +89,9 @@ class Complaints:
                 return
             since = "" if seen is None else f" (seen {seen[0]} times since)"
             self._refusals[refusal] = [0, time.monotonic(), {who} if seen is None else seen[2]]
-        log.error("the database refused a statement of the %s: %s%s; trying again in %.1f s", who, refusal, since, pause)
+        log.error(
+            "the database refused a statement of the %s: %s%s; trying again in %.1f s", who, refusal, since, pause
+        )
 
     def mended(self, who: str) -> None:
         """Hears that `who` got through again; says which refusals have stopped, with how often each came back."""
@@ -93,8 +104,9 @@ class Complaints:
             for refusal in refusals:
                 del self._refusals[refusal]
         for refusal, (again, _, _) in refusals.items():
-            log.info("the database accepts the worker's statements again, after: %s (seen %s times since)",
-                     refusal, again)
+            log.info(
+                "the database accepts the worker's statements again, after: %s (seen %s times since)", refusal, again
+            )
 
 
 def refusal(db, queues: list[str]) -> psycopg.Error | None:
@@ -111,8 +123,10 @@ def refusal(db, queues: list[str]) -> psycopg.Error | None:
                 store.claimed(db, queue, NOTHING_DUE)
             db.execute(queries["finish"], {"ids": [], "claim": 0})
             store.promoted(db, NOTHING_DUE)
-            db.execute(queries["register"], {"id": 0, "host": "", "pid": 0, "queues": queues, "threads": 1, "lease": 1,
-                                             "version": 0, "now": None})
+            db.execute(
+                queries["register"],
+                {"id": 0, "host": "", "pid": 0, "queues": queues, "threads": 1, "lease": 1, "version": 0, "now": None},
+            )
             db.execute(queries["beat"], {"id": 0, "now": None})
             db.execute(queries["paused_queues"])
     except psycopg.Error as error:

@@ -33,8 +33,9 @@ ORPHAN_WAIT = 1.0  # seconds a new connection waits for the server to end the se
 # behind a pooler (PgBouncer) that id is the pooler's own, the server connection under
 # it serves other clients too, and nothing is recorded, so nothing is ever ended.
 SESSION = "SELECT backend_start FROM pg_stat_activity WHERE pid = %(pid)s AND pid = pg_backend_pid()"
-ORPHAN_ENDED = ("SELECT pg_terminate_backend(pid, %(wait)s) FROM pg_stat_activity"
-                " WHERE pid = %(pid)s AND backend_start = %(start)s")
+ORPHAN_ENDED = (
+    "SELECT pg_terminate_backend(pid, %(wait)s) FROM pg_stat_activity WHERE pid = %(pid)s AND backend_start = %(start)s"
+)
 
 log = logging.getLogger("jobs")
 
@@ -52,9 +53,14 @@ def keepalives(within: float = SILENT_AFTER) -> dict:
     """
     idle = max(1, int(within / 3))
     interval = max(1, int((within - idle) / KEEPALIVE_PROBES))
-    return {"keepalives": 1, "keepalives_idle": idle, "keepalives_interval": interval,
-            "keepalives_count": max(1, int((within - idle) / interval)), "tcp_user_timeout": round(within * 1000),
-            "connect_timeout": max(2, round(within))}
+    return {
+        "keepalives": 1,
+        "keepalives_idle": idle,
+        "keepalives_interval": interval,
+        "keepalives_count": max(1, int((within - idle) / interval)),
+        "tcp_user_timeout": round(within * 1000),
+        "connect_timeout": max(2, round(within)),
+    }
 
 
 def opened(connect):
@@ -93,8 +99,9 @@ def closed(db) -> None:
     return None
 
 
-def kept_running(connect, stopping: threading.Event, step, *, who: str, complaints: Complaints,
-                 on_open=None, on_lost=None) -> None:
+def kept_running(
+    connect, stopping: threading.Event, step, *, who: str, complaints: Complaints, on_open=None, on_lost=None
+) -> None:
     """Calls `step(db)` until it answers False or `stopping` is set, reconnecting when cut off.
 
     on_open(db) runs on each new connection before the first step on it; on_lost()

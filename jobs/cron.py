@@ -10,16 +10,25 @@ N minutes whatever the clocks say, keep the default UTC, or use `every=`.
 """
 
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 FIELDS = (  # name, lowest and highest value, in the expression's order
-    ("minute", 0, 59), ("hour", 0, 23), ("day of month", 1, 31), ("month", 1, 12), ("day of week", 0, 7),
+    ("minute", 0, 59),
+    ("hour", 0, 23),
+    ("day of month", 1, 31),
+    ("month", 1, 12),
+    ("day of week", 0, 7),
 )
 MONTHS = {name: n for n, name in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
 WEEKDAYS = {name: n for n, name in enumerate("sun mon tue wed thu fri sat".split())}
 ALIASES = {
-    "@yearly": "0 0 1 1 *", "@annually": "0 0 1 1 *", "@monthly": "0 0 1 * *", "@weekly": "0 0 * * 0",
-    "@daily": "0 0 * * *", "@midnight": "0 0 * * *", "@hourly": "0 * * * *",
+    "@yearly": "0 0 1 1 *",
+    "@annually": "0 0 1 1 *",
+    "@monthly": "0 0 1 * *",
+    "@weekly": "0 0 * * 0",
+    "@daily": "0 0 * * *",
+    "@midnight": "0 0 * * *",
+    "@hourly": "0 * * * *",
 }
 LONGEST_MONTH = {2: 29, 4: 30, 6: 30, 9: 30, 11: 30}  # days, where a month has fewer than 31
 SEARCH_DAYS = 9 * 366  # days a search looks through: a 29 February can be 8 years away (2096 to 2104)
@@ -51,8 +60,10 @@ def parsed(expression: str) -> Cron:
         text = ALIASES[text.lower()]
     fields = text.split()
     if len(fields) != len(FIELDS):
-        raise ValueError(f"cron expression {expression!r}: expected five fields (minute, hour, day of month, "
-                         f"month, day of week) or an alias, got {len(fields)}")
+        raise ValueError(
+            f"cron expression {expression!r}: expected five fields (minute, hour, day of month, "
+            f"month, day of week) or an alias, got {len(fields)}"
+        )
     values = []
     for field, (name, low, high) in zip(fields, FIELDS):
         names = MONTHS if name == "month" else WEEKDAYS if name == "day of week" else {}
@@ -62,11 +73,19 @@ def parsed(expression: str) -> Cron:
             raise ValueError(f"cron expression {expression!r}: the {name} field {field!r}: {error}") from None
     minutes, hours, days, months, weekdays = values
     if not any(min(days) <= LONGEST_MONTH.get(month, 31) for month in months) and fields[4].startswith("*"):
-        raise ValueError(f"cron expression {expression!r}: the day of month field {fields[2]!r}: "
-                         "no month it names has such a day")
+        raise ValueError(
+            f"cron expression {expression!r}: the day of month field {fields[2]!r}: no month it names has such a day"
+        )
     any_day = fields[2].startswith("*") or fields[4].startswith("*")
-    return Cron(expression, tuple(sorted(minutes)), tuple(sorted(hours)), frozenset(days), frozenset(months),
-                frozenset(day % 7 for day in weekdays), any_day)  # 7 is Sunday too
+    return Cron(
+        expression,
+        tuple(sorted(minutes)),
+        tuple(sorted(hours)),
+        frozenset(days),
+        frozenset(months),
+        frozenset(day % 7 for day in weekdays),
+        any_day,
+    )  # 7 is Sunday too
 
 
 def allowed(field: str, low: int, high: int, names: dict) -> set[int]:
@@ -133,13 +152,13 @@ def day_walls(cron: Cron, day: date, step: int):
 def moment_of(wall: datetime, zone) -> datetime:
     """The moment (in UTC) the clocks of `zone` first show naive `wall`; past the gap when they skip it."""
     while True:
-        moment = wall.replace(tzinfo=zone).astimezone(timezone.utc)  # fold 0: the first of a repeated time
+        moment = wall.replace(tzinfo=zone).astimezone(UTC)  # fold 0: the first of a repeated time
         if moment.astimezone(zone).replace(tzinfo=None) == wall:
             return moment
         wall += MINUTE  # the clocks jumped over this minute
 
 
-def next_after(cron: Cron, moment: datetime, zone=timezone.utc) -> datetime:
+def next_after(cron: Cron, moment: datetime, zone=UTC) -> datetime:
     """The first moment after `moment` (an aware datetime) the expression names, in UTC."""
     start = local_minute(moment - DST_MARGIN, zone)  # wall times around a clock change need not be in order
     for wall in walls(cron, start, 1):
@@ -149,7 +168,7 @@ def next_after(cron: Cron, moment: datetime, zone=timezone.utc) -> datetime:
     raise ValueError(f"cron expression {cron.expression!r} names no moment in {SEARCH_DAYS} days after {moment}")
 
 
-def latest_at(cron: Cron, moment: datetime, zone=timezone.utc) -> datetime | None:
+def latest_at(cron: Cron, moment: datetime, zone=UTC) -> datetime | None:
     """The last moment at or before `moment` the expression names, in UTC; None if none in SEARCH_DAYS."""
     start = local_minute(moment + DST_MARGIN, zone)
     for wall in walls(cron, start, -1):

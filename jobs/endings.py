@@ -8,8 +8,8 @@ token and tells the job's chain or batch, as the runner's own settlements do.
 import logging
 
 from . import store
-from .policies import policy_of
 from .outcomes import Outcome, moved_flows_on, recorded_failure
+from .policies import policy_of
 
 log = logging.getLogger("jobs")
 LOST = Outcome("failed", "lost", logging.ERROR, "its worker stopped during the last attempt", final=True)
@@ -40,5 +40,7 @@ def reaped(db, now: int | None = None) -> list[store.Job]:
         lost = store.reaped(db, now)
         moved_flows_on(db, [(job, LOST) for job in lost])
     for job in lost:
-        log.error("job %s (%s on %s) failed for good: its worker stopped during the last attempt", job.id, job.name, job.queue)
+        log.error(
+            "job %s (%s on %s) failed for good: its worker stopped during the last attempt", job.id, job.name, job.queue
+        )
     return lost

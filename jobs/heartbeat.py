@@ -31,8 +31,14 @@ class Heartbeat:
 
     def run(self) -> None:
         worker = self.worker
-        kept_running(worker.connect, worker.ended, self._step, who="worker's heartbeat",
-                     complaints=worker.complaints, on_open=self._registered)
+        kept_running(
+            worker.connect,
+            worker.ended,
+            self._step,
+            who="worker's heartbeat",
+            complaints=worker.complaints,
+            on_open=self._registered,
+        )
         self._signed_off()
 
     def interrupted(self) -> None:
@@ -46,8 +52,11 @@ class Heartbeat:
             db.execute("SELECT set_config('lock_timeout', %s, false)", [f"{round(WATCH_LOCK_WAIT * 1000)}ms"])
         ended = roster.registered(db, worker)
         if ended is not None:
-            log.warning("this worker was taken for gone (%s) while it lived: jobs it held may have gone to other "
-                        "workers, and their settlement here will be refused", ended)
+            log.warning(
+                "this worker was taken for gone (%s) while it lived: jobs it held may have gone to other "
+                "workers, and their settlement here will be refused",
+                ended,
+            )
         worker.paused_now(control.paused_queues(db))  # before the first claim, so a paused queue is never claimed from
         worker.registered()
         self._next_beat = time.monotonic() + worker.lease / roster.BEATS

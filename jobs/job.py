@@ -30,10 +30,14 @@ class Job:
     max_attempts: int
     key: str | None  # its concurrency key: one job of a key runs at a time
     batch: int | None  # the batch it belongs to, or whose callback it is
-    flow: dict | None = field(repr=False)  # a chain's step: the steps after it and on_failure; a callback: {"callback": true}
+    flow: dict | None = field(
+        repr=False
+    )  # a chain's step: the steps after it and on_failure; a callback: {"callback": true}
     claim: int | None  # the token of the claim that holds it (None for a reaped job)
     final: bool = field(default=False)  # set by the worker: a failure now ends the job
-    deadline: float | None = field(default=None, compare=False)  # while it runs with a timeout: when it must end (time.monotonic())
+    deadline: float | None = field(
+        default=None, compare=False
+    )  # while it runs with a timeout: when it must end (time.monotonic())
     cancelling: bool = field(default=False, compare=False)  # an operator cancelled it while held: it is shelved
 
     @property
@@ -45,7 +49,9 @@ class Job:
         return event
 
 
-CLAIMED = tuple(f.name for f in fields(Job) if f.default is MISSING and f.default_factory is MISSING)  # a claim's columns
+CLAIMED = tuple(
+    f.name for f in fields(Job) if f.default is MISSING and f.default_factory is MISSING
+)  # a claim's columns
 
 
 def job_row(cursor):

@@ -43,8 +43,15 @@ class Listener:
         """Listens and keeps the timers until the worker stops, reconnecting when cut off."""
         with selectors.DefaultSelector() as self._selector:
             self._selector.register(self._wakeup_r, selectors.EVENT_READ)
-            kept_running(self.connect, self.stopping, self._step, who="worker's listener",
-                         complaints=self.complaints, on_open=self._listening, on_lost=self._unlistened)
+            kept_running(
+                self.connect,
+                self.stopping,
+                self._step,
+                who="worker's listener",
+                complaints=self.complaints,
+                on_open=self._listening,
+                on_lost=self._unlistened,
+            )
 
     def interrupted(self) -> None:
         """Ends the listener's wait at once (it then sees `stopping`)."""

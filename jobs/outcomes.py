@@ -111,11 +111,16 @@ def recorded_failure(db, job, policy, error, reason, trace, now, kind=None) -> O
         after, max_attempts = round(wait * 1000), max(policy.attempts, job.attempt + 1)
     line = f"failed {job.name} on attempt {job.attempt}: {reason}"
     if wait is None:
-        outcome = Outcome(kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}",
-                          True)
+        outcome = Outcome(
+            kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}", True
+        )
     else:
-        outcome = Outcome(kind or "rescheduled", line, logging.WARNING,
-                          f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}")
+        outcome = Outcome(
+            kind or "rescheduled",
+            line,
+            logging.WARNING,
+            f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}",
+        )
     with db.transaction() if outcome.final and (job.batch or job.flow) else contextlib.nullcontext():
         recorded = store.attempt_failed(db, job, reason, trace, after, max_attempts, now)
         if recorded:

@@ -21,8 +21,16 @@ KEPT = 3600.0  # seconds the row of a worker gone stays listed, before the reape
 
 def registered(db, worker) -> str | None:
     """Writes `worker`'s row (or takes it back); answers how it had ended, when a reaper had marked it gone."""
-    params = {"id": worker.id, "host": socket.gethostname(), "pid": os.getpid(), "queues": worker.queues,
-              "threads": worker.threads, "lease": round(worker.lease * 1000), "version": worker.version, "now": None}
+    params = {
+        "id": worker.id,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "queues": worker.queues,
+        "threads": worker.threads,
+        "lease": round(worker.lease * 1000),
+        "version": worker.version,
+        "now": None,
+    }
     return db.execute(queries["register"], params).fetchone()[0]
 
 

@@ -55,8 +55,19 @@ def current_job() -> store.Job:
     return current.get()
 
 
-def performed(db, jobs, performers, *, now=None, counts=None, stopping=lambda: False, timeout=None,
-              hand=None, patience=None, backend=None) -> list[str]:
+def performed(
+    db,
+    jobs,
+    performers,
+    *,
+    now=None,
+    counts=None,
+    stopping=lambda: False,
+    timeout=None,
+    hand=None,
+    patience=None,
+    backend=None,
+) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
@@ -159,8 +170,10 @@ def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, 
         if transaction.left_failed():
             raise RuntimeError("a statement of the job failed and its error was not raised")
         if transaction.left_ended():
-            raise TransactionEnded("the job ended the worker's transaction itself: what it wrote before is "
-                                   "committed, so it is not tried again")
+            raise TransactionEnded(
+                "the job ended the worker's transaction itself: what it wrote before is "
+                "committed, so it is not tried again"
+            )
     except Exception as error:
         seconds = time.monotonic() - began
         if db.broken or db.closed:

@@ -11,7 +11,7 @@ import hashlib
 import json
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from psycopg.rows import dict_row
@@ -26,7 +26,7 @@ ON_TIME = 60.0  # seconds after its moment a tick may fire and not count as miss
 SEEN_EVERY = 60.0  # seconds between two notes in job_schedules that a worker still holds a schedule
 EVERY_MIN = 1.0  # seconds: the shortest `every`, as workers look once per POLL_INTERVAL (1 s)
 PRIORITY = (-32768, 32767)  # the priorities the jobs table's smallint column holds
-EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)  # `every` ticks fall on whole intervals since it
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)  # `every` ticks fall on whole intervals since it
 TINY = timedelta(microseconds=1)
 
 log = logging.getLogger("jobs")
@@ -94,8 +94,18 @@ class Schedule:
         return ([last] if on_time or self.missed == "one" else []), last
 
 
-def every(key: str, *, cron: str | None = None, every=None, queue: str, name: str, args: dict | None = None,
-          missed: str = "one", tz=None, priority: int = 0) -> Schedule:
+def every(
+    key: str,
+    *,
+    cron: str | None = None,
+    every=None,
+    queue: str,
+    name: str,
+    args: dict | None = None,
+    missed: str = "one",
+    tz=None,
+    priority: int = 0,
+) -> Schedule:
     """A schedule that queues job `name` with `args` on `queue` at each tick; hand it to a worker.
 
     cron: a five-field expression or an alias such as "@daily" (cron.py), in UTC
@@ -133,14 +143,16 @@ def interval_of(key: str, every) -> timedelta:
         raise TypeError(f"schedule {key!r}: every= is a timedelta or seconds, not {type(every).__name__}")
     interval = every if isinstance(every, timedelta) else timedelta(seconds=every)
     if interval < timedelta(seconds=EVERY_MIN):
-        raise ValueError(f"schedule {key!r}: every= must be {EVERY_MIN:g} s or more, not {interval.total_seconds():g} s")
+        raise ValueError(
+            f"schedule {key!r}: every= must be {EVERY_MIN:g} s or more, not {interval.total_seconds():g} s"
+        )
     return interval
 
 
 def zone_of(key: str, tz):
     """The tzinfo `tz` names: UTC for None, a ZoneInfo for a name."""
     if tz is None:
-        return timezone.utc
+        return UTC
     if isinstance(tz, str):
         try:
             return ZoneInfo(tz)
@@ -175,9 +187,14 @@ def fired(db, schedules) -> int:
         schedule = by_key[row["key"]]
         try:
             if row["created_at"] is None or row["fingerprint"] != schedule.fingerprint or stale(row):
-                row = cursor.execute(queries["schedule_seen"], {
-                    "key": schedule.key, "fingerprint": schedule.fingerprint, "definition": schedule.definition,
-                }).fetchone()
+                row = cursor.execute(
+                    queries["schedule_seen"],
+                    {
+                        "key": schedule.key,
+                        "fingerprint": schedule.fingerprint,
+                        "definition": schedule.definition,
+                    },
+                ).fetchone()
             queued += tick_fired(db, schedule, row)
         except Exception:
             if db.closed or db.broken:
@@ -207,8 +224,14 @@ def tick_fired(db, schedule: Schedule, row: dict) -> int:
         for tick in ticks:
             store.later(db, schedule.queue, schedule.name, schedule.args, at=ms(tick), priority=schedule.priority)
     if row["now"] - last > timedelta(seconds=ON_TIME) or schedule.earlier_than(last, since):
-        log.info("schedule %s missed ticks between %s and %s (missed=%s): queued %d job(s)",
-                 schedule.key, since, last, schedule.missed, len(ticks))
+        log.info(
+            "schedule %s missed ticks between %s and %s (missed=%s): queued %d job(s)",
+            schedule.key,
+            since,
+            last,
+            schedule.missed,
+            len(ticks),
+        )
     return len(ticks)
 
 

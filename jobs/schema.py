@@ -77,15 +77,24 @@ class Steps:
                 taken = self.stepped(db, taken + 1)
             except psycopg.errors.LockNotAvailable as error:
                 if time.monotonic() + pause > deadline:
-                    raise SchemaError(f"step {taken + 1} of the {self.what} waited {UPGRADE_PATIENCE:g} s for "
-                                      f"other transactions' locks on them, and gave up: {error}") from error
-                log.warning("%s: step %s of %s waits for a lock another transaction holds; "
-                            "trying again in %.1f s", self.what, taken + 1, self.needed, pause)
+                    raise SchemaError(
+                        f"step {taken + 1} of the {self.what} waited {UPGRADE_PATIENCE:g} s for "
+                        f"other transactions' locks on them, and gave up: {error}"
+                    ) from error
+                log.warning(
+                    "%s: step %s of %s waits for a lock another transaction holds; trying again in %.1f s",
+                    self.what,
+                    taken + 1,
+                    self.needed,
+                    pause,
+                )
                 time.sleep(pause)
                 pause = min(pause * 2, UPGRADE_PAUSE_MAX)
             except psycopg.errors.InsufficientPrivilege as error:
-                raise SchemaError(f"the {self.what} are at version {taken} and this code needs {self.needed}, "
-                                  f"but this role may not change them ({error}); {self.owner}") from error
+                raise SchemaError(
+                    f"the {self.what} are at version {taken} and this code needs {self.needed}, "
+                    f"but this role may not change them ({error}); {self.owner}"
+                ) from error
         return taken
 
     def stepped(self, db, step: int) -> int:
@@ -104,8 +113,13 @@ class Steps:
 
 STEPS = numbered(statements)
 VERSION = max(STEPS)  # the schema this code needs: the number of the last step in schema.sql
-TABLES = Steps("jobs tables", STEPS, "job_schema", UPGRADE_LOCK,
-               "run `python -m jobs prepare` once as their owner, or call jobs.prepared on an owner's connection")
+TABLES = Steps(
+    "jobs tables",
+    STEPS,
+    "job_schema",
+    UPGRADE_LOCK,
+    "run `python -m jobs prepare` once as their owner, or call jobs.prepared on an owner's connection",
+)
 
 
 def prepared(db):

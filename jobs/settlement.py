@@ -18,8 +18,10 @@ FORBIDDEN = ("commit", "rollback", "close")  # what a performer may not do to th
 # A statement that ends the job's transaction: COMMIT, END, ABORT, ROLLBACK (but not ROLLBACK
 # TO a savepoint) and PREPARE TRANSACTION, at the start of the text or after a semicolon.
 # Comments and quoted text are blanked out before the search (see `ends_transaction`).
-ENDING = re.compile(r"(?:^|;)\s*(?:commit|end|abort|rollback(?!\s+(?:work\s+|transaction\s+)?to\b)|prepare\s+transaction)\b",
-                    re.IGNORECASE)
+ENDING = re.compile(
+    r"(?:^|;)\s*(?:commit|end|abort|rollback(?!\s+(?:work\s+|transaction\s+)?to\b)|prepare\s+transaction)\b",
+    re.IGNORECASE,
+)
 QUOTED = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(\$[A-Za-z_0-9]*\$).*?\1", re.DOTALL)
 
 
@@ -106,8 +108,9 @@ class Touched:
 
     def __getattr__(self, name):
         if name in FORBIDDEN:
-            raise psycopg.ProgrammingError(f"a performer may not {name} the worker's connection: "
-                                           "its writes commit with its job's settlement")
+            raise psycopg.ProgrammingError(
+                f"a performer may not {name} the worker's connection: its writes commit with its job's settlement"
+            )
         self._transaction.begin()
         return getattr(self._transaction.db, name)
 
@@ -142,5 +145,7 @@ def refused_if_ending(query, db) -> None:
     if isinstance(query, sql.Composable):
         query = query.as_string(db)
     if ends_transaction(query):
-        raise psycopg.ProgrammingError("a performer may not end the worker's transaction (COMMIT, ROLLBACK, END, "
-                                       "ABORT, PREPARE TRANSACTION): its writes commit with its job's settlement")
+        raise psycopg.ProgrammingError(
+            "a performer may not end the worker's transaction (COMMIT, ROLLBACK, END, "
+            "ABORT, PREPARE TRANSACTION): its writes commit with its job's settlement"
+        )

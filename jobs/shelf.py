@@ -67,8 +67,9 @@ def retried(db, *ids: int, every: bool = False, now: int | None = None) -> int:
     key, only the oldest comes back. A job of a batch comes back on its own (its batch
     counted its failure already); a step of a chain carries the chain on if it succeeds.
     """
-    return sum(put_back(db, {"ids": some, "now": now, "attempts": store.ATTEMPTS})
-               for some in batches(db, chosen(ids, every)))
+    return sum(
+        put_back(db, {"ids": some, "now": now, "attempts": store.ATTEMPTS}) for some in batches(db, chosen(ids, every))
+    )
 
 
 def put_back(db, params: dict) -> int:

@@ -36,9 +36,20 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def later(db, queue: str, name: str, args: dict, at: int | None = None, *, priority: int = 0,
-          unique: str | None = None, key: str | None = None, batch: int | None = None,
-          flow: dict | None = None, secret=None) -> int | None:
+def later(
+    db,
+    queue: str,
+    name: str,
+    args: dict,
+    at: int | None = None,
+    *,
+    priority: int = 0,
+    unique: str | None = None,
+    key: str | None = None,
+    batch: int | None = None,
+    flow: dict | None = None,
+    secret=None,
+) -> int | None:
     """Queues job `name` with `args` on `queue` to run at `at` (ms since the epoch) or after.
 
     With `at` None it is due at once, by the database's clock; a later `at` waits
@@ -62,17 +73,24 @@ def later(db, queue: str, name: str, args: dict, at: int | None = None, *, prior
     text = encoded(queue, name, args)
     secret = redaction.declared(name, args, secret)
     params = {
-        "queue": queue, "name": name, "args": text, "run_at": at, "now": None, "priority": priority,
+        "queue": queue,
+        "name": name,
+        "args": text,
+        "run_at": at,
+        "now": None,
+        "priority": priority,
         "max_attempts": ATTEMPTS,
-        "key": key, "unique": unique, "batch": batch, "flow": None if flow is None else json.dumps(flow),
+        "key": key,
+        "unique": unique,
+        "batch": batch,
+        "flow": None if flow is None else json.dumps(flow),
         "secret": secret,
     }
     row = db.execute(queries["later"], params).fetchone()
     return None if row is None else row[0]
 
 
-def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, priority: int = 0,
-               secret=None) -> int:
+def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, priority: int = 0, secret=None) -> int:
     """Queues job `name` once for each dict in `many_args`, in one COPY; returns how many.
 
     Every argument is checked before anything is written, so one bad dict refuses
@@ -99,9 +117,18 @@ def promoted(db, now: int | None = None) -> list[str]:
     return [row[0] for row in db.execute(queries["promote"], {"now": now})]
 
 
-def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: float = LEASE,
-            after: tuple[int, int] | None = None, worker: int | None = None, budgets: str = "{}",
-            claim: int | None = None) -> list[Job]:
+def claimed(
+    db,
+    queue: str,
+    now: int | None = None,
+    *,
+    limit: int = 1,
+    lease: float = LEASE,
+    after: tuple[int, int] | None = None,
+    worker: int | None = None,
+    budgets: str = "{}",
+    claim: int | None = None,
+) -> list[Job]:
     """Claims up to `limit` jobs of `queue` due at `now` (the database's clock when None), in claim order, and commits.
 
     Each claimed row has its attempt counted and is held under a new claim token; see
@@ -114,8 +141,15 @@ def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: fl
     caller when it must be able to give back a claim whose answer it never heard.
     """
     claim = new_claim() if claim is None else claim
-    params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": claim, "worker": worker,
-              "held": None if worker is None else HELD, "budgets": budgets}
+    params = {
+        "queue": queue,
+        "now": now,
+        "lease": int(lease * 1000),
+        "claim": claim,
+        "worker": worker,
+        "held": None if worker is None else HELD,
+        "budgets": budgets,
+    }
     if after is not None:
         params["after_priority"], params["after_run_at"] = after
     try:
@@ -126,8 +160,11 @@ def claimed(db, queue: str, now: int | None = None, *, limit: int = 1, lease: fl
         # Two jobs of one concurrency key: twice in this batch, or taken side by side
         # by two claims. The index refused it and nothing was claimed; one job at a
         # time cannot clash with itself, and the next claim sees the key in work.
-        return [] if limit == 1 else claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker,
-                                             budgets=budgets, claim=claim)  # the refused claim took nothing
+        return (
+            []
+            if limit == 1
+            else claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker, budgets=budgets, claim=claim)
+        )  # the refused claim took nothing
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
 
@@ -138,8 +175,13 @@ def budgets_of(performers: dict) -> str:
     Performers without a policy of their own are left out: their rows keep the
     max_attempts they were queued with (ATTEMPTS, or what `retried` gave them).
     """
-    return json.dumps({name: perform.policy.attempts for name, perform in performers.items()
-                       if getattr(perform, "policy", None) is not None})
+    return json.dumps(
+        {
+            name: perform.policy.attempts
+            for name, perform in performers.items()
+            if getattr(perform, "policy", None) is not None
+        }
+    )
 
 
 BOUND = " AND (priority, run_at, id) >= (%(after_priority)s, %(after_run_at)s, 0)"  # a claim's start (frontier.py)
@@ -161,12 +203,18 @@ def finished(db, jobs: list[Job]) -> set[int]:
     return {row[0] for row in rows}
 
 
-def attempt_failed(db, job: Job, reason: str, traceback: str, wait: int, max_attempts: int,
-                   now: int | None = None) -> bool:
+def attempt_failed(
+    db, job: Job, reason: str, traceback: str, wait: int, max_attempts: int, now: int | None = None
+) -> bool:
     """Records a failed attempt, due again `wait` ms after `now`, on db's transaction; False when the claim was no longer ours."""
     params = {
-        "id": job.id, "claim": job.claim, "reason": reason, "traceback": traceback,
-        "wait": wait, "now": now, "max_attempts": max_attempts,
+        "id": job.id,
+        "claim": job.claim,
+        "reason": reason,
+        "traceback": traceback,
+        "wait": wait,
+        "now": now,
+        "max_attempts": max_attempts,
     }
     return db.execute(queries["fail"], params).rowcount == 1
 

@@ -3,7 +3,7 @@
 The commands (commands.py) print what they found with these, and never a job's arguments.
 """
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 REASON_WIDTH = 60  # characters of a reason the `failed` table shows; --full shows all of it
 
@@ -13,15 +13,19 @@ def table(headers: list[str], rows: list[list]) -> str:
     right = [all(isinstance(row[n], int) or str(row[n]).startswith("~") for row in rows) for n in range(len(headers))]
     cells = [[str(value) for value in row] for row in [headers, *rows]]
     widths = [max(len(row[n]) for row in cells) for n in range(len(headers))]
-    lines = ["  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(row, widths, right)).rstrip()
-             for row in cells]
+    lines = [
+        "  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(row, widths, right)).rstrip()
+        for row in cells
+    ]
     return "\n".join(lines)
 
 
 def in_full(job: dict) -> str:
     """One failed job with every reason and its last traceback, for `failed --full`."""
-    lines = [f"job {job['id']}: {job['name']} on {job['queue']}, failed for good at "
-             f"{moment(job['failed_at'])} UTC after {job['attempts']} attempt(s)"]
+    lines = [
+        f"job {job['id']}: {job['name']} on {job['queue']}, failed for good at "
+        f"{moment(job['failed_at'])} UTC after {job['attempts']} attempt(s)"
+    ]
     lines += [f"  reason {n}: {reason}" for n, reason in enumerate(job["reasons"], 1)]
     lines += ["  traceback of the last failure:" if job["traceback"] else "  no traceback"]
     lines += ["    " + line for line in job["traceback"].splitlines()]
@@ -30,12 +34,12 @@ def in_full(job: dict) -> str:
 
 def moment(ms: int) -> str:
     """A moment in ms since the epoch, as a UTC date and time."""
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def when(moment: datetime | None, none: str = "never") -> str:
     """A timestamptz as a UTC date and time, or `none`."""
-    return none if moment is None else moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+    return none if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def age(seconds: float | None) -> str:

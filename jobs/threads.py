@@ -19,7 +19,7 @@ from .runner import performed
 
 BATCH_MAX = 100  # jobs one claim may take at the most
 BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back (or a claim
-                   # may be held while another thread idles); a job that ran longer makes the next claim take one
+# may be held while another thread idles); a job that ran longer makes the next claim take one
 
 log = logging.getLogger("jobs")
 
@@ -60,8 +60,15 @@ class WorkThread:
 
     def _run(self) -> None:
         try:
-            kept_running(self.worker.connect, self.ending, self._claimed_and_ran, who="worker",
-                         complaints=self.worker.complaints, on_open=self._opened, on_lost=self._lost)
+            kept_running(
+                self.worker.connect,
+                self.ending,
+                self._claimed_and_ran,
+                who="worker",
+                complaints=self.worker.complaints,
+                on_open=self._opened,
+                on_lost=self._lost,
+            )
         finally:
             if not self.abandoned:
                 self.worker.thread_ended(self)
@@ -77,8 +84,11 @@ class WorkThread:
             self.unheard = None
         if self.cut_off:
             store.lapsed(db, self.cut_off)
-            log.info("%d job(s) it held when cut off are due again at once: %s", len(self.cut_off),
-                     [job.id for job in self.cut_off])
+            log.info(
+                "%d job(s) it held when cut off are due again at once: %s",
+                len(self.cut_off),
+                [job.id for job in self.cut_off],
+            )
             self.cut_off = []
 
     def _lost(self) -> None:
@@ -93,8 +103,16 @@ class WorkThread:
         draining = worker.draining
         for queue in worker.claimable():
             self.unheard = claim = store.new_claim()  # until its answer comes: see _opened
-            jobs = store.claimed(db, queue, limit=self.limit, lease=worker.lease, after=worker.frontiers.bound(queue),
-                                 worker=worker.id, budgets=worker.budgets, claim=claim)
+            jobs = store.claimed(
+                db,
+                queue,
+                limit=self.limit,
+                lease=worker.lease,
+                after=worker.frontiers.bound(queue),
+                worker=worker.id,
+                budgets=worker.budgets,
+                claim=claim,
+            )
             self.unheard = None
             if len(jobs) == self.limit:
                 worker.doorbell.ring()  # a full batch: more may be due, for another thread
@@ -120,8 +138,17 @@ class WorkThread:
         """
         hand = self.hand = Hand(jobs)
         try:
-            performed(db, jobs, self.worker.performers, counts=self.worker.counts, stopping=self.ending.is_set,
-                      timeout=self.worker.timeout, hand=hand, patience=BATCH_TIME, backend=self.backend)
+            performed(
+                db,
+                jobs,
+                self.worker.performers,
+                counts=self.worker.counts,
+                stopping=self.ending.is_set,
+                timeout=self.worker.timeout,
+                hand=hand,
+                patience=BATCH_TIME,
+                backend=self.backend,
+            )
         except Exception:
             if (db.broken or db.closed) and not self.abandoned:
                 self.cut_off = hand.held()  # their settlement died with the connection

@@ -68,8 +68,11 @@ class Watch:
                 self._let_go(db, work, job)
             elif grace_over and work.held():
                 self._let_go(db, work, None)
-            elif self.worker.stopping() or work.hand.running_past(BATCH_TIME) is not None or (
-                    self.worker.doorbell.idle() and now - work.hand.claimed_at > BATCH_TIME):
+            elif (
+                self.worker.stopping()
+                or work.hand.running_past(BATCH_TIME) is not None
+                or (self.worker.doorbell.idle() and now - work.hand.claimed_at > BATCH_TIME)
+            ):
                 self._handed_on(db, work.hand)
 
     def _handed_on(self, db, hand) -> None:
@@ -86,8 +89,10 @@ class Watch:
         self._given_back(db)
         if waiting:
             store.announced(db, {job.queue for job in waiting})  # for idle workers elsewhere too
-            log.info("jobs %s, claimed behind one still running, are given back for another thread to start",
-                     [job.id for job in waiting])
+            log.info(
+                "jobs %s, claimed behind one still running, are given back for another thread to start",
+                [job.id for job in waiting],
+            )
             self.worker.doorbell.ring()
 
     def _let_go(self, db, work, overdue: store.Job | None) -> None:
@@ -113,14 +118,21 @@ class Watch:
                 # performer wrote is rolled back and nothing of it can commit later; it is gone
                 # before the performer is told, so the performer finds nothing to commit on.
                 if owed.backend is not None and not ended(db, owed.backend, round(TERMINATE_WAIT * 1000)):
-                    log.warning("the server process of a let-go thread did not end within %g s; its jobs go back "
-                                "anyway", TERMINATE_WAIT)
+                    log.warning(
+                        "the server process of a let-go thread did not end within %g s; its jobs go back anyway",
+                        TERMINATE_WAIT,
+                    )
                 for job in owed.held + owed.quiet:
                     job.cancelled.set()
                 owed.told = True
                 if owed.overdue is not None:
-                    log.warning("job %s (%s on %s) ran past its timeout of %g s; its thread is let go",
-                                owed.overdue.id, owed.overdue.name, owed.overdue.queue, self._limit_of(owed.overdue))
+                    log.warning(
+                        "job %s (%s on %s) ran past its timeout of %g s; its thread is let go",
+                        owed.overdue.id,
+                        owed.overdue.name,
+                        owed.overdue.queue,
+                        self._limit_of(owed.overdue),
+                    )
             if owed.overdue is not None:
                 timed_out(db, owed.overdue, self.worker.performers, self._limit_of(owed.overdue), self.worker.counts)
                 owed.overdue = None
@@ -129,8 +141,10 @@ class Watch:
                 owed.quiet = []
             rest = [job for job in owed.held if job not in owed.failed]
             if rest and not owed.said:
-                log.warning("jobs %s were in hand when their thread was let go; they go back to the queue",
-                            [job.id for job in rest])
+                log.warning(
+                    "jobs %s were in hand when their thread was let go; they go back to the queue",
+                    [job.id for job in rest],
+                )
                 owed.said = True
             flows.given_back(db, rest)
             self._owed.pop(0)

@@ -77,8 +77,12 @@ class Watchdog:
         while not self._stopping.wait(self.within / 10):
             silent = self._silent()
             for db, began in silent:
-                log.warning("a database connection (backend %s) gave no answer for %.1f s; it is cut, and "
-                            "its thread reconnects", backend_of(db), time.monotonic() - began)
+                log.warning(
+                    "a database connection (backend %s) gave no answer for %.1f s; it is cut, and "
+                    "its thread reconnects",
+                    backend_of(db),
+                    time.monotonic() - began,
+                )
                 cut(db)
             if silent:
                 self.on_cut()
@@ -92,8 +96,12 @@ class Watchdog:
             if not overdue:
                 return []
             began = min(overdue)
-            silent = [(db, mark) for db, mark in marks if not mark.exempt
-                      and ((mark.since is not None and now - mark.since > self.within) or mark.answered < began)]
+            silent = [
+                (db, mark)
+                for db, mark in marks
+                if not mark.exempt
+                and ((mark.since is not None and now - mark.since > self.within) or mark.answered < began)
+            ]
             for db, mark in silent:
                 del self._watched[db]  # cut once; a connection cut is done with
             return [(db, began) for db, _ in silent]

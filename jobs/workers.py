@@ -67,13 +67,27 @@ class Worker:
     watchdog cuts their connection (SILENT_AFTER; a job's timeout bounds a performer's).
     """
 
-    def __init__(self, connect, queues, performers, *, threads=1, lease=store.LEASE, poll=POLL_INTERVAL, listen=True,
-                 timeout=None, schedules=(), silent_after=SILENT_AFTER):
+    def __init__(
+        self,
+        connect,
+        queues,
+        performers,
+        *,
+        threads=1,
+        lease=store.LEASE,
+        poll=POLL_INTERVAL,
+        listen=True,
+        timeout=None,
+        schedules=(),
+        silent_after=SILENT_AFTER,
+    ):
         if isinstance(queues, str):
             queues = [queues]
         if not queues or threads < 1 or lease <= 0 or (timeout is not None and not timeout > 0):
-            raise ValueError("a worker needs a queue, one thread or more, a lease of more than 0 s, "
-                             "and a timeout of more than 0 s if any")
+            raise ValueError(
+                "a worker needs a queue, one thread or more, a lease of more than 0 s, "
+                "and a timeout of more than 0 s if any"
+            )
         # Every connection the worker opens is watched, but not while a performer waits on it.
         self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
         self.connect, self.queues, self.performers = self.watchdog.connecting(connect), list(queues), performers
@@ -94,8 +108,15 @@ class Worker:
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self.schedules = held(schedules)
         self.paused: set[str] = set()  # the worker's queues paused when last read
-        self._listener = Listener(self.connect, self.queues, listen=listen, chores=chores.timetable(self),
-                                  stopping=self.ended, doorbell=self.doorbell, complaints=self.complaints)
+        self._listener = Listener(
+            self.connect,
+            self.queues,
+            listen=listen,
+            chores=chores.timetable(self),
+            stopping=self.ended,
+            doorbell=self.doorbell,
+            complaints=self.complaints,
+        )
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
         self.watch = Watch(self)  # lets go of threads past their job's timeout or the grace (watch.py)
         self._heartbeat = Heartbeat(self)

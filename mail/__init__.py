@@ -28,7 +28,22 @@ def __getattr__(name: str):
         return performers_from_environment()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
-    "BODY_MAX", "QUEUE", "TIMEOUT", "Letter", "Refused", "Undeliverable", "delivered", "delivered_later", "is_address",
-    "message", "outbox_folder", "performers", "performers_for", "performers_from_environment", "refusal", "url_for",
+    "BODY_MAX",
+    "QUEUE",
+    "TIMEOUT",
+    "Letter",
+    "Refused",
+    "Undeliverable",
+    "delivered",
+    "delivered_later",
+    "is_address",
+    "message",
+    "outbox_folder",
+    "performers",
+    "performers_for",
+    "performers_from_environment",
+    "refusal",
+    "url_for",
 ]

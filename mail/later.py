@@ -18,7 +18,9 @@ QUEUE = "mail"  # the queue letters wait on
 PERMANENT = 500  # SMTP answers from this code up refuse a letter for good; 4xx ones are worth a retry
 EXCHANGES = 6  # SMTP exchanges of one letter at the most: connect, EHLO, STARTTLS, login, send, QUIT
 DELIVER_TIMEOUT = EXCHANGES * TIMEOUT  # seconds a `deliver` job may run: every exchange at its own limit
-SECRET_ARGS = ("body",)  # a letter's body carries its links, live secrets until they expire: no viewer of the queue shows it
+SECRET_ARGS = (
+    "body",
+)  # a letter's body carries its links, live secrets until they expire: no viewer of the queue shows it
 
 
 class Undeliverable(Exception):
@@ -58,7 +60,9 @@ def deliver(db, args: dict) -> None:
         raise
     except (smtplib.SMTPSenderRefused, smtplib.SMTPDataError) as error:
         if error.smtp_code >= PERMANENT:
-            raise Undeliverable(f"the mail server refused the letter: {error.smtp_code} {error.smtp_error!r}") from error
+            raise Undeliverable(
+                f"the mail server refused the letter: {error.smtp_code} {error.smtp_error!r}"
+            ) from error
         raise
 
 

@@ -11,7 +11,7 @@ import os
 import re
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from email.message import EmailMessage
 from email.policy import SMTP
 from email.utils import format_datetime, getaddresses, make_msgid
@@ -57,7 +57,7 @@ def message(sender: str, to: str, subject: str, body: str, *, lifetime: int | No
     # Rounded up, so the letter dies no later than a link made this second: its signed
     # timestamp is whole seconds, rounded down, and it dies past lifetime from there.
     expires = math.ceil(time.time()) + lifetime if lifetime is not None else None
-    return Letter(sender, to, subject, body, make_msgid(domain=domain), format_datetime(datetime.now(timezone.utc)), expires)
+    return Letter(sender, to, subject, body, make_msgid(domain=domain), format_datetime(datetime.now(UTC)), expires)
 
 
 def is_address(text: str) -> bool:
@@ -112,7 +112,7 @@ def refusal(m: Letter) -> str:
     if m.expires is not None and (not isinstance(m.expires, int) or isinstance(m.expires, bool)):
         return f"the letter's expires is not whole seconds since the epoch: {m.expires!r}"
     if m.expires is not None and time.time() >= m.expires:
-        when = datetime.fromtimestamp(m.expires, timezone.utc).isoformat(timespec="seconds")
+        when = datetime.fromtimestamp(m.expires, UTC).isoformat(timespec="seconds")
         return f"the letter expired at {when}: the link it carries no longer works"
     return ""
 

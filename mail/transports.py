@@ -60,7 +60,9 @@ def sent(email: EmailMessage, url: str, m: Letter) -> None:
     """
     parts = urlsplit(url)
     if parts.scheme not in PORTS or not parts.hostname:
-        raise ValueError(f"MAIL_URL must look like smtp://host:port, smtp+starttls://... or smtps://..., got scheme {parts.scheme!r}")
+        raise ValueError(
+            f"MAIL_URL must look like smtp://host:port, smtp+starttls://... or smtps://..., got scheme {parts.scheme!r}"
+        )
     port = parts.port or PORTS[parts.scheme]
     tls = ssl.create_default_context()
     if parts.scheme == "smtps":

@@ -15,7 +15,7 @@ from e2e.tether import living
 from .jobs.helpers import PROJECT, WAIT, wait_for
 
 # The spec both runs run: it serves a guestbook, says where, and waits, unless told to end at once.
-SPEC = '''
+SPEC = """
 import os
 import threading
 
@@ -27,7 +27,7 @@ def test_serving(guestbook):
     os.rename(report + ".part", report)
     if not os.environ.get("SERVED_AND_DONE"):
         threading.Event().wait()
-'''
+"""
 GONE_WITHIN = 40.0  # seconds for make, pytest and the guestbook to stop (the guestbook is given 15)
 
 
@@ -39,8 +39,9 @@ def test_a_stopped_ci_run_leaves_nothing_running_and_the_next_run_passes(tmp_pat
     env = {name: value for name, value in os.environ.items() if name not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     env.update(PYTEST_ARGS=args, SERVED_REPORT=str(report))
     with (tmp_path / "ci.log").open("wb") as log:
-        ci = subprocess.Popen([PROJECT / ".ci" / "run"], env=env, stdout=log, stderr=subprocess.STDOUT,
-                              start_new_session=True)
+        ci = subprocess.Popen(
+            [PROJECT / ".ci" / "run"], env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     group = None
     try:
         wait_for(lambda: report.exists() or ci.poll() is not None, "the guestbook to answer", timeout=2 * WAIT)
@@ -49,8 +50,11 @@ def test_a_stopped_ci_run_leaves_nothing_running_and_the_next_run_passes(tmp_pat
 
         ci.send_signal(signal.SIGTERM)
         ci.wait(GONE_WITHIN)
-        wait_for(lambda: not living(session=ci.pid) and not living(group=group), "make, pytest and the guestbook to end",
-                 timeout=GONE_WITHIN)
+        wait_for(
+            lambda: not living(session=ci.pid) and not living(group=group),
+            "make, pytest and the guestbook to end",
+            timeout=GONE_WITHIN,
+        )
         assert ci.returncode == 128 + signal.SIGTERM  # it waited for them, then said it was stopped
     finally:
         for leader in (ci.pid, group):
@@ -58,6 +62,12 @@ def test_a_stopped_ci_run_leaves_nothing_running_and_the_next_run_passes(tmp_pat
                 os.killpg(leader, signal.SIGKILL)  # what the failed test left running
 
     report.unlink()
-    again = subprocess.run(["make", "test"], cwd=PROJECT, env={**env, "SERVED_AND_DONE": "1"},
-                           capture_output=True, text=True, timeout=2 * WAIT)
+    again = subprocess.run(
+        ["make", "test"],
+        cwd=PROJECT,
+        env={**env, "SERVED_AND_DONE": "1"},
+        capture_output=True,
+        text=True,
+        timeout=2 * WAIT,
+    )
     assert again.returncode == 0 and report.exists(), again.stdout + again.stderr

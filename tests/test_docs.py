@@ -29,16 +29,33 @@ HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
 AMOUNT = r"(?P<amount>an?|\d+(?:,\d{3})*(?:\.\d+)?)(?: (?P<unit>[A-Za-z]+))?"
 NAME = r"`(?P<name>[A-Z][A-Z0-9_]{2,})`"
 QUOTES = (re.compile(rf"{NAME}(?: \(|, ){AMOUNT}"), re.compile(rf"(?<![\w.]){AMOUNT} \({NAME}\)"))
-SECONDS = {"ms": 0.001, "s": 1, "second": 1, "seconds": 1, "min": 60, "minute": 60, "minutes": 60, "h": 3600,
-           "hour": 3600, "hours": 3600, "day": 86400, "days": 86400, "week": 604800, "weeks": 604800,
-           "year": 365 * 86400}
-BYTES = {"KiB": 1024, "MiB": 1024 ** 2}
+SECONDS = {
+    "ms": 0.001,
+    "s": 1,
+    "second": 1,
+    "seconds": 1,
+    "min": 60,
+    "minute": 60,
+    "minutes": 60,
+    "h": 3600,
+    "hour": 3600,
+    "hours": 3600,
+    "day": 86400,
+    "days": 86400,
+    "week": 604800,
+    "weeks": 604800,
+    "year": 365 * 86400,
+}
+BYTES = {"KiB": 1024, "MiB": 1024**2}
 
 
 def documents() -> list[Path]:
     """Every Markdown file of the project, outside the folders that tools make."""
-    return sorted(path for path in ROOT.rglob("*.md")
-                  if not SKIPPED.intersection(path.relative_to(ROOT).parts) and ".egg-info" not in str(path))
+    return sorted(
+        path
+        for path in ROOT.rglob("*.md")
+        if not SKIPPED.intersection(path.relative_to(ROOT).parts) and ".egg-info" not in str(path)
+    )
 
 
 def prose(text: str) -> str:
@@ -117,7 +134,7 @@ def quoted(amount: str, unit: str | None) -> tuple[float, str] | None:
         return number * SECONDS[unit], "seconds"
     if unit in BYTES:
         return number * BYTES[unit], "bytes"
-    return (None if amount in ("a", "an") else (number, "number"))
+    return None if amount in ("a", "an") else (number, "number")
 
 
 def in_code(value: object, comment: str, kind: str) -> float | None:
@@ -150,15 +167,18 @@ def drifted(path: Path) -> list[str]:
     return drift
 
 
-@pytest.mark.parametrize(("heading", "anchor"), [
-    ("The claim, the lease and the heartbeat", "the-claim-the-lease-and-the-heartbeat"),
-    ("Behind PgBouncer in transaction mode", "behind-pgbouncer-in-transaction-mode"),
-    ("`jobs.later(db, queue, name, args)`", "jobslaterdb-queue-name-args"),
-    ("Chains & batches", "chains--batches"),
-    ("What an attacker can try: [the list](x.md)", "what-an-attacker-can-try-the-list"),
-    ("Step 3 — break the mail server", "step-3--break-the-mail-server"),
-    ("max_wait_ms and LOCK_AFTER", "max_wait_ms-and-lock_after"),
-])
+@pytest.mark.parametrize(
+    ("heading", "anchor"),
+    [
+        ("The claim, the lease and the heartbeat", "the-claim-the-lease-and-the-heartbeat"),
+        ("Behind PgBouncer in transaction mode", "behind-pgbouncer-in-transaction-mode"),
+        ("`jobs.later(db, queue, name, args)`", "jobslaterdb-queue-name-args"),
+        ("Chains & batches", "chains--batches"),
+        ("What an attacker can try: [the list](x.md)", "what-an-attacker-can-try-the-list"),
+        ("Step 3 — break the mail server", "step-3--break-the-mail-server"),
+        ("max_wait_ms and LOCK_AFTER", "max_wait_ms-and-lock_after"),
+    ],
+)
 def test_a_heading_s_anchor_is_made_as_github_makes_it(heading, anchor):
     assert slug(heading) == anchor
 

@@ -1,10 +1,10 @@
 """The queue's own dashboard: a WSGI app, standard library only, that any Python web app can mount.
 
-  wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
-  pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules, workers
-  actions.py  the POSTs, which change the queue and answer what they changed
-  metrics.py  …/metrics in Prometheus' text format
-  html.py     the pages' HTML; static/ holds the one stylesheet and the one script
+wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
+pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules, workers
+actions.py  the POSTs, which change the queue and answer what they changed
+metrics.py  …/metrics in Prometheus' text format
+html.py     the pages' HTML; static/ holds the one stylesheet and the one script
 """
 
 import re
@@ -21,8 +21,17 @@ from .wsgi import Dashboard, Route
 REFRESH_HEADER = "X-Jobs-Refresh"
 
 
-def app(connect, authorize=None, *, development: bool = False, worker=None, schedules=(), secret=None, session=None,
-        origin: str | None = None) -> Dashboard:
+def app(
+    connect,
+    authorize=None,
+    *,
+    development: bool = False,
+    worker=None,
+    schedules=(),
+    secret=None,
+    session=None,
+    origin: str | None = None,
+) -> Dashboard:
     """The dashboard as a WSGI app, reading and writing the jobs table through `connect()`.
 
     connect: a function answering a new psycopg connection (closed after each request).
@@ -53,8 +62,16 @@ def app(connect, authorize=None, *, development: bool = False, worker=None, sche
         authorize = everyone
     key = randomness.token_bytes(csrf.TOKEN_BYTES) if secret is None else secret
     key = key.encode() if isinstance(key, str) else key
-    return Dashboard(connect, authorize, ROUTES, worker, held(schedules), secret=key, session=session,
-                     origin=origin.rstrip("/") if origin else None)
+    return Dashboard(
+        connect,
+        authorize,
+        ROUTES,
+        worker,
+        held(schedules),
+        secret=key,
+        session=session,
+        origin=origin.rstrip("/") if origin else None,
+    )
 
 
 def everyone(environ) -> bool:

@@ -55,8 +55,10 @@ def cancel(dashboard, request, db) -> Answer:
     if done.shelved:
         lines.append(f"Waiting, now on the failed shelf as cancelled, and will not run: {listed(done.shelved)}.")
     if done.signalled:
-        lines.append(f"Running: their workers stop them within a heartbeat and shelve them as cancelled: "
-                     f"{listed(done.signalled)}.")
+        lines.append(
+            f"Running: their workers stop them within a heartbeat and shelve them as cancelled: "
+            f"{listed(done.signalled)}."
+        )
     rest = [id for id in chosen if id not in done.shelved and id not in done.signalled]
     if rest:
         lines.append(f"Neither waiting nor running (no such job, or on the shelf already): {listed(rest)}.")
@@ -66,14 +68,18 @@ def cancel(dashboard, request, db) -> Answer:
 def pause(dashboard, request, db) -> Answer:
     """Pauses a queue."""
     queue = params.queue(request.form)
-    line = (f"Queue {escaped(queue)} paused: workers claim none of its jobs until it is resumed."
-            if control.paused(db, queue) else f"Queue {escaped(queue)} was paused already.")
+    line = (
+        f"Queue {escaped(queue)} paused: workers claim none of its jobs until it is resumed."
+        if control.paused(db, queue)
+        else f"Queue {escaped(queue)} was paused already."
+    )
     return answered(request, "Paused", [line], ("/", "Back to the queues"))
 
 
 def resume(dashboard, request, db) -> Answer:
     """Resumes a queue."""
     queue = params.queue(request.form)
-    line = (f"Queue {escaped(queue)} resumed." if control.resumed(db, queue)
-            else f"Queue {escaped(queue)} was not paused.")
+    line = (
+        f"Queue {escaped(queue)} resumed." if control.resumed(db, queue) else f"Queue {escaped(queue)} was not paused."
+    )
     return answered(request, "Resumed", [line], ("/", "Back to the queues"))

@@ -42,8 +42,11 @@ def passed(dashboard, request) -> bool:
     """Whether a POST's form carries the cookie's nonce, signed for this session."""
     held = request.cookies.get(COOKIE, "")
     nonce, _, signed = request.form.get(FIELD, [""])[0].partition(".")
-    return (len(held) >= TOKEN_BYTES and hmac.compare_digest(held.encode(), nonce.encode())
-            and hmac.compare_digest(signed.encode(), signature(dashboard, request, nonce).encode()))
+    return (
+        len(held) >= TOKEN_BYTES
+        and hmac.compare_digest(held.encode(), nonce.encode())
+        and hmac.compare_digest(signed.encode(), signature(dashboard, request, nonce).encode())
+    )
 
 
 def same_site(dashboard, request) -> bool:

@@ -7,11 +7,10 @@ the dashboard itself.
 """
 
 import html
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from string import Template
 
 from . import csrf
-from ..tables import age  # the command line's, so both say a duration alike
 
 LAYOUT = Template("""<!doctype html>
 <html lang="en">
@@ -52,10 +51,12 @@ def table(headers: list[str], rows: list[list[str]], numeric: frozenset = frozen
     Each cell carries its column's name (data-label), which a narrow screen shows beside
     the value when the stylesheet lays each row out as a card.
     """
+
     def cell(tag: str, header: str, content: str) -> str:
         number = ' class="number"' if header in numeric else ""
         label = f' data-label="{escaped(header)}"' if tag == "td" and header else ""
         return f"<{tag}{number}{label}>{content}</{tag}>"
+
     head = "".join(cell("th", h, escaped(h)) for h in headers)
     body = "".join("<tr>" + "".join(cell("td", h, c) for h, c in zip(headers, row)) + "</tr>" for row in rows)
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
@@ -65,8 +66,10 @@ def button(request, action: str, label: str, fields: dict, *, danger: bool = Fal
     """A POST form of one button, to `action`, with hidden `fields` and the page's CSRF token."""
     hidden = "".join(f'<input type="hidden" name="{escaped(k)}" value="{escaped(v)}">' for k, v in fields.items())
     style = ' class="danger"' if danger else ""
-    return (f'<form class="inline" method="post" action="{escaped(request.root)}/{action}">{token_field(request)}'
-            f'{hidden}<button type="submit"{style}>{escaped(label)}</button></form>')
+    return (
+        f'<form class="inline" method="post" action="{escaped(request.root)}/{action}">{token_field(request)}'
+        f'{hidden}<button type="submit"{style}>{escaped(label)}</button></form>'
+    )
 
 
 def token_field(request) -> str:
@@ -88,14 +91,14 @@ def moment(ms: int | None) -> str:
     """A moment in ms since the epoch, as a UTC date and time, or "-"."""
     if ms is None:
         return "-"
-    return datetime.fromtimestamp(ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def when(moment: datetime | None) -> str:
     """A timestamptz as a UTC date and time, or "-"."""
     if moment is None:
         return "-"
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
 def first_line(text: str, width: int = 80) -> str:

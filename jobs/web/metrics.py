@@ -19,23 +19,38 @@ def metrics(dashboard, request, db) -> Answer:
     """Every figure, one line each under its HELP and TYPE."""
     figures = shelf.status(db)
     lines = ["# HELP jobs_count Jobs in the table by queue and state.", "# TYPE jobs_count gauge"]
-    lines += [f'jobs_count{{queue="{label(q["queue"])}",state="{state}"}} {q[state]}' for q in figures for state in STATES]
-    lines += ["# HELP jobs_count_estimated 1 where jobs_count is an estimate (past STATUS_EXACT jobs).",
-              "# TYPE jobs_count_estimated gauge"]
-    lines += [f'jobs_count_estimated{{queue="{label(q["queue"])}",state="{state}"}} {int(state in q["estimated"])}'
-              for q in figures for state in STATES]
-    lines += ["# HELP jobs_oldest_due_age_seconds Seconds since the longest-due job of the queue became due.",
-              "# TYPE jobs_oldest_due_age_seconds gauge"]
-    lines += [f'jobs_oldest_due_age_seconds{{queue="{label(q["queue"])}"}} {q["oldest_due_age"] or 0:.3f}' for q in figures]
+    lines += [
+        f'jobs_count{{queue="{label(q["queue"])}",state="{state}"}} {q[state]}' for q in figures for state in STATES
+    ]
+    lines += [
+        "# HELP jobs_count_estimated 1 where jobs_count is an estimate (past STATUS_EXACT jobs).",
+        "# TYPE jobs_count_estimated gauge",
+    ]
+    lines += [
+        f'jobs_count_estimated{{queue="{label(q["queue"])}",state="{state}"}} {int(state in q["estimated"])}'
+        for q in figures
+        for state in STATES
+    ]
+    lines += [
+        "# HELP jobs_oldest_due_age_seconds Seconds since the longest-due job of the queue became due.",
+        "# TYPE jobs_oldest_due_age_seconds gauge",
+    ]
+    lines += [
+        f'jobs_oldest_due_age_seconds{{queue="{label(q["queue"])}"}} {q["oldest_due_age"] or 0:.3f}' for q in figures
+    ]
     lines += ["# HELP jobs_queue_paused 1 while the queue is paused.", "# TYPE jobs_queue_paused gauge"]
     lines += [f'jobs_queue_paused{{queue="{label(q["queue"])}"}} {int(q["paused"])}' for q in figures]
     if dashboard.worker is not None:
-        lines += ["# HELP jobs_worker_attempts_total Attempts this process's worker settled, by outcome.",
-                  "# TYPE jobs_worker_attempts_total counter"]
+        lines += [
+            "# HELP jobs_worker_attempts_total Attempts this process's worker settled, by outcome.",
+            "# TYPE jobs_worker_attempts_total counter",
+        ]
         counts = dashboard.worker.counts
         lines += [f'jobs_worker_attempts_total{{outcome="{f.name}"}} {getattr(counts, f.name)}' for f in fields(counts)]
-        lines += ["# HELP jobs_worker_queue_paused 1 once this process's worker has heard that its queue is paused.",
-                  "# TYPE jobs_worker_queue_paused gauge"]
+        lines += [
+            "# HELP jobs_worker_queue_paused 1 once this process's worker has heard that its queue is paused.",
+            "# TYPE jobs_worker_queue_paused gauge",
+        ]
         worker = dashboard.worker
         lines += [f'jobs_worker_queue_paused{{queue="{label(q)}"}} {int(q in worker.paused)}' for q in worker.queues]
     return Answer("\n".join(lines) + "\n", content_type=CONTENT_TYPE)

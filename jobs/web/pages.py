@@ -33,8 +33,10 @@ def queues(dashboard, request, db) -> Answer:
     table, and an operator may want it paused before its jobs come.
     """
     fragment = queues_table(request, shelf.status(db))
-    body = (f'<div data-refresh="{escaped(request.url("/queues.fragment"))}" data-every="{REFRESH_EVERY}">'
-            f'{fragment}</div>{pause_form(request)}')
+    body = (
+        f'<div data-refresh="{escaped(request.url("/queues.fragment"))}" data-every="{REFRESH_EVERY}">'
+        f"{fragment}</div>{pause_form(request)}"
+    )
     return Answer(html.page(request, "Queues", body, refreshing=True))
 
 
@@ -52,21 +54,35 @@ def queues_table(request, figures: list[dict]) -> str:
         counts = [("~" if state in queue["estimated"] else "") + f"{queue[state]:,}" for state in COUNTS]
         counts[3] = html.link(request, "/failed", counts[3], queue=queue["queue"])
         action = ("resume", "Resume") if queue["paused"] else ("pause", "Pause")
-        rows.append([escaped(queue["queue"]), *counts, html.age(queue["oldest_due_age"]),
-                     "yes" if queue["paused"] else "no",
-                     html.button(request, action[0], action[1], {"queue": queue["queue"]})])
+        rows.append(
+            [
+                escaped(queue["queue"]),
+                *counts,
+                html.age(queue["oldest_due_age"]),
+                "yes" if queue["paused"] else "no",
+                html.button(request, action[0], action[1], {"queue": queue["queue"]}),
+            ]
+        )
     note = ""
     if any(queue["estimated"] for queue in figures):
         note = f'<p class="muted">~ an estimate: past {shelf.STATUS_EXACT:,} jobs, counts come from the indexes.</p>'
-    return html.table(["Queue", "Due", "Scheduled", "In work", "Failed", "Oldest due", "Paused", ""], rows,
-                      frozenset({"Due", "Scheduled", "In work", "Failed"})) + note
+    return (
+        html.table(
+            ["Queue", "Due", "Scheduled", "In work", "Failed", "Oldest due", "Paused", ""],
+            rows,
+            frozenset({"Due", "Scheduled", "In work", "Failed"}),
+        )
+        + note
+    )
 
 
 def pause_form(request) -> str:
     """A form that pauses the queue whose name is typed in."""
-    return (f'<form class="actions" method="post" action="{escaped(request.root)}/pause">{html.token_field(request)}'
-            '<label>Queue to pause <input name="queue" required maxlength="200"></label>'
-            '<button type="submit">Pause queue</button></form>')
+    return (
+        f'<form class="actions" method="post" action="{escaped(request.root)}/pause">{html.token_field(request)}'
+        '<label>Queue to pause <input name="queue" required maxlength="200"></label>'
+        '<button type="submit">Pause queue</button></form>'
+    )
 
 
 def failed(dashboard, request, db) -> Answer:
@@ -78,24 +94,38 @@ def failed(dashboard, request, db) -> Answer:
     title = "Failed" + (f" on {queue}" if queue else "")
     if not page:
         return Answer(html.page(request, title, "<p>No job has failed for good here.</p>"))
-    rows = [[f'<input type="checkbox" name="id" value="{job["id"]}" aria-label="job {job["id"]}">',
-             html.link(request, f"/job/{job['id']}", job["id"]), escaped(job["queue"]), escaped(job["name"]),
-             str(job["attempts"]), html.moment(job["failed_at"]), reasons(job)] for job in page]
+    rows = [
+        [
+            f'<input type="checkbox" name="id" value="{job["id"]}" aria-label="job {job["id"]}">',
+            html.link(request, f"/job/{job['id']}", job["id"]),
+            escaped(job["queue"]),
+            escaped(job["name"]),
+            str(job["attempts"]),
+            html.moment(job["failed_at"]),
+            reasons(job),
+        ]
+        for job in page
+    ]
     shown = "".join(f'<input type="hidden" name="shown" value="{job["id"]}">' for job in page)
-    buttons = ('<div class="actions">'
-               f'<button type="submit" formaction="{escaped(request.root)}/retry">Retry selected</button>'
-               f'<button type="submit" formaction="{escaped(request.root)}/discard" class="danger">Discard selected</button>'
-               f'<button type="submit" formaction="{escaped(request.root)}/retry" name="all_shown" value="1">'
-               f'Retry all {len(page)} shown</button>'
-               f'<button type="submit" formaction="{escaped(request.root)}/discard" name="all_shown" value="1" '
-               f'class="danger">Discard all {len(page)} shown</button></div>')
-    table = html.table(["Select", "Job", "Queue", "Name", "Attempts", "Failed at", "Reason"], rows,
-                       frozenset({"Job", "Attempts"}))
+    buttons = (
+        '<div class="actions">'
+        f'<button type="submit" formaction="{escaped(request.root)}/retry">Retry selected</button>'
+        f'<button type="submit" formaction="{escaped(request.root)}/discard" class="danger">Discard selected</button>'
+        f'<button type="submit" formaction="{escaped(request.root)}/retry" name="all_shown" value="1">'
+        f"Retry all {len(page)} shown</button>"
+        f'<button type="submit" formaction="{escaped(request.root)}/discard" name="all_shown" value="1" '
+        f'class="danger">Discard all {len(page)} shown</button></div>'
+    )
+    table = html.table(
+        ["Select", "Job", "Queue", "Name", "Attempts", "Failed at", "Reason"], rows, frozenset({"Job", "Attempts"})
+    )
     more = ""
     if len(page) == limit:
         more = f"<p>{html.link(request, '/failed', 'Older failures →', queue=queue, after=page[-1]['id'])}</p>"
-    body = (f'<form method="post" action="{escaped(request.root)}/retry">{html.token_field(request)}{shown}'
-            f"{buttons}{table}</form>{more}")
+    body = (
+        f'<form method="post" action="{escaped(request.root)}/retry">{html.token_field(request)}{shown}'
+        f"{buttons}{table}</form>{more}"
+    )
     return Answer(html.page(request, title, body))
 
 
@@ -121,20 +151,32 @@ def job(dashboard, request, db, id_text: str) -> Answer:
     shown = request.query.get("args", [""])[0] == "shown"
     visible = redaction.hidden(found["args"], found["secret"])
     kept = f'<p class="muted">{redaction.HIDDEN}: a secret, never shown.</p>' if found["secret"] else ""
-    args = (f"<pre>{escaped(json.dumps(visible, indent=2, ensure_ascii=False))}</pre>{kept}" if shown
-            else html.link(request, f"/job/{id}", "show the arguments (they may hold secrets)", args="shown"))
-    facts = [("State", found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else "")),
-             ("Queue", found["queue"]), ("Name", found["name"]), ("Priority", found["priority"]),
-             ("Attempts", f"{found['attempts']} of {found['max_attempts']}"),
-             ("Failed at" if found["state"] == "failed" else "Held by" if found["run_at"] == store.HELD else "Run at",
-              f"worker {found['worker']}" if found["run_at"] == store.HELD else html.moment(found["run_at"])),
-             ("Concurrency key", found["key"] or "-"), ("Unique key", found["unique_key"] or "-"),
-             ("Batch", found["batch"] or "-")]
+    args = (
+        f"<pre>{escaped(json.dumps(visible, indent=2, ensure_ascii=False))}</pre>{kept}"
+        if shown
+        else html.link(request, f"/job/{id}", "show the arguments (they may hold secrets)", args="shown")
+    )
+    facts = [
+        ("State", found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else "")),
+        ("Queue", found["queue"]),
+        ("Name", found["name"]),
+        ("Priority", found["priority"]),
+        ("Attempts", f"{found['attempts']} of {found['max_attempts']}"),
+        (
+            "Failed at" if found["state"] == "failed" else "Held by" if found["run_at"] == store.HELD else "Run at",
+            f"worker {found['worker']}" if found["run_at"] == store.HELD else html.moment(found["run_at"]),
+        ),
+        ("Concurrency key", found["key"] or "-"),
+        ("Unique key", found["unique_key"] or "-"),
+        ("Batch", found["batch"] or "-"),
+    ]
     listed = "".join(f"<dt>{escaped(name)}</dt><dd>{escaped(value)}</dd>" for name, value in facts)
     body = [f"<dl>{listed}<dt>Arguments</dt><dd>{args}</dd></dl>", '<div class="actions">']
     if found["state"] == "failed":
-        body += [html.button(request, "retry", "Retry", {"id": id}),
-                 html.button(request, "discard", "Discard", {"id": id}, danger=True)]
+        body += [
+            html.button(request, "retry", "Retry", {"id": id}),
+            html.button(request, "discard", "Discard", {"id": id}, danger=True),
+        ]
     else:
         body.append(html.button(request, "cancel", "Cancel", {"id": id}, danger=True))
     body.append("</div>")
@@ -157,14 +199,25 @@ def batches(dashboard, request, db) -> Answer:
     for batch in page:
         done = batch["total"] - batch["pending"]
         state = "finished" if batch["finished_at"] else "cancelling" if batch["cancelled_at"] else "running"
-        rows.append([str(batch["id"]), escaped(batch["queue"]),
-                     f'<progress value="{done}" max="{max(batch["total"], 1)}"></progress> {done:,} of {batch["total"]:,}',
-                     f"{batch['failed']:,}", f"{batch['cancelled']:,}", state, html.moment(batch["created_at"])])
+        rows.append(
+            [
+                str(batch["id"]),
+                escaped(batch["queue"]),
+                f'<progress value="{done}" max="{max(batch["total"], 1)}"></progress> {done:,} of {batch["total"]:,}',
+                f"{batch['failed']:,}",
+                f"{batch['cancelled']:,}",
+                state,
+                html.moment(batch["created_at"]),
+            ]
+        )
     more = ""
     if len(page) == shelf.PAGE:
         more = f"<p>{html.link(request, '/batches', 'Older batches →', after=page[-1]['id'])}</p>"
-    table = html.table(["Batch", "Queue", "Settled", "Failed", "Cancelled", "State", "Created"], rows,
-                       frozenset({"Batch", "Failed", "Cancelled"}))
+    table = html.table(
+        ["Batch", "Queue", "Settled", "Failed", "Cancelled", "State", "Created"],
+        rows,
+        frozenset({"Batch", "Failed", "Cancelled"}),
+    )
     return Answer(html.page(request, "Batches", table + more))
 
 
@@ -182,8 +235,12 @@ def schedules(dashboard, request, db) -> Answer:
     headers = ["Schedule", "Runs", "Last run", "Last seen"] + (["Next run"] if held else [])
     table = []
     for row in rows:
-        cells = [escaped(row["key"]), escaped(row["definition"]), html.when(row["last_tick"]),
-                 html.when(row["seen_at"])]
+        cells = [
+            escaped(row["key"]),
+            escaped(row["definition"]),
+            html.when(row["last_tick"]),
+            html.when(row["seen_at"]),
+        ]
         if held:
             cells.append(html.when(row["next_tick"]) if row["key"] in held else "no longer held by this code")
         table.append(cells)
@@ -196,16 +253,29 @@ def workers(dashboard, request, db) -> Answer:
     rows = roster.listed(db)
     if not rows:
         return Answer(html.page(request, "Workers", "<p>No worker has run here in the last hour.</p>"))
-    table = [[str(row["id"]), escaped(row["host"]), str(row["pid"]), escaped(", ".join(row["queues"])),
-              str(row["threads"]), str(row["version"]), html.moment(row["started_at"]),
-              html.age((row["now"] - row["beat_at"]) / 1000) + " ago", row["state"] + (
-                  f" at {html.moment(row['ended_at'])}" if row["ended_at"] else ""), f"{row['holding']:,}"]
-             for row in rows]
-    note = (f'<p class="muted">A worker beats {roster.BEATS} times per lease; one silent for {roster.SILENT:g} '
-            'of its lease is taken for gone, and the jobs it held go back to the queue.</p>')
+    table = [
+        [
+            str(row["id"]),
+            escaped(row["host"]),
+            str(row["pid"]),
+            escaped(", ".join(row["queues"])),
+            str(row["threads"]),
+            str(row["version"]),
+            html.moment(row["started_at"]),
+            html.age((row["now"] - row["beat_at"]) / 1000) + " ago",
+            row["state"] + (f" at {html.moment(row['ended_at'])}" if row["ended_at"] else ""),
+            f"{row['holding']:,}",
+        ]
+        for row in rows
+    ]
+    note = (
+        f'<p class="muted">A worker beats {roster.BEATS} times per lease; one silent for {roster.SILENT:g} '
+        "of its lease is taken for gone, and the jobs it held go back to the queue.</p>"
+    )
     headers = ["Worker", "Host", "PID", "Queues", "Threads", "Version", "Started", "Last beat", "State", "Holding"]
-    return Answer(html.page(request, "Workers", html.table(headers, table, frozenset({"PID", "Threads", "Holding"}))
-                            + note))
+    return Answer(
+        html.page(request, "Workers", html.table(headers, table, frozenset({"PID", "Threads", "Holding"})) + note)
+    )
 
 
 def asset(dashboard, request, db, name: str) -> Answer:

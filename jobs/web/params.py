@@ -16,8 +16,7 @@ def whole(text: str, what: str, status: int = 400, *, largest: int = BIGINT_MAX)
     Its digits are counted before int() reads them: past 4,300 digits int() raises
     ValueError instead of answering, and no number that long is in range anyway.
     """
-    if (not text.isascii() or not text.isdigit() or len(text) > len(str(largest))
-            or not 1 <= int(text) <= largest):
+    if not text.isascii() or not text.isdigit() or len(text) > len(str(largest)) or not 1 <= int(text) <= largest:
         raise Refused(status, f"{what} must be a whole number from 1 to {largest}, not {text[:40]!r}")
     return int(text)
 

@@ -18,8 +18,16 @@ import psycopg
 from . import csrf, html
 
 FORM_MAX = 256 * 1024  # bytes of a POST's body the dashboard reads at most; a larger one is refused
-REASONS = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found", 405: "Method Not Allowed",
-           413: "Content Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
+REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Content Too Large",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
 
 log = logging.getLogger("jobs.web")
 
@@ -52,10 +60,14 @@ class Request:
             jar = SimpleCookie(environ.get("HTTP_COOKIE", ""))
         except CookieError:
             jar = SimpleCookie()
-        return cls(environ=environ, method=environ.get("REQUEST_METHOD", "GET").upper(),
-                   path=environ.get("PATH_INFO", "") or "/", root=environ.get("SCRIPT_NAME", "").rstrip("/"),
-                   query=parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True),
-                   cookies={name: morsel.value for name, morsel in jar.items()})
+        return cls(
+            environ=environ,
+            method=environ.get("REQUEST_METHOD", "GET").upper(),
+            path=environ.get("PATH_INFO", "") or "/",
+            root=environ.get("SCRIPT_NAME", "").rstrip("/"),
+            query=parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True),
+            cookies={name: morsel.value for name, morsel in jar.items()},
+        )
 
     def read_form(self) -> None:
         """Reads a POST's urlencoded body, refusing one that is too large or not UTF-8."""
@@ -100,8 +112,11 @@ class Route:
 # Headers on every answer: no page of the dashboard may be framed, cached, or load anything
 # from elsewhere; the policy names the only stylesheet and script it serves.
 GUARDS = [
-    ("Content-Security-Policy", "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
-                                "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+    (
+        "Content-Security-Policy",
+        "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
+        "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
     ("X-Frame-Options", "DENY"),  # frame-ancestors, for browsers older than CSP 2
     ("X-Content-Type-Options", "nosniff"),
     ("Referrer-Policy", "same-origin"),
@@ -112,8 +127,18 @@ GUARDS = [
 class Dashboard:
     """The WSGI app `jobs.web.app` builds: checks each request, finds its route and answers."""
 
-    def __init__(self, connect, authorize, routes: list[Route], worker=None, schedules: tuple = (), *,
-                 secret: bytes, session=None, origin: str | None = None):
+    def __init__(
+        self,
+        connect,
+        authorize,
+        routes: list[Route],
+        worker=None,
+        schedules: tuple = (),
+        *,
+        secret: bytes,
+        session=None,
+        origin: str | None = None,
+    ):
         self.connect, self.authorize, self.routes, self.worker = connect, authorize, routes, worker
         self.schedules = schedules
         self.secret, self.session, self.origin = secret, session, origin  # the CSRF token's (csrf.py)
@@ -168,14 +193,19 @@ class Dashboard:
         for route, match in matching:
             if route.method == method:
                 return route, match.groups()
-        allowed = ", ".join(sorted({route.method for route, _ in matching} | ({"HEAD"} if any(
-            route.method == "GET" for route, _ in matching) else set())))
+        allowed = ", ".join(
+            sorted(
+                {route.method for route, _ in matching}
+                | ({"HEAD"} if any(route.method == "GET" for route, _ in matching) else set())
+            )
+        )
         raise Refused(405, f"{request.path} answers {allowed} only", allow=allowed)
 
     def refusal_page(self, request: Request, refusal: Refused) -> Answer:
         """A page saying what was wrong, with the refusal's status."""
-        body = html.page(request, REASONS.get(refusal.status, "Refused"), html.note(html.escaped(refusal.message),
-                                                                                      error=True))
+        body = html.page(
+            request, REASONS.get(refusal.status, "Refused"), html.note(html.escaped(refusal.message), error=True)
+        )
         answer = Answer(body, refusal.status)
         if refusal.allow:
             answer.headers.append(("Allow", refusal.allow))

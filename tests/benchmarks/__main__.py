@@ -38,65 +38,101 @@ class Sizes:
     pressure_processes: int = pressure.PROCESSES  # worker processes of the pressure column
 
 
-def sized(jobs: int, rounds: int, pressure_seconds: float = pressure.SECONDS,
-          pressure_processes: int = pressure.PROCESSES) -> Sizes:
+def sized(
+    jobs: int, rounds: int, pressure_seconds: float = pressure.SECONDS, pressure_processes: int = pressure.PROCESSES
+) -> Sizes:
     """The sizes of a run whose drains settle `jobs` jobs (DEFAULT_JOBS: 200 samples, 1,000,000 waiting rows)."""
-    return Sizes(drain=jobs, one_by_one=max(1, jobs // 10), bulk=jobs * 5, latency=min(200, max(20, jobs // 100)),
-                 waiting=jobs * 50, memory=jobs * 10, rounds=rounds, pressure_seconds=pressure_seconds,
-                 pressure_processes=pressure_processes)
+    return Sizes(
+        drain=jobs,
+        one_by_one=max(1, jobs // 10),
+        bulk=jobs * 5,
+        latency=min(200, max(20, jobs // 100)),
+        waiting=jobs * 50,
+        memory=jobs * 10,
+        rounds=rounds,
+        pressure_seconds=pressure_seconds,
+        pressure_processes=pressure_processes,
+    )
 
 
 def drain_at_best(url: str, sizes: Sizes, figures: dict) -> None:
     """jobs with 1, 2 and 4 worker processes; the plain limits on 4 connections."""
-    measured(figures, sizes.rounds, [
-        *((f"jobs drain {n}", partial(queue.drain_rate, url, sizes.drain, n))
-          for n in DRAIN_PROCESSES if f"jobs drain {n}" not in figures),
-        ("plain batch 4", partial(plain.drain_rate, url, sizes.drain, BATCH, MOST_CONNECTIONS)),
-        ("plain one 4", partial(plain.drain_rate, url, sizes.one_by_one, 1, MOST_CONNECTIONS)),
-    ])
+    measured(
+        figures,
+        sizes.rounds,
+        [
+            *(
+                (f"jobs drain {n}", partial(queue.drain_rate, url, sizes.drain, n))
+                for n in DRAIN_PROCESSES
+                if f"jobs drain {n}" not in figures
+            ),
+            ("plain batch 4", partial(plain.drain_rate, url, sizes.drain, BATCH, MOST_CONNECTIONS)),
+            ("plain one 4", partial(plain.drain_rate, url, sizes.one_by_one, 1, MOST_CONNECTIONS)),
+        ],
+    )
 
 
 def drain_at_one(url: str, sizes: Sizes, figures: dict) -> None:
     """jobs with one worker process of one thread; the plain limits on one connection."""
-    measured(figures, sizes.rounds, [
-        ("jobs drain 1", partial(queue.drain_rate, url, sizes.drain, 1)),
-        ("plain batch 1", partial(plain.drain_rate, url, sizes.drain, BATCH, 1)),
-        ("plain one 1", partial(plain.drain_rate, url, sizes.one_by_one, 1, 1)),
-    ])
+    measured(
+        figures,
+        sizes.rounds,
+        [
+            ("jobs drain 1", partial(queue.drain_rate, url, sizes.drain, 1)),
+            ("plain batch 1", partial(plain.drain_rate, url, sizes.drain, BATCH, 1)),
+            ("plain one 1", partial(plain.drain_rate, url, sizes.one_by_one, 1, 1)),
+        ],
+    )
 
 
 def writing_jobs(url: str, sizes: Sizes, figures: dict) -> None:
     """Jobs that each INSERT a row, with 1 and writing.WRITING_THREADS work threads; plain SQL, a transaction per job."""
-    measured(figures, sizes.rounds, [
-        (f"{who} writing {n}", partial(measure, url, sizes.one_by_one, n))
-        for n in (1, writing.WRITING_THREADS)
-        for who, measure in (("jobs", writing.rate), ("plain", writing.plain_rate))
-    ])
+    measured(
+        figures,
+        sizes.rounds,
+        [
+            (f"{who} writing {n}", partial(measure, url, sizes.one_by_one, n))
+            for n in (1, writing.WRITING_THREADS)
+            for who, measure in (("jobs", writing.rate), ("plain", writing.plain_rate))
+        ],
+    )
 
 
 def enqueue(url: str, sizes: Sizes, figures: dict) -> None:
     """`jobs.later` one per transaction; plain INSERT, with and without pg_notify."""
-    measured(figures, sizes.rounds, [
-        ("enqueue", partial(queue.enqueue_rate, url, sizes.one_by_one)),
-        ("plain insert", partial(plain.enqueue_rate, url, sizes.one_by_one, notify=False)),
-        ("plain notify", partial(plain.enqueue_rate, url, sizes.one_by_one, notify=True)),
-    ])
+    measured(
+        figures,
+        sizes.rounds,
+        [
+            ("enqueue", partial(queue.enqueue_rate, url, sizes.one_by_one)),
+            ("plain insert", partial(plain.enqueue_rate, url, sizes.one_by_one, notify=False)),
+            ("plain notify", partial(plain.enqueue_rate, url, sizes.one_by_one, notify=True)),
+        ],
+    )
 
 
 def bulk(url: str, sizes: Sizes, figures: dict) -> None:
     """`jobs.later_many` when jobs has it; plain COPY."""
-    measured(figures, sizes.rounds, [
-        ("bulk", partial(queue.bulk_rate, url, sizes.bulk)),
-        ("plain copy", partial(plain.copy_rate, url, sizes.bulk)),
-    ])
+    measured(
+        figures,
+        sizes.rounds,
+        [
+            ("bulk", partial(queue.bulk_rate, url, sizes.bulk)),
+            ("plain copy", partial(plain.copy_rate, url, sizes.bulk)),
+        ],
+    )
 
 
 def latency(url: str, sizes: Sizes, figures: dict) -> None:
     """enqueue→start with an idle Worker; with a plain LISTEN-then-claim loop."""
-    measured(figures, sizes.rounds, [
-        ("latency", partial(queue.latencies, url, sizes.latency)),
-        ("plain latency", partial(plain.latencies, url, sizes.latency)),
-    ])
+    measured(
+        figures,
+        sizes.rounds,
+        [
+            ("latency", partial(queue.latencies, url, sizes.latency)),
+            ("plain latency", partial(plain.latencies, url, sizes.latency)),
+        ],
+    )
 
 
 def scale(url: str, sizes: Sizes, figures: dict) -> None:
@@ -150,29 +186,69 @@ def best(results: list):
 # figure it provides), the minute of pressure, the long memory drain and the million rows of the
 # scale and shelf checks last.
 COLUMNS = {
-    "latency": latency, "enqueue": enqueue, "bulk": bulk, "drain-1": drain_at_one, "drain-best": drain_at_best,
+    "latency": latency,
+    "enqueue": enqueue,
+    "bulk": bulk,
+    "drain-1": drain_at_one,
+    "drain-best": drain_at_best,
     "writing": writing_jobs,
-    "pressure": under_pressure, "memory": memory, "scale": scale, "shelf": shelf_at_scale,
+    "pressure": under_pressure,
+    "memory": memory,
+    "scale": scale,
+    "shelf": shelf_at_scale,
 }
 
 
 def parser() -> argparse.ArgumentParser:
     """The command line's options."""
     options = argparse.ArgumentParser(prog="python -m tests.benchmarks", description=__doc__.splitlines()[0])
-    options.add_argument("--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
-                         help=f"jobs per drain; every other size follows (default {DEFAULT_JOBS:,})")
-    options.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS, metavar="R",
-                         help=f"times each rate and latency is measured, the best kept (default {DEFAULT_ROUNDS})")
-    options.add_argument("--pressure-seconds", type=float, default=pressure.SECONDS, metavar="S",
-                         help=f"seconds the pressure column offers its jobs (default {pressure.SECONDS:g})")
-    options.add_argument("--pressure-processes", type=int, choices=(1, 2), default=pressure.PROCESSES, metavar="N",
-                         help=f"worker processes of the pressure column, 1 or 2 (default {pressure.PROCESSES})")
-    options.add_argument("--database-url", default=os.environ.get("DATABASE_URL"), metavar="URL",
-                         help="the database to measure on (default: DATABASE_URL, else a throw-away embedded PostgreSQL)")
-    options.add_argument("--only", nargs="+", choices=list(COLUMNS), metavar="COLUMN",
-                         help=f"measure these columns only: {', '.join(COLUMNS)}")
-    options.add_argument("--plot", metavar="PNG",
-                         help="also draw the drain and latency figures beside plain SQL in this PNG (needs matplotlib)")
+    options.add_argument(
+        "--jobs",
+        type=int,
+        default=DEFAULT_JOBS,
+        metavar="N",
+        help=f"jobs per drain; every other size follows (default {DEFAULT_JOBS:,})",
+    )
+    options.add_argument(
+        "--rounds",
+        type=int,
+        default=DEFAULT_ROUNDS,
+        metavar="R",
+        help=f"times each rate and latency is measured, the best kept (default {DEFAULT_ROUNDS})",
+    )
+    options.add_argument(
+        "--pressure-seconds",
+        type=float,
+        default=pressure.SECONDS,
+        metavar="S",
+        help=f"seconds the pressure column offers its jobs (default {pressure.SECONDS:g})",
+    )
+    options.add_argument(
+        "--pressure-processes",
+        type=int,
+        choices=(1, 2),
+        default=pressure.PROCESSES,
+        metavar="N",
+        help=f"worker processes of the pressure column, 1 or 2 (default {pressure.PROCESSES})",
+    )
+    options.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL"),
+        metavar="URL",
+        help="the database to measure on (default: DATABASE_URL, else a throw-away embedded PostgreSQL)",
+    )
+    options.add_argument(
+        "--only",
+        nargs="+",
+        choices=list(COLUMNS),
+        metavar="COLUMN",
+        help=f"measure these columns only: {', '.join(COLUMNS)}",
+    )
+    options.add_argument(
+        "--plot",
+        metavar="PNG",
+        help="also draw the drain and latency figures beside plain SQL in this PNG (needs matplotlib)",
+    )
     return options
 
 
@@ -206,8 +282,9 @@ def main(argv=None) -> int:
             database.dropped(url)
     print(report.printed(figures, sizes, machine))
     if args.plot and not plot.plotted(figures, machine, args.plot):
-        print("no plot: --plot draws the drain-1, drain-best and latency columns, and none of them ran",
-              file=sys.stderr)
+        print(
+            "no plot: --plot draws the drain-1, drain-best and latency columns, and none of them ran", file=sys.stderr
+        )
     return 0
 
 

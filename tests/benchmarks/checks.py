@@ -79,7 +79,15 @@ def timed_claim(db) -> tuple[float, list]:
 
 def scans(db) -> str:
     """How the claim reads its table, from its plan: e.g. "Index Scan using jobs_due"."""
-    params = {"queue": database.QUEUE, "now": jobs.now_ms(), "lease": 1000, "claim": 0, "worker": None, "held": None, "budgets": "{}"}
+    params = {
+        "queue": database.QUEUE,
+        "now": jobs.now_ms(),
+        "lease": 1000,
+        "claim": 0,
+        "worker": None,
+        "held": None,
+        "budgets": "{}",
+    }
     (plan,) = db.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + store.claim_statement(1), params).fetchone()[0]
     return ", ".join(scan_nodes(plan["Plan"]))
 

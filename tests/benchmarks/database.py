@@ -20,8 +20,9 @@ PAST = 1000  # ms before now that filled jobs were due, so every one of them is 
 
 def connected(url: str, *, autocommit: bool = True) -> psycopg.Connection:
     """A new connection to `url` that works in the benchmark's schema."""
-    return psycopg.connect(url, autocommit=autocommit, options=f"-c search_path={SCHEMA}",
-                           application_name="jobs benchmark")
+    return psycopg.connect(
+        url, autocommit=autocommit, options=f"-c search_path={SCHEMA}", application_name="jobs benchmark"
+    )
 
 
 def connector(url: str):
@@ -43,8 +44,9 @@ def described(url: str) -> str:
         version = db.execute("SHOW server_version").fetchone()[0]
         commit = db.execute("SHOW synchronous_commit").fetchone()[0]
         # The embedded server is built without JIT; Debian's and most managed services' have it on.
-        jit = db.execute("SELECT CASE WHEN NOT pg_jit_available() THEN 'no JIT' "
-                         "ELSE 'jit ' || current_setting('jit') END").fetchone()[0]
+        jit = db.execute(
+            "SELECT CASE WHEN NOT pg_jit_available() THEN 'no JIT' ELSE 'jit ' || current_setting('jit') END"
+        ).fetchone()[0]
     return f"PostgreSQL {version.split()[0]}, synchronous_commit {commit}, {jit}"
 
 

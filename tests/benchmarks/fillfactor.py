@@ -39,8 +39,12 @@ def moved(db, fillfactor: int) -> tuple[float, int]:
 
 def main(argv=None) -> int:
     options = argparse.ArgumentParser(prog="python -m tests.benchmarks.fillfactor", description=__doc__.splitlines()[0])
-    options.add_argument("--database-url", default=os.environ.get("DATABASE_URL"), metavar="URL",
-                         help="the database to measure on (default: DATABASE_URL, else a throw-away embedded PostgreSQL)")
+    options.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL"),
+        metavar="URL",
+        help="the database to measure on (default: DATABASE_URL, else a throw-away embedded PostgreSQL)",
+    )
     url = options.parse_args(argv).database_url
     with tempfile.TemporaryDirectory(prefix="jobs-fillfactor-") as folder:
         if not url:
@@ -53,8 +57,10 @@ def main(argv=None) -> int:
                 print(f"{JOBS:,} fresh jobs claimed {BATCH} at a time; {database.described(url)}")
                 for fillfactor in FILLFACTORS:
                     share, size = moved(db, fillfactor)
-                    print(f"fillfactor {fillfactor:3}: {share:4.0%} of the claimed rows moved to another page; "
-                          f"{size} pages")
+                    print(
+                        f"fillfactor {fillfactor:3}: {share:4.0%} of the claimed rows moved to another page; "
+                        f"{size} pages"
+                    )
         finally:
             database.dropped(url)
     return 0

@@ -47,14 +47,17 @@ class Claims:
         return found
 
     def p95s(self) -> list[float]:
-        return [statistics.quantiles(times, n=20)[-1] if len(times) > 1 else times[0]
-                for _, times in sorted(self.by_minute.items())]
+        return [
+            statistics.quantiles(times, n=20)[-1] if len(times) > 1 else times[0]
+            for _, times in sorted(self.by_minute.items())
+        ]
 
 
 def backlog(db) -> int:
     """The jobs due and waiting on the benchmark's queue."""
-    return db.execute("SELECT count(*) FROM jobs WHERE queue = %s AND claim IS NULL AND attempts < max_attempts",
-                      (database.QUEUE,)).fetchone()[0]
+    return db.execute(
+        "SELECT count(*) FROM jobs WHERE queue = %s AND claim IS NULL AND attempts < max_attempts", (database.QUEUE,)
+    ).fetchone()[0]
 
 
 def produced(url: str, until: float) -> None:
@@ -89,7 +92,9 @@ def run(url: str, minutes: float, readers: int) -> dict:
     claims = Claims(began)
     store.claimed = claims.claimed
     side = [threading.Thread(target=produced, args=(url, until))]
-    side += [threading.Thread(target=read_repeatably, args=(url, until, n * READ_FOR / readers)) for n in range(readers)]
+    side += [
+        threading.Thread(target=read_repeatably, args=(url, until, n * READ_FOR / readers)) for n in range(readers)
+    ]
     worker = jobs.worker(database.connector(url), database.QUEUE, {database.NAME: lambda db, args: None}, threads=2)
     try:
         with database.connected(url) as db:
@@ -100,8 +105,9 @@ def run(url: str, minutes: float, readers: int) -> dict:
             for thread in side:
                 thread.join()
             end_backlog = backlog(db)
-            dead = db.execute("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'jobs' "
-                              "AND schemaname = current_schema()").fetchone()[0]
+            dead = db.execute(
+                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'jobs' AND schemaname = current_schema()"
+            ).fetchone()[0]
     finally:
         worker.stop()
         worker.join(30)
@@ -114,16 +120,21 @@ def printed(title: str, figures: dict) -> None:
     p95s = " ".join(f"{p95 * 1000:.2f}" for p95 in figures["p95s"])
     worst = max(figures["p95s"])
     verdict = "PASS" if worst < GOAL_P95 and figures["end"] <= max(figures["start"], RATE) else "MISS"
-    print(f"{title}\n  claim p95 by minute (ms): {p95s}\n  backlog: {figures['start']} at 5 s, "
-          f"{figures['end']} at the end; dead rows left: {figures['dead']}\n  goal: p95 < {GOAL_P95 * 1000:g} ms "
-          f"and no growing backlog: {verdict}")
+    print(
+        f"{title}\n  claim p95 by minute (ms): {p95s}\n  backlog: {figures['start']} at 5 s, "
+        f"{figures['end']} at the end; dead rows left: {figures['dead']}\n  goal: p95 < {GOAL_P95 * 1000:g} ms "
+        f"and no growing backlog: {verdict}"
+    )
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.benchmarks.held", description=__doc__.splitlines()[0])
     parser.add_argument("--minutes", type=float, default=MINUTES, help=f"minutes per run (default {MINUTES:g})")
-    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL"),
-                        help="the database (default: DATABASE_URL, else a throw-away embedded PostgreSQL)")
+    parser.add_argument(
+        "--database-url",
+        default=os.environ.get("DATABASE_URL"),
+        help="the database (default: DATABASE_URL, else a throw-away embedded PostgreSQL)",
+    )
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="jobs-held-") as folder:
         url = args.database_url
@@ -131,8 +142,10 @@ def main(argv=None) -> int:
             from guestbook import embedded
 
             url = embedded.server(os.path.join(folder, "pgdata"), throwaway=True).get_uri()
-        print(f"{database.described(url)}, {os.cpu_count()} cores; {RATE} jobs/s offered, {args.minutes:g} min a run",
-              file=sys.stderr)
+        print(
+            f"{database.described(url)}, {os.cpu_count()} cores; {RATE} jobs/s offered, {args.minutes:g} min a run",
+            file=sys.stderr,
+        )
         try:
             printed("one transaction held open", run(url, args.minutes, 0))
             printed(f"the same, and {READERS} REPEATABLE READ readers", run(url, args.minutes, READERS))

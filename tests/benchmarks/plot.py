@@ -55,8 +55,13 @@ def latencies(ax, figures: dict) -> None:
     width = 0.35
     for at, (name, measure) in enumerate((("median", timing.median), ("p95", timing.p95))):
         ax.bar(at - width / 2, measure(figures["latency"]) * 1000, width, color=JOBS, label="jobs" if at == 0 else None)
-        ax.bar(at + width / 2, measure(figures["plain latency"]) * 1000, width, color=PLAIN,
-               label="plain: LISTEN, then claim" if at == 0 else None)
+        ax.bar(
+            at + width / 2,
+            measure(figures["plain latency"]) * 1000,
+            width,
+            color=PLAIN,
+            label="plain: LISTEN, then claim" if at == 0 else None,
+        )
     ax.set_xticks([0, 1], ["median", "95th percentile"])
     ax.set_ylabel("milliseconds from commit to start")
     ax.set_title("enqueue→start latency, idle worker", fontsize=10)

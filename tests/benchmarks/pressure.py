@@ -13,7 +13,7 @@ import time
 from psycopg.conninfo import make_conninfo
 
 from tests.jobs.helpers import start_command, stopped, wait_for
-from tests.jobs.pressure import JOB_MS, RATE, Producer, Watcher
+from tests.jobs.pressure import Producer, Watcher
 
 from . import database
 
@@ -40,16 +40,19 @@ def pressure(url: str, seconds: float, processes: int = PROCESSES) -> dict:
     url = make_conninfo(url, options=f"-c search_path={database.SCHEMA}")  # the worker processes' schema too
     with database.connected(url) as db:
         database.emptied(db, "jobs")
-        workers = [start_command(url, "work", database.QUEUE, "--performers", LOADED, "--threads", str(THREADS))
-                   for _ in range(processes)]
+        workers = [
+            start_command(url, "work", database.QUEUE, "--performers", LOADED, "--threads", str(THREADS))
+            for _ in range(processes)
+        ]
         try:
             wait_for(lambda: backends(db) == processes * (THREADS + 1), "the workers to connect", timeout=60)
             figures = measured(db, url, seconds, workers)
         finally:
             logs = [stopped(worker) for worker in workers]
         figures["transactions"] = transactions(db) - figures.pop("transactions before") - figures["samples"]
-    figures["warnings"] = collections.Counter(warning(line) for log in logs for line in log.splitlines()
-                                              if " WARNING " in line)
+    figures["warnings"] = collections.Counter(
+        warning(line) for log in logs for line in log.splitlines() if " WARNING " in line
+    )
     return figures
 
 
@@ -70,20 +73,28 @@ def measured(db, url: str, seconds: float, workers: list) -> dict:
     finally:
         watcher.stop()
     rows = [row for _, rows in watcher.samples for row in rows]
-    return {"offered": len(producer.committed) / wall, "done": done / wall, "jobs": len(producer.committed),
-            "cpu": cpu / wall, "transactions before": before,
-            "samples": len(watcher.samples), "backend samples": len(rows),
-            "lock share": watcher.share_waiting_on_locks(),
-            "snapshots waiting": sum(any(row[2] == "Lock" for row in rows) for _, rows in watcher.samples)
-            / max(1, len(watcher.samples)),
-            "waits": collections.Counter(f"{row[2]}/{row[3]}" for row in rows if row[2] is not None),
-            "lock waits": watcher.lock_waits()}
+    return {
+        "offered": len(producer.committed) / wall,
+        "done": done / wall,
+        "jobs": len(producer.committed),
+        "cpu": cpu / wall,
+        "transactions before": before,
+        "samples": len(watcher.samples),
+        "backend samples": len(rows),
+        "lock share": watcher.share_waiting_on_locks(),
+        "snapshots waiting": sum(any(row[2] == "Lock" for row in rows) for _, rows in watcher.samples)
+        / max(1, len(watcher.samples)),
+        "waits": collections.Counter(f"{row[2]}/{row[3]}" for row in rows if row[2] is not None),
+        "lock waits": watcher.lock_waits(),
+    }
 
 
 def backends(db) -> int:
     """The workers' connections to this database."""
-    return db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
-                      " AND datname = current_database()", (WORKER_NAME,)).fetchone()[0]
+    return db.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s AND datname = current_database()",
+        (WORKER_NAME,),
+    ).fetchone()[0]
 
 
 def waiting(db) -> int:
@@ -97,8 +108,9 @@ def transactions(db) -> int:
     A backend reports its counts at most once a second while busy, and at its exit:
     so the closing figure is read after the workers have exited.
     """
-    return db.execute("SELECT xact_commit + xact_rollback FROM pg_stat_database"
-                      " WHERE datname = current_database()").fetchone()[0]
+    return db.execute(
+        "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+    ).fetchone()[0]
 
 
 def cpu_seconds(processes: list) -> float:

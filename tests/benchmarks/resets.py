@@ -47,8 +47,11 @@ class Resets(Served):
         cookie = form.headers["Set-Cookie"].split(";", 1)[0]
         token = re.search(r'name="csrf_token" value="([^"]+)"', form.read().decode()).group(1)
         visitor = ipaddress.ip_address(FIRST_VISITOR) + next(self.visitors)
-        request = urllib.request.Request(self.base + "/resets/new", data=urlencode({"csrf_token": token, "email": email}).encode(),
-                                         headers={"Cookie": cookie, "X-Forwarded-For": str(visitor)})
+        request = urllib.request.Request(
+            self.base + "/resets/new",
+            data=urlencode({"csrf_token": token, "email": email}).encode(),
+            headers={"Cookie": cookie, "X-Forwarded-For": str(visitor)},
+        )
         started = time.perf_counter()
         answer = self.opened(request)
         elapsed = time.perf_counter() - started
@@ -63,12 +66,14 @@ def timed(database_url: str, requests: int, folder: str) -> tuple[list[float], l
         served = Resets(database_url, smtp.url, folder)
         try:
             with psycopg.connect(database_url, autocommit=True) as db:  # the server made the tables
-                db.execute("INSERT INTO accounts (email, password_digest, confirmed_at) VALUES (%s, 'x', now())", [KNOWN])
+                db.execute(
+                    "INSERT INTO accounts (email, password_digest, confirmed_at) VALUES (%s, 'x', now())", [KNOWN]
+                )
             for _ in range(WARMUP):
                 served.reset_time(KNOWN), served.reset_time("warmup@example.com")
             known, unknown = [], []
             for turn in range(requests):  # each kind goes first in every other turn, so neither trails the other's work
-                for kind in (("known", "unknown") if turn % 2 == 0 else ("unknown", "known")):
+                for kind in ("known", "unknown") if turn % 2 == 0 else ("unknown", "known"):
                     if kind == "known":
                         known.append(served.reset_time(KNOWN))
                     else:

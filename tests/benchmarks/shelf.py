@@ -56,19 +56,37 @@ def shelf(url: str, count: int, pages=None) -> dict:
 
 def dashboard_pages(url: str, count: int) -> dict:
     """The dashboard's pages as reads to time, each a whole WSGI request on a connection of its own."""
-    schedules = [jobs.every("nightly", cron="17 3 * * *", queue=database.QUEUE, name="note"),
-                 jobs.every("hourly", every=3600, queue=database.QUEUE, name="note")]
+    schedules = [
+        jobs.every("nightly", cron="17 3 * * *", queue=database.QUEUE, name="note"),
+        jobs.every("hourly", every=3600, queue=database.QUEUE, name="note"),
+    ]
     dashboard = jobs.web.app(lambda: database.connected(url), authorize=lambda environ: True, schedules=schedules)
-    paths = ["/", "/queues.fragment", "/failed", f"/failed?after={count // 2}", f"/failed?queue={database.QUEUE}",
-             "/job/1", f"/job/{count + 1}", "/batches", "/schedules", "/metrics"]
+    paths = [
+        "/",
+        "/queues.fragment",
+        "/failed",
+        f"/failed?after={count // 2}",
+        f"/failed?queue={database.QUEUE}",
+        "/job/1",
+        f"/job/{count + 1}",
+        "/batches",
+        "/schedules",
+        "/metrics",
+    ]
     return {f"dashboard {path}": (lambda db, path=path: requested(dashboard, path)) for path in paths}
 
 
 def requested(dashboard, path: str) -> None:
     """One GET of `path` from the dashboard; a status other than 200 stops the benchmark."""
     route, _, query = path.partition("?")
-    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": route, "QUERY_STRING": query, "SCRIPT_NAME": "",
-               "wsgi.input": BytesIO(), "wsgi.url_scheme": "http"}
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": route,
+        "QUERY_STRING": query,
+        "SCRIPT_NAME": "",
+        "wsgi.input": BytesIO(),
+        "wsgi.url_scheme": "http",
+    }
     statuses = []
     b"".join(dashboard(environ, lambda status, headers: statuses.append(status)))
     if not statuses[0].startswith("200"):

@@ -55,11 +55,24 @@ class Served:
         self.port = free_port()
         self.base = f"http://127.0.0.1:{self.port}"
         # Served as in production, which wants an https BASE_URL; the links in letters are never followed here.
-        env = {**os.environ, "PYTHONPATH": str(ROOT), "DATABASE_URL": database_url, "MAIL_URL": mail_url,
-               "SECRET_KEY": uuid.uuid4().hex, "BASE_URL": "https://guestbook.example", "TRUSTED_PROXIES": "1"}
-        self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port)],
-                                        env=env, cwd=folder, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                        preexec_fn=dying_with_this_thread())  # dies with the benchmark
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(ROOT),
+            "DATABASE_URL": database_url,
+            "MAIL_URL": mail_url,
+            "SECRET_KEY": uuid.uuid4().hex,
+            "BASE_URL": "https://guestbook.example",
+            "TRUSTED_PROXIES": "1",
+        }
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "guestbook", "serve", "--port", str(self.port)],
+            env=env,
+            cwd=folder,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            preexec_fn=dying_with_this_thread(),
+        )  # dies with the benchmark
         self.process.stdout.readline()  # the address line: the server listens from then on
         self.opener = urllib.request.build_opener(NoRedirect)
         self.visitors = itertools.count(1)
@@ -115,8 +128,10 @@ def main(argv=None) -> int:
         slow, slow_sent = timed(database.get_uri(), SLOW_LETTER, args.signups, folder)
     ratio = statistics.median(slow) / statistics.median(fast)
     for name, times, sent in (("fast SMTP", fast, fast_sent), (f"SMTP at {SLOW_LETTER:g} s/letter", slow, slow_sent)):
-        print(f"{name:>22}: median {statistics.median(times) * 1000:7.1f} ms, "
-              f"max {max(times) * 1000:7.1f} ms over {len(times)} sign-ups; {sent} letters arrived meanwhile")
+        print(
+            f"{name:>22}: median {statistics.median(times) * 1000:7.1f} ms, "
+            f"max {max(times) * 1000:7.1f} ms over {len(times)} sign-ups; {sent} letters arrived meanwhile"
+        )
     verdict = "holds" if abs(ratio - 1) <= TOLERANCE else "does NOT hold"
     print(f"ratio slow/fast: {ratio:.3f} (the promise, within {TOLERANCE:.0%} of 1, {verdict})")
     return 0 if verdict == "holds" else 1

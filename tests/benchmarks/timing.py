@@ -38,7 +38,9 @@ def together(target, arguments: list[tuple]) -> tuple[float, list]:
         try:
             gate.wait(READY_TIMEOUT)
         except threading.BrokenBarrierError:
-            raise RuntimeError(f"a benchmark process of {target.__name__} failed to get ready:\n{sent(answers)}") from None
+            raise RuntimeError(
+                f"a benchmark process of {target.__name__} failed to get ready:\n{sent(answers)}"
+            ) from None
         started = time.perf_counter()
         results = [answers.get(timeout=RUN_TIMEOUT) for _ in processes]
         seconds = time.perf_counter() - started

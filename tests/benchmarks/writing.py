@@ -74,5 +74,6 @@ def checked(url: str, settled: int, count: int, who: str) -> None:
     with database.connected(url) as db:
         rows = db.execute("SELECT count(*), count(DISTINCT n) FROM written").fetchone()
     if settled != count or rows != (count, count):
-        raise RuntimeError(f"{who} writing jobs settled {settled} of {count} jobs and wrote {rows[0]} rows "
-                           f"({rows[1]} distinct)")
+        raise RuntimeError(
+            f"{who} writing jobs settled {settled} of {count} jobs and wrote {rows[0]} rows ({rows[1]} distinct)"
+        )

@@ -10,7 +10,8 @@ import pytest
 
 import jobs
 import mail
-from guestbook import create_app, db as guestbook_db, upkeep
+from guestbook import create_app, upkeep
+from guestbook import db as guestbook_db
 
 from ..mail.smtpd import SMTPServer, body_of
 

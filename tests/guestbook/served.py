@@ -24,8 +24,18 @@ from ..mail.smtpd import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 20.0  # seconds a test waits for the server to start, a letter to arrive, or the process to end
-SETTINGS = ("DATABASE_URL", "SECRET_KEY", "MAIL_URL", "MAIL_OUTBOX", "BASE_URL", "PORT", "MAIL_RETRY_INTERVALS",
-            "RESET_TOKEN_MAX_AGE", "TRUSTED_PROXIES", "ADMIN_EMAILS")
+SETTINGS = (
+    "DATABASE_URL",
+    "SECRET_KEY",
+    "MAIL_URL",
+    "MAIL_OUTBOX",
+    "BASE_URL",
+    "PORT",
+    "MAIL_RETRY_INTERVALS",
+    "RESET_TOKEN_MAX_AGE",
+    "TRUSTED_PROXIES",
+    "ADMIN_EMAILS",
+)
 
 
 class Served:
@@ -40,9 +50,15 @@ class Served:
         env = {"BASE_URL": self.base, "PGAPPNAME": f"{APPLICATION} (run {os.getpid()})", **env, "PYTHONPATH": str(ROOT)}
         if env.get("DATABASE_URL"):
             no_stray_guestbook(env["DATABASE_URL"])
-        self.process = subprocess.Popen([sys.executable, "-m", "guestbook", "serve", "--port", str(self.port), *args],
-                                        env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        preexec_fn=dying_with_this_thread())
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "guestbook", "serve", "--port", str(self.port), *args],
+            env=env,
+            cwd=cwd,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            preexec_fn=dying_with_this_thread(),
+        )
         self.said = self._address_line()
         # Development prints the link that lets a browser see /outbox and /jobs next; its visitor opens it.
         self.key_link = self.process.stdout.readline().split()[1] if "--development" in args else None
@@ -87,8 +103,9 @@ class Visitor:
         if fields is not None and csrf:
             fields = {"csrf_token": self.csrf_token(), **fields}
         data = urlencode(fields).encode() if fields is not None else None
-        request = urllib.request.Request(self.base + path, data=data,
-                                         headers={"Cookie": self.cookie, **(headers or {})})
+        request = urllib.request.Request(
+            self.base + path, data=data, headers={"Cookie": self.cookie, **(headers or {})}
+        )
         try:
             answer = urllib.request.build_opener(NoRedirect).open(request, timeout=WAIT)
         except urllib.error.HTTPError as error:

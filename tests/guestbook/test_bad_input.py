@@ -30,7 +30,12 @@ FORMS = [  # path, fields, the status and words of the refusal
     ("/signup", {"email": "a" * forms.EMAIL_MAX + "@example.com", "password": PASSWORD}, 400, "more than 254"),
     ("/signup", {"email": "ada@example.com", "password": "x" * (passwords.PASSWORD_MAX + 1)}, 400, "more than 128"),
     ("/signup", {"email": "ada\x00@example.com", "password": PASSWORD}, 400, "NUL"),
-    ("/signup", {"email": "ada@example.com\r\nBcc: all@example.com", "password": PASSWORD}, 422, "Enter an email address"),
+    (
+        "/signup",
+        {"email": "ada@example.com\r\nBcc: all@example.com", "password": PASSWORD},
+        422,
+        "Enter an email address",
+    ),
     ("/signin", {"email": "ada@example.com"}, 400, "no password field"),
     ("/signin", {"email": "ada@example.com", "password": "x" * 10_000}, 400, "more than 128"),
     ("/resets/new", {}, 400, "no email field"),

@@ -9,7 +9,8 @@ import pytest
 
 import jobs
 import mail
-from guestbook import create_app, db as guestbook_db, development, headers, sessions, upkeep
+from guestbook import create_app, development, headers, sessions, upkeep
+from guestbook import db as guestbook_db
 from guestbook.__main__ import main
 
 from ..mail.smtpd import free_port
@@ -25,6 +26,7 @@ def operator(database_url, monkeypatch, capsys):
     def ran(*args):
         status = main(["admins", *args])
         return status, capsys.readouterr().out.strip()
+
     return ran
 
 
@@ -57,15 +59,23 @@ def test_an_address_once_named_in_ADMIN_EMAILS_gets_nothing_by_signing_up(app, c
 
 def test_serve_refuses_to_start_while_ADMIN_EMAILS_is_set(database_url, tmp_path):
     env = environment(DATABASE_URL=database_url, PYTHONPATH=str(ROOT), ADMIN_EMAILS="ada@example.com")
-    done = subprocess.run([sys.executable, "-m", "guestbook", "serve", "--development", "--port", str(free_port())],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
+    done = subprocess.run(
+        [sys.executable, "-m", "guestbook", "serve", "--development", "--port", str(free_port())],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
     assert done.returncode == 2
     assert "grant it to a confirmed account with `python -m guestbook admins add ADDRESS`" in done.stderr
 
 
 def test_an_operator_grants_only_a_confirmed_account(visitor, operator):
     assert operator("add", "nobody@example.com") == (
-        1, "no confirmed account has the address nobody@example.com: it must sign up and confirm first")
+        1,
+        "no confirmed account has the address nobody@example.com: it must sign up and confirm first",
+    )
     visitor.signup("ada@example.com")  # unconfirmed: whoever signed up may not own the address
     assert operator("add", "ada@example.com")[0] == 1
     assert operator("list") == (0, "no account may see the dashboard")
@@ -74,8 +84,10 @@ def test_an_operator_grants_only_a_confirmed_account(visitor, operator):
 def test_an_operator_takes_the_dashboard_back_from_the_admin_s_next_request(client, admin, operator):
     assert client.get("/jobs/").status_code == 200
     assert operator("list")[1].startswith("ada@example.com  since ")
-    assert operator("remove", "ada@example.com") == (0, "ada@example.com may no longer see the dashboard, "
-                                                        "from its next request on")
+    assert operator("remove", "ada@example.com") == (
+        0,
+        "ada@example.com may no longer see the dashboard, from its next request on",
+    )
     assert client.get("/jobs/").status_code == 403
     assert 'href="/jobs/"' not in client.get("/").get_data(as_text=True)
     assert operator("remove", "ada@example.com") == (1, "ada@example.com could not see the dashboard")
@@ -124,33 +136,51 @@ def everything_said_of(client, token, job, database_url) -> list[str]:
 
     The fifth is the job's page with ?args=shown while it waits; the last is `python -m jobs failed --full`.
     """
-    pages = ["/jobs/", "/jobs/queues.fragment", "/jobs/failed", f"/jobs/job/{job}", f"/jobs/job/{job}?args=shown",
-             "/jobs/metrics", "/jobs/batches", "/jobs/schedules", "/"]
+    pages = [
+        "/jobs/",
+        "/jobs/queues.fragment",
+        "/jobs/failed",
+        f"/jobs/job/{job}",
+        f"/jobs/job/{job}?args=shown",
+        "/jobs/metrics",
+        "/jobs/batches",
+        "/jobs/schedules",
+        "/",
+    ]
     seen = [client.get(path) for path in pages]
     assert client.post("/jobs/cancel", data={"csrf": token, "id": str(job)}).status_code == 200  # onto the shelf
     seen += [client.get(path) for path in pages]
     assert [(path, answer.status_code) for path, answer in zip(pages * 2, seen)] == [(path, 200) for path in pages * 2]
-    said = [subprocess.run([sys.executable, "-m", "jobs", *command], env=environment(DATABASE_URL=database_url,
-                           PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=WAIT)
-            for command in (["status"], ["failed"], ["failed", "--full"])]
+    said = [
+        subprocess.run(
+            [sys.executable, "-m", "jobs", *command],
+            env=environment(DATABASE_URL=database_url, PYTHONPATH=str(ROOT)),
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+        )
+        for command in (["status"], ["failed"], ["failed", "--full"])
+    ]
     return [answer.get_data(as_text=True) for answer in seen] + [done.stdout + done.stderr for done in said]
 
 
-def test_a_reset_letter_waiting_on_a_paused_queue_shows_its_token_nowhere(app, client, admin, post, db, database_url,
-                                                                         caplog):
+def test_a_reset_letter_waiting_on_a_paused_queue_shows_its_token_nowhere(
+    app, client, admin, post, db, database_url, caplog
+):
     caplog.set_level(logging.DEBUG)
     token = re.search(r'name="csrf" value="([^"]+)"', client.get("/jobs/").get_data(as_text=True)).group(1)
     assert client.post("/jobs/pause", data={"csrf": token, "queue": mail.QUEUE}).status_code == 200
     stranger = Visitor(app.test_client(), post)
     assert stranger.submit("/resets/new", email="ada@example.com").status_code == 302
-    (asked, body), = db.execute("SELECT id, args->'letter'->>'body' FROM jobs WHERE queue = %s",
-                                [mail.QUEUE]).fetchall()
+    ((asked, body),) = db.execute(
+        "SELECT id, args->'letter'->>'body' FROM jobs WHERE queue = %s", [mail.QUEUE]
+    ).fetchall()
     secret = re.search(r"/resets/([^/\s]+)/edit", body).group(1)
 
     reset = everything_said_of(client, token, asked, database_url)  # the job `reset_letter`, which holds the letter
     assert client.post("/jobs/retry", data={"csrf": token, "id": str(asked)}).status_code == 200
     assert jobs.worked(db, mail.QUEUE, upkeep.performers) == "ran reset_letter"  # as the worker does once resumed
-    (letter, sent), = db.execute("SELECT id, args->>'body' FROM jobs WHERE queue = %s", [mail.QUEUE]).fetchall()
+    ((letter, sent),) = db.execute("SELECT id, args->>'body' FROM jobs WHERE queue = %s", [mail.QUEUE]).fetchall()
     deliver = everything_said_of(client, token, letter, database_url)  # the job `deliver`, which sends it
 
     assert secret in sent  # the letter the job `reset_letter` queued carries the live link
@@ -161,8 +191,13 @@ def test_a_reset_letter_waiting_on_a_paused_queue_shows_its_token_nowhere(app, c
     assert secret not in caplog.text
 
 
-@pytest.mark.parametrize("headers", [{"Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"},  # a script's fetch
-                                     {jobs.web.REFRESH_HEADER: "1"}])  # a browser that sends no Fetch Metadata
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Sec-Fetch-Mode": "cors", "Sec-Fetch-Dest": "empty"},  # a script's fetch
+        {jobs.web.REFRESH_HEADER: "1"},
+    ],
+)  # a browser that sends no Fetch Metadata
 def test_the_queues_page_s_refresh_does_not_keep_an_unattended_session_alive(client, admin, db, headers):
     db.execute("UPDATE sessions SET seen_at = now() - make_interval(secs => %s)", [sessions.SEEN_EVERY + 5])
     before = db.execute("SELECT seen_at FROM sessions").fetchone()[0]
@@ -186,16 +221,21 @@ def test_the_dashboard_s_answers_carry_the_guestbook_s_headers(client, admin):
 
 def test_a_dashboard_form_from_another_session_or_another_site_is_refused(client, visitor, admin, db):
     token = re.search(r'name="csrf" value="([^"]+)"', client.get("/jobs/").get_data(as_text=True)).group(1)
-    elsewhere = client.post("/jobs/pause", data={"csrf": token, "queue": "mail"},
-                            headers={"Origin": "https://attacker.example"})
+    elsewhere = client.post(
+        "/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Origin": "https://attacker.example"}
+    )
     visitor.signout()
     assert visitor.signin("ada@example.com").status_code == 302  # a new session: the old page's token is not its own
-    stale = client.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Origin": "http://guestbook.test"})
+    stale = client.post(
+        "/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Origin": "http://guestbook.test"}
+    )
 
     assert (elsewhere.status_code, stale.status_code) == (403, 403)
     assert jobs.paused_queues(db) == set()
     token = re.search(r'name="csrf" value="([^"]+)"', client.get("/jobs/").get_data(as_text=True)).group(1)
-    fresh = client.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Origin": "http://guestbook.test"})
+    fresh = client.post(
+        "/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Origin": "http://guestbook.test"}
+    )
     assert fresh.status_code == 200
 
 

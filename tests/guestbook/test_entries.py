@@ -55,8 +55,10 @@ def test_a_deep_page_reads_no_more_rows_than_the_first(client, visitor, db):
     db.execute("ANALYZE entries")
 
     def rows_read(before: int) -> int:
-        (plan,) = db.execute("EXPLAIN (ANALYZE, FORMAT JSON) " + queries["entries_page"],
-                             {"before": before, "limit": entries.PER_PAGE + 1}).fetchone()[0]
+        (plan,) = db.execute(
+            "EXPLAIN (ANALYZE, FORMAT JSON) " + queries["entries_page"],
+            {"before": before, "limit": entries.PER_PAGE + 1},
+        ).fetchone()[0]
         return max(node["Actual Rows"] for node in nodes(plan["Plan"]) if node.get("Relation Name") == "entries")
 
     assert rows_read(entries.NEWEST) == rows_read(100) == entries.PER_PAGE + 1
@@ -109,8 +111,12 @@ def test_posts_sent_at_once_write_no_more_than_entries_per_window(app, client, v
         browser.set_cookie("session", cookie)
 
     with ThreadPoolExecutor(len(browsers)) as pool:
-        answers = list(pool.map(lambda browser: browser.post("/entries", data={"csrf_token": token, "body": "at once"})
-                                .status_code, browsers))
+        answers = list(
+            pool.map(
+                lambda browser: browser.post("/entries", data={"csrf_token": token, "body": "at once"}).status_code,
+                browsers,
+            )
+        )
 
     assert sorted(answers) == [302] * entries.ENTRIES_PER_WINDOW + [429] * entries.ENTRIES_PER_WINDOW
     assert db.execute("SELECT count(*) FROM entries").fetchone()[0] == entries.ENTRIES_PER_WINDOW

@@ -2,7 +2,8 @@
 
 import pytest
 
-from guestbook import accounts, create_app, db as guestbook_db
+from guestbook import accounts, create_app
+from guestbook import db as guestbook_db
 
 PAGES = ["/", "/signin", "/signup", "/resets/new", "/nowhere", "/confirm/garbage", "/?before=0"]
 

@@ -13,8 +13,12 @@ def tries_from(visitor, address: str, count: int, **headers) -> list[int]:
     """The statuses of `count` sign-ups posted from the client `address`."""
     visitor.client.environ_base["REMOTE_ADDR"] = address
     token = visitor.csrf_token()
-    return [visitor.client.post("/signup", data={"csrf_token": token, "email": NOT_AN_ADDRESS, "password": PASSWORD},
-                                headers=headers).status_code for _ in range(count)]
+    return [
+        visitor.client.post(
+            "/signup", data={"csrf_token": token, "email": NOT_AN_ADDRESS, "password": PASSWORD}, headers=headers
+        ).status_code
+        for _ in range(count)
+    ]
 
 
 def test_client_past_the_limit_gets_a_429_that_says_when_to_try_again(visitor, db):
@@ -84,14 +88,17 @@ def test_ipv6_clients_of_one_network_share_its_limit(visitor):
     assert tries_from(visitor, "2001:db8:1:3::1", 1) == [422]
 
 
-@pytest.mark.parametrize("address, counted_as", [
-    ("192.0.2.1", "192.0.2.1"),
-    ("::ffff:192.0.2.1", "192.0.2.1"),
-    ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
-    ("", "unknown"),
-    (None, "unknown"),
-    ("x" * 10_000, "unknown"),
-    ("192.0.2.1\x00", "unknown"),
-])
+@pytest.mark.parametrize(
+    "address, counted_as",
+    [
+        ("192.0.2.1", "192.0.2.1"),
+        ("::ffff:192.0.2.1", "192.0.2.1"),
+        ("2001:db8:1:2:3:4:5:6", "2001:db8:1:2::/64"),
+        ("", "unknown"),
+        (None, "unknown"),
+        ("x" * 10_000, "unknown"),
+        ("192.0.2.1\x00", "unknown"),
+    ],
+)
 def test_client_is_its_address_or_its_ipv6_network(address, counted_as):
     assert limits.client(address) == counted_as

@@ -38,8 +38,10 @@ def waiting_on_a_lock(db) -> int:
 
 @pytest.mark.slow
 def test_the_right_password_hashed_while_a_lock_lands_is_refused(served, db, connect):
-    db.execute("INSERT INTO accounts (email, password_digest, confirmed_at, failed_signins) VALUES (%s, %s, now(), %s)",
-               ["ada@example.com", passwords.digest(PASSWORD), accounts.LOCK_AFTER - 1])
+    db.execute(
+        "INSERT INTO accounts (email, password_digest, confirmed_at, failed_signins) VALUES (%s, %s, now(), %s)",
+        ["ada@example.com", passwords.digest(PASSWORD), accounts.LOCK_AFTER - 1],
+    )
     visitors = [served.visitor() for _ in range(GUESSES)]
     for visitor in visitors:
         visitor.csrf_token()  # each has its session before the race
@@ -55,5 +57,8 @@ def test_the_right_password_hashed_while_a_lock_lands_is_refused(served, db, con
         answers = [right.result(WAIT), *(future.result(WAIT) for future in wrong)]
 
     assert answers == [401] * GUESSES
-    assert db.execute("SELECT locked_at IS NOT NULL, failed_signins FROM accounts").fetchone() == (True, accounts.LOCK_AFTER)
+    assert db.execute("SELECT locked_at IS NOT NULL, failed_signins FROM accounts").fetchone() == (
+        True,
+        accounts.LOCK_AFTER,
+    )
     assert db.execute("SELECT count(*) FROM sessions").fetchone()[0] == 0

@@ -2,7 +2,8 @@
 
 import pytest
 
-from guestbook import db as guestbook_db, names
+from guestbook import db as guestbook_db
+from guestbook import names
 
 from .conftest import PASSWORD
 from .test_bad_input import assert_refused, written
@@ -46,14 +47,17 @@ def test_a_name_is_shown_escaped(client, visitor):
     assert "&lt;img src=x onerror=&#34;alert(1)&#34;&gt;" in newest_entry(client)
 
 
-@pytest.mark.parametrize("name, status, words", [
-    ("Ada\u202eecalevol", 422, "printable"),  # a right-to-left override, which would disguise it
-    ("Ada\nLovelace", 422, "printable"),
-    ("Ada\x07", 422, "printable"),
-    ("Ada\u200b", 422, "printable"),
-    ("x" * (names.NAME_MAX + 1), 400, f"more than {names.NAME_MAX}"),
-    ("Ada\x00", 400, "NUL"),
-])
+@pytest.mark.parametrize(
+    "name, status, words",
+    [
+        ("Ada\u202eecalevol", 422, "printable"),  # a right-to-left override, which would disguise it
+        ("Ada\nLovelace", 422, "printable"),
+        ("Ada\x07", 422, "printable"),
+        ("Ada\u200b", 422, "printable"),
+        ("x" * (names.NAME_MAX + 1), 400, f"more than {names.NAME_MAX}"),
+        ("Ada\x00", 400, "NUL"),
+    ],
+)
 def test_a_bad_name_is_refused_and_writes_nothing(visitor, db, name, status, words):
     assert_refused(visitor.submit("/signup", email="ada@example.com", password=PASSWORD, name=name), status, words)
     assert written(db) == (0, 0, 0)
@@ -76,17 +80,20 @@ def test_a_table_made_before_names_gets_the_column_and_its_entries_sign_as_a_gue
     assert "From before the upgrade" in newest_entry(client)
 
 
-@pytest.mark.parametrize("taken, name", [
-    ("Alice", "Alice"),  # the same, byte for byte
-    ("Alice", "alice"),
-    ("Alice", "Alice  "),
-    ("Alice Liddell", "Alice   Liddell"),  # a page shows runs of spaces as one
-    ("Alice", "\u0410lice"),  # a Cyrillic capital A
-    ("Alice", "\uff21\uff4c\uff49\uff43\uff45"),  # fullwidth letters
-    ("Alice", "AIice"),  # a capital i for the l
-    ("Paypal", "PayPa1"),
-    ("Bob", "B\u03bfb"),  # a Greek omicron
-])
+@pytest.mark.parametrize(
+    "taken, name",
+    [
+        ("Alice", "Alice"),  # the same, byte for byte
+        ("Alice", "alice"),
+        ("Alice", "Alice  "),
+        ("Alice Liddell", "Alice   Liddell"),  # a page shows runs of spaces as one
+        ("Alice", "\u0410lice"),  # a Cyrillic capital A
+        ("Alice", "\uff21\uff4c\uff49\uff43\uff45"),  # fullwidth letters
+        ("Alice", "AIice"),  # a capital i for the l
+        ("Paypal", "PayPa1"),
+        ("Bob", "B\u03bfb"),  # a Greek omicron
+    ],
+)
 def test_a_name_that_looks_like_one_taken_is_refused(app, visitor, post, db, taken, name):
     signed_in_as(visitor, "ada@example.com", taken)
     other = type(visitor)(app.test_client(), post)
@@ -100,18 +107,20 @@ def test_a_name_that_looks_like_one_taken_is_refused(app, visitor, post, db, tak
 
 @pytest.mark.parametrize("name", [names.ANONYMOUS, "A Guest", "a  guest", "\u0430 guest", "a gu\u0435st"])
 def test_the_name_entries_without_one_sign_with_and_its_look_alikes_are_refused(visitor, db, name):
-    assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=name), 422,
-                   "reserved")
+    assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=name), 422, "reserved")
     assert written(db) == (0, 0, 0)
 
 
-@pytest.mark.parametrize("name", [
-    "\u3164",  # HANGUL FILLER: a letter that shows nothing
-    "\u2800",  # BRAILLE PATTERN BLANK
-    "Ada\u3164",  # looks like "Ada"
-    "\uffa0\uffa0",
-    "\u115f",
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "\u3164",  # HANGUL FILLER: a letter that shows nothing
+        "\u2800",  # BRAILLE PATTERN BLANK
+        "Ada\u3164",  # looks like "Ada"
+        "\uffa0\uffa0",
+        "\u115f",
+    ],
+)
 def test_a_name_that_shows_blank_is_refused(visitor, db, name):
     assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=name), 422, "blank")
     assert written(db) == (0, 0, 0)
@@ -119,11 +128,12 @@ def test_a_name_that_shows_blank_is_refused(visitor, db, name):
 
 def test_a_name_with_a_run_of_combining_marks_is_refused_and_ordinary_accents_are_not(visitor, db):
     zalgo = "Ada" + "\u0301" * 45
-    assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=zalgo), 422,
-                   "marks")
+    assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=zalgo), 422, "marks")
     assert written(db) == (0, 0, 0)
     for n, name in enumerate(["Zoë", "Noe\u0308l", "Nguyễn", "Thảo", "กิ่ง", "क्षत्रिय"]):
-        assert visitor.submit("/signup", email=f"ok{n}@example.com", password=PASSWORD, name=name).status_code == 302, name
+        assert visitor.submit("/signup", email=f"ok{n}@example.com", password=PASSWORD, name=name).status_code == 302, (
+            name
+        )
 
 
 def test_two_accounts_without_names_both_sign_as_a_guest(app, visitor, post, db):
@@ -164,6 +174,7 @@ def test_names_chosen_before_keys_get_theirs_at_the_start_the_older_account_firs
 
     keys = dict(db.execute("SELECT email, name_key IS NOT NULL FROM accounts").fetchall())
     assert keys == {"ada@example.com": True, "bo@example.com": False}
-    refused = type(visitor)(app.test_client(), post).submit("/signup", email="eve@example.com", password=PASSWORD,
-                                                           name="alice")
+    refused = type(visitor)(app.test_client(), post).submit(
+        "/signup", email="eve@example.com", password=PASSWORD, name="alice"
+    )
     assert_refused(refused, 422, "looks like one that is")

@@ -62,7 +62,8 @@ def test_development_cookies_are_not_secure(visitor):
 
 
 def test_outbox_is_not_found_outside_development(database_url, db, smtp):
-    from guestbook import create_app, db as guestbook_db
+    from guestbook import create_app
+    from guestbook import db as guestbook_db
 
     app = create_app({"DATABASE_URL": database_url, "SECRET_KEY": "a secret for tests only"})
     try:
@@ -71,7 +72,9 @@ def test_outbox_is_not_found_outside_development(database_url, db, smtp):
         guestbook_db.closed(app)
 
 
-@pytest.mark.parametrize("host", ["rebound.example", "rebound.example:5000", "127.0.0.1.rebound.example", "localhost.example"])
+@pytest.mark.parametrize(
+    "host", ["rebound.example", "rebound.example:5000", "127.0.0.1.rebound.example", "localhost.example"]
+)
 def test_development_refuses_host_names_that_are_not_local(client, visitor, db, outbox, host):
     visitor.signup("ada@example.com")
     jobs.worked(db, mail.QUEUE, mail.performers)
@@ -104,7 +107,9 @@ def test_the_outbox_and_the_dashboard_answer_only_the_browser_that_opened_the_pr
         assert client.get(path).status_code == 200, path
 
 
-@pytest.mark.parametrize("path", ["/jobs/", "/jobs/failed", "/jobs/metrics", "/jobs/job/1?args=shown", "/jobs/style.css"])
+@pytest.mark.parametrize(
+    "path", ["/jobs/", "/jobs/failed", "/jobs/metrics", "/jobs/job/1?args=shown", "/jobs/style.css"]
+)
 def test_a_rebound_host_name_reaches_no_page_of_the_dashboard(app, db, path):
     browser = app.test_client(use_cookies=False)  # its cookies are sent by hand, as a browser would send them
     key = f"{development.COOKIE}={development.key(app)}"
@@ -116,5 +121,7 @@ def test_a_rebound_host_name_reaches_no_page_of_the_dashboard(app, db, path):
     assert browser.get(path, headers=rebound).status_code == 400
     assert browser.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers=rebound).status_code == 400
     assert jobs.paused_queues(db) == set()
-    assert browser.post("/jobs/pause", data={"csrf": token, "queue": "mail"},
-                        headers={"Cookie": cookies}).status_code == 200  # the same form, from the local name
+    assert (
+        browser.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Cookie": cookies}).status_code
+        == 200
+    )  # the same form, from the local name

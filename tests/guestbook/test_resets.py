@@ -1,8 +1,9 @@
 """Password resets: the same answer for any address, one letter per five minutes, and a link that works once."""
 
 import base64
-import psycopg
 import time
+
+import psycopg
 
 from guestbook import accounts
 
@@ -150,7 +151,11 @@ def test_letters_with_links_expire_with_their_links_and_the_others_never(app, vi
     visitor.submit(post.only_link_to("ada@example.com"), password=NEW_PASSWORD)
     (changed,) = post.queued()
 
-    assert start + app.config["RESET_TOKEN_MAX_AGE"] <= reset["expires"] <= time.time() + app.config["RESET_TOKEN_MAX_AGE"] + 1
+    assert (
+        start + app.config["RESET_TOKEN_MAX_AGE"]
+        <= reset["expires"]
+        <= time.time() + app.config["RESET_TOKEN_MAX_AGE"] + 1
+    )
     assert changed["expires"] is None  # "your password was changed" carries no link that dies
 
 

@@ -23,7 +23,9 @@ def scanned(client, link: str, **body) -> None:
 
 def state(db) -> list[tuple]:
     """Everything an account's links or forms could change, and the jobs table's size."""
-    rows = db.execute("SELECT email, password_digest, confirmed_at, failed_signins, locked_at FROM accounts ORDER BY id")
+    rows = db.execute(
+        "SELECT email, password_digest, confirmed_at, failed_signins, locked_at FROM accounts ORDER BY id"
+    )
     return [*rows.fetchall(), db.execute("SELECT count(*) FROM jobs").fetchone()]
 
 
@@ -63,11 +65,14 @@ def test_safe_methods_with_a_password_do_not_reset_it(client, visitor, post):
 
 
 @pytest.mark.parametrize("method", SAFE)
-@pytest.mark.parametrize("path, fields", [
-    ("/signup", {"email": "bo@example.com", "password": PASSWORD}),
-    ("/signin", {"email": "ada@example.com", "password": PASSWORD}),
-    ("/resets/new", {"email": "ada@example.com"}),
-])
+@pytest.mark.parametrize(
+    "path, fields",
+    [
+        ("/signup", {"email": "bo@example.com", "password": PASSWORD}),
+        ("/signin", {"email": "ada@example.com", "password": PASSWORD}),
+        ("/resets/new", {"email": "ada@example.com"}),
+    ],
+)
 def test_safe_method_with_a_form_body_acts_on_nothing(client, visitor, db, method, path, fields):
     visitor.confirmed_account("ada@example.com")
     before = state(db)

@@ -26,8 +26,9 @@ def test_prepared_on_a_current_schema_locks_none_of_the_guestbooks_tables(app, c
     with connect() as conn:
         with conn.transaction():  # the locks it took are held until this ends
             guestbook_db.prepared(conn)
-            locked = conn.execute("SELECT relation::regclass::text FROM pg_locks WHERE pid = pg_backend_pid()"
-                                  " AND locktype = 'relation'").fetchall()
+            locked = conn.execute(
+                "SELECT relation::regclass::text FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'relation'"
+            ).fetchall()
     assert not {name for (name,) in locked} & set(TABLES)
 
 

@@ -23,16 +23,27 @@ def test_serve_refuses_to_start_outside_development_without_a_secret_and_a_datab
     assert "set SECRET_KEY and DATABASE_URL" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("setting, value, words", [
-    ("MAIL_RETRY_INTERVALS", "1,soon", "MAIL_RETRY_INTERVALS takes seconds separated by commas, got '1,soon'"),
-    ("RESET_TOKEN_MAX_AGE", "an hour", "RESET_TOKEN_MAX_AGE takes a whole number, got 'an hour'"),
-    ("TRUSTED_PROXIES", "-1", "TRUSTED_PROXIES takes a whole number, got '-1'"),
-])
+@pytest.mark.parametrize(
+    "setting, value, words",
+    [
+        ("MAIL_RETRY_INTERVALS", "1,soon", "MAIL_RETRY_INTERVALS takes seconds separated by commas, got '1,soon'"),
+        ("RESET_TOKEN_MAX_AGE", "an hour", "RESET_TOKEN_MAX_AGE takes a whole number, got 'an hour'"),
+        ("TRUSTED_PROXIES", "-1", "TRUSTED_PROXIES takes a whole number, got '-1'"),
+    ],
+)
 def test_serve_with_a_bad_setting_says_which_and_exits_2(database_url, tmp_path, setting, value, words):
-    env = environment(DATABASE_URL=database_url, SECRET_KEY=SECRET, BASE_URL=SITE, PYTHONPATH=str(ROOT), **{setting: value})
+    env = environment(
+        DATABASE_URL=database_url, SECRET_KEY=SECRET, BASE_URL=SITE, PYTHONPATH=str(ROOT), **{setting: value}
+    )
 
-    done = subprocess.run([sys.executable, "-m", "guestbook", "serve", "--port", str(free_port())], env=env,
-                          cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
+    done = subprocess.run(
+        [sys.executable, "-m", "guestbook", "serve", "--port", str(free_port())],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
 
     assert (done.returncode, done.stderr.strip()) == (2, f"guestbook: {words}")
 
@@ -40,18 +51,31 @@ def test_serve_with_a_bad_setting_says_which_and_exits_2(database_url, tmp_path,
 def test_importing_the_app_never_fails_on_a_bad_setting(tmp_path):
     env = environment(PYTHONPATH=str(ROOT), MAIL_RETRY_INTERVALS="soon")
 
-    done = subprocess.run([sys.executable, "-c", "import mail, guestbook, guestbook.__main__"], env=env, cwd=tmp_path,
-                          capture_output=True, text=True, timeout=WAIT)
+    done = subprocess.run(
+        [sys.executable, "-c", "import mail, guestbook, guestbook.__main__"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
 
     assert (done.returncode, done.stderr) == (0, "")
 
 
-@pytest.mark.parametrize("secret, base_url, words", [
-    ("s" * (SECRET_KEY_MIN - 1), SITE, f"SECRET_KEY has {SECRET_KEY_MIN - 1} characters; it needs {SECRET_KEY_MIN}"),
-    (SECRET, None, "set BASE_URL to the site's https:// address"),
-    (SECRET, "http://guestbook.example", "not 'http://guestbook.example'"),
-    (SECRET, "https://", "set BASE_URL to the site's https:// address"),
-])
+@pytest.mark.parametrize(
+    "secret, base_url, words",
+    [
+        (
+            "s" * (SECRET_KEY_MIN - 1),
+            SITE,
+            f"SECRET_KEY has {SECRET_KEY_MIN - 1} characters; it needs {SECRET_KEY_MIN}",
+        ),
+        (SECRET, None, "set BASE_URL to the site's https:// address"),
+        (SECRET, "http://guestbook.example", "not 'http://guestbook.example'"),
+        (SECRET, "https://", "set BASE_URL to the site's https:// address"),
+    ],
+)
 def test_serve_refuses_a_short_secret_or_a_base_url_that_is_not_https(monkeypatch, capsys, secret, base_url, words):
     monkeypatch.setenv("DATABASE_URL", "postgresql://nobody@127.0.0.1:1/none")  # never reached: refused first
     monkeypatch.setenv("SECRET_KEY", secret)
@@ -102,9 +126,13 @@ def test_the_dashboard_s_metrics_show_the_counters_of_the_worker_beside_the_serv
         status, metrics = served.request("/jobs/metrics")
         assert status == 200
         assert 'jobs_worker_queue_paused{queue="mail"} 0' in metrics.splitlines()
-        served.request("/signup", {"email": f"served-{uuid.uuid4().hex[:8]}@example.com",
-                                   "password": "correct horse battery"})
-        assert eventually(lambda: 'jobs_worker_attempts_total{outcome="processed"} 1'
-                          in served.request("/jobs/metrics")[1].splitlines())
+        served.request(
+            "/signup", {"email": f"served-{uuid.uuid4().hex[:8]}@example.com", "password": "correct horse battery"}
+        )
+        assert eventually(
+            lambda: (
+                'jobs_worker_attempts_total{outcome="processed"} 1' in served.request("/jobs/metrics")[1].splitlines()
+            )
+        )
     finally:
         assert served.stopped() == 0

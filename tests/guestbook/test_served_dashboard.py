@@ -31,8 +31,14 @@ def address() -> str:
 
 def operator(database_url, *args) -> subprocess.CompletedProcess:
     """`python -m guestbook admins ARGS`, as an operator runs it on the server."""
-    return subprocess.run([sys.executable, "-m", "guestbook", "admins", *args], capture_output=True, text=True,
-                          env=environment(DATABASE_URL=database_url, PYTHONPATH=str(ROOT)), cwd=ROOT, timeout=WAIT)
+    return subprocess.run(
+        [sys.executable, "-m", "guestbook", "admins", *args],
+        capture_output=True,
+        text=True,
+        env=environment(DATABASE_URL=database_url, PYTHONPATH=str(ROOT)),
+        cwd=ROOT,
+        timeout=WAIT,
+    )
 
 
 def letter_to(smtp, to: str) -> str:
@@ -47,8 +53,9 @@ def letter_to(smtp, to: str) -> str:
 def production(database_url, db, tmp_path):
     """A production guestbook (BASE_URL https, as behind a proxy that ends TLS), and its SMTP server."""
     with SMTPServer() as smtp:
-        served = Served([], environment(DATABASE_URL=database_url, SECRET_KEY=SECRET, MAIL_URL=smtp.url,
-                                        BASE_URL=SITE), tmp_path)
+        served = Served(
+            [], environment(DATABASE_URL=database_url, SECRET_KEY=SECRET, MAIL_URL=smtp.url, BASE_URL=SITE), tmp_path
+        )
         try:
             assert served.said.startswith("The guestbook is at")
             yield served, smtp
@@ -96,12 +103,15 @@ def test_no_page_of_the_dashboard_shows_the_link_of_a_reset_letter_held_on_a_pau
     paused = 'jobs_worker_queue_paused{queue="mail"} 1'  # the worker beside looks every POLL_INTERVAL
     assert eventually(lambda: paused in visitor.request("/jobs/metrics")[1].splitlines())
     assert served.visitor().request("/resets/new", {"email": email})[0] == 302
-    job, body, account = db.execute("SELECT id, args->'letter'->>'body', args->>'account' FROM jobs "
-                                    "WHERE args->'letter'->>'to' = %s", [email]).fetchone()  # the job reset_letter
+    job, body, account = db.execute(
+        "SELECT id, args->'letter'->>'body', args->>'account' FROM jobs WHERE args->'letter'->>'to' = %s", [email]
+    ).fetchone()  # the job reset_letter
     token = re.search(r"/resets/([^/\s]+)/edit", body).group(1)
 
-    pages = [visitor.request(path) for path in ("/jobs/", "/jobs/failed", f"/jobs/job/{job}",
-                                                f"/jobs/job/{job}?args=shown", "/jobs/metrics")]
+    pages = [
+        visitor.request(path)
+        for path in ("/jobs/", "/jobs/failed", f"/jobs/job/{job}", f"/jobs/job/{job}?args=shown", "/jobs/metrics")
+    ]
 
     assert [status for status, _ in pages] == [200] * len(pages)
     assert [page for _, page in pages if token in page] == []
@@ -117,22 +127,27 @@ def test_the_dashboard_s_forms_take_only_a_token_the_server_signed_from_its_own_
     chosen = served.visitor()  # a client that chose its own token, and signed in as itself: still no signature
     chosen.cookies = {**visitor.cookies, "jobs_csrf": "c" * 43}
 
-    answers = [chosen.request("/jobs/pause", {"csrf": "c" * 43, "queue": "mail"}, csrf=False)[0],
-               visitor.request("/jobs/pause", {"csrf": token, "queue": "mail"}, csrf=False,
-                               headers={"Origin": "https://attacker.example"})[0]]
+    answers = [
+        chosen.request("/jobs/pause", {"csrf": "c" * 43, "queue": "mail"}, csrf=False)[0],
+        visitor.request(
+            "/jobs/pause", {"csrf": token, "queue": "mail"}, csrf=False, headers={"Origin": "https://attacker.example"}
+        )[0],
+    ]
 
     assert answers == [403, 403]
     assert db.execute("SELECT count(*) FROM job_paused_queues").fetchone()[0] == 0
     assert "Secure" in [h for h in headers.get_all("Set-Cookie") if h.startswith("jobs_csrf=")][0]
     assert headers["Strict-Transport-Security"].startswith("max-age=")
     assert headers["X-Frame-Options"] == "DENY"
-    assert visitor.request("/jobs/pause", {"csrf": token, "queue": "mail"}, csrf=False,
-                           headers={"Origin": SITE})[0] == 200
+    assert (
+        visitor.request("/jobs/pause", {"csrf": token, "queue": "mail"}, csrf=False, headers={"Origin": SITE})[0] == 200
+    )
 
 
 @pytest.mark.slow
-def test_development_shows_the_outbox_and_the_dashboard_only_to_the_printed_link_under_a_local_name(database_url, db,
-                                                                                                tmp_path):
+def test_development_shows_the_outbox_and_the_dashboard_only_to_the_printed_link_under_a_local_name(
+    database_url, db, tmp_path
+):
     served = Served(["--development"], environment(DATABASE_URL=database_url), tmp_path)
     try:
         assert served.key_link.startswith(f"{served.base}/?key=")
@@ -140,7 +155,9 @@ def test_development_shows_the_outbox_and_the_dashboard_only_to_the_printed_link
         assert [neighbour.request(path)[0] for path in ("/outbox", "/jobs/", "/jobs/metrics")] == [403, 403, 403]
         assert [served.request(path)[0] for path in ("/outbox", "/jobs/", "/jobs/metrics")] == [200, 200, 200]
         rebound = {"Host": "rebind.attacker.example"}
-        assert [served.visitor(keyed=True).request(path, headers=rebound)[0]
-                for path in ("/outbox", "/jobs/", "/jobs/failed", "/jobs/metrics")] == [400, 400, 400, 400]
+        assert [
+            served.visitor(keyed=True).request(path, headers=rebound)[0]
+            for path in ("/outbox", "/jobs/", "/jobs/failed", "/jobs/metrics")
+        ] == [400, 400, 400, 400]
     finally:
         assert served.stopped() == 0

@@ -115,10 +115,13 @@ def test_a_connection_that_stops_sending_is_closed_after_the_channel_timeout(ser
 
 @pytest.mark.slow
 def test_a_body_past_the_limit_is_refused_before_it_is_read(served):
-    connection = connected(served, (
-        "POST /signup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-        f"Content-Length: {900 * 1024 * 1024}\r\n\r\n"
-    ).encode())  # and none of the 900 MiB: the answer must not wait for them
+    connection = connected(
+        served,
+        (
+            "POST /signup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            f"Content-Length: {900 * 1024 * 1024}\r\n\r\n"
+        ).encode(),
+    )  # and none of the 900 MiB: the answer must not wait for them
 
     assert status_of(connection) == 413
 
@@ -129,10 +132,14 @@ def test_a_chunked_body_past_the_limit_is_refused_once_it_passes_it(served):
     # waitress counts a chunked body's bytes with their framing. Just enough chunks to pass
     # its limit, and no more: bytes sent past the answer would only make the close a reset.
     chunks = -(-BODY_MAX // len(chunk))
-    connection = connected(served, (
-        b"POST /signup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-        b"Transfer-Encoding: chunked\r\n\r\n"
-    ) + chunk * chunks)  # and never the last, empty chunk
+    connection = connected(
+        served,
+        (
+            b"POST /signup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        + chunk * chunks,
+    )  # and never the last, empty chunk
 
     assert status_of(connection) == 413
 
@@ -140,10 +147,14 @@ def test_a_chunked_body_past_the_limit_is_refused_once_it_passes_it(served):
 @pytest.mark.slow
 def test_a_body_of_exactly_the_limit_reaches_the_app(served):
     body = b"email=" + b"x" * (forms.CONTENT_MAX - len(b"email="))
-    connection = connected(served, (
-        "POST /signup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-    ).encode() + body)
+    connection = connected(
+        served,
+        (
+            "POST /signup HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        + body,
+    )
 
     assert status_of(connection) == 400  # the app's own answer: no CSRF token
 
@@ -156,11 +167,14 @@ def test_behind_a_trusted_proxy_each_client_it_names_has_a_limit_of_its_own(data
         token = visitor.csrf_token()
         statuses = []
         for n in range(limits.CLIENT_TRIES + 1):  # one more than one client may send
-            connection = connected(served, (
-                "POST /resets/new HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
-                f"Cookie: {visitor.cookie}\r\nX-Forwarded-For: 10.0.0.{n + 1}\r\nConnection: close\r\n"
-                f"Content-Length: {len(body := f'csrf_token={token}&email=ada%40example.com')}\r\n\r\n{body}"
-            ).encode())
+            connection = connected(
+                served,
+                (
+                    "POST /resets/new HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                    f"Cookie: {visitor.cookie}\r\nX-Forwarded-For: 10.0.0.{n + 1}\r\nConnection: close\r\n"
+                    f"Content-Length: {len(body := f'csrf_token={token}&email=ada%40example.com')}\r\n\r\n{body}"
+                ).encode(),
+            )
             statuses.append(status_of(connection))
         assert statuses == [302] * (limits.CLIENT_TRIES + 1)
     finally:

@@ -103,8 +103,10 @@ def test_signing_in_to_an_unconfirmed_account_again_and_again_sends_one_letter_p
 
     assert answers == [401] * 20
     assert len(post.delivered()) == 1
-    db.execute("UPDATE accounts SET confirmation_again_at = confirmation_again_at - make_interval(secs => %s)",
-               [accounts.CONFIRM_EVERY])
+    db.execute(
+        "UPDATE accounts SET confirmation_again_at = confirmation_again_at - make_interval(secs => %s)",
+        [accounts.CONFIRM_EVERY],
+    )
     visitor.signin("ada@example.com")
     assert post.only_link_to("ada@example.com").startswith("/confirm/")
 

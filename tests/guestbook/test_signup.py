@@ -6,7 +6,8 @@ import pytest
 
 import jobs
 import mail
-from guestbook import accounts, auth, db as guestbook_db, tokens
+from guestbook import accounts, auth, tokens
+from guestbook import db as guestbook_db
 
 from ..mail.smtpd import body_of
 from .conftest import PASSWORD
@@ -77,8 +78,10 @@ def test_thirty_signups_of_a_taken_address_send_its_owner_one_letter(client, vis
     assert answers == [302] * 30
     (letter,) = post.delivered()
     assert letter["Subject"] == "You already have a guestbook account"
-    db.execute("UPDATE accounts SET signup_again_sent_at = signup_again_sent_at - make_interval(secs => %s)",
-               [accounts.SIGNUP_AGAIN_EVERY])
+    db.execute(
+        "UPDATE accounts SET signup_again_sent_at = signup_again_sent_at - make_interval(secs => %s)",
+        [accounts.SIGNUP_AGAIN_EVERY],
+    )
     visitor.signup("ada@example.com", "another long password")
     assert [letter["Subject"] for letter in post.delivered()] == ["You already have a guestbook account"]
 
@@ -144,18 +147,21 @@ def test_confirmed_account_can_sign_in(client, visitor):
     assert "ada@example.com" in client.get("/").get_data(as_text=True)
 
 
-@pytest.mark.parametrize("email, password, problem", [
-    ("not an address", PASSWORD, "Enter an email address"),
-    ("", PASSWORD, "Enter an email address"),
-    ("ada@example.com", "short", "at least 12 characters"),
-    ("ada@example.com", "x" * 11, "at least 12 characters"),
-    ("ada@example.com", "qwerty123456", "one of the most common"),
-    ("ada@example.com", "1q2w3e4r5t6y", "one of the most common"),
-    ("ada@example.com", " Qwerty123456 ", "one of the most common"),
-    ("grace@example.com", "grace hopper 1906", "without “grace” in it"),
-    ("grace@example.com", "my name is GRACE!", "the name your address begins with"),
-    ("ada.lovelace.1815@example.com", "ada.lovelace.1815", "the name your address begins with"),
-])
+@pytest.mark.parametrize(
+    "email, password, problem",
+    [
+        ("not an address", PASSWORD, "Enter an email address"),
+        ("", PASSWORD, "Enter an email address"),
+        ("ada@example.com", "short", "at least 12 characters"),
+        ("ada@example.com", "x" * 11, "at least 12 characters"),
+        ("ada@example.com", "qwerty123456", "one of the most common"),
+        ("ada@example.com", "1q2w3e4r5t6y", "one of the most common"),
+        ("ada@example.com", " Qwerty123456 ", "one of the most common"),
+        ("grace@example.com", "grace hopper 1906", "without “grace” in it"),
+        ("grace@example.com", "my name is GRACE!", "the name your address begins with"),
+        ("ada.lovelace.1815@example.com", "ada.lovelace.1815", "the name your address begins with"),
+    ],
+)
 def test_signup_with_unusable_details_is_refused_and_writes_nothing(visitor, db, email, password, problem):
     answer = visitor.signup(email, password)
 
@@ -165,14 +171,17 @@ def test_signup_with_unusable_details_is_refused_and_writes_nothing(visitor, db,
     assert jobs.listed(db) == []
 
 
-@pytest.mark.parametrize("email", [
-    "=?utf-8?q?victim?=@=?utf-8?q?evil=2Eexample?=",  # a mail server would be handed victim@evil.example
-    "=?utf-8?q?ada=0D=0Abcc=3Dall?=@example.com",  # an encoded CR LF, which the worker could never send
-    "ada\x01@example.com",
-    "ada\x1b@example.com",
-    "zoé@example.com",
-    "ada@exämple.com",
-])
+@pytest.mark.parametrize(
+    "email",
+    [
+        "=?utf-8?q?victim?=@=?utf-8?q?evil=2Eexample?=",  # a mail server would be handed victim@evil.example
+        "=?utf-8?q?ada=0D=0Abcc=3Dall?=@example.com",  # an encoded CR LF, which the worker could never send
+        "ada\x01@example.com",
+        "ada\x1b@example.com",
+        "zoé@example.com",
+        "ada@exämple.com",
+    ],
+)
 def test_signup_with_an_address_that_is_not_sent_as_it_reads_is_refused_and_queues_nothing(visitor, db, email):
     answer = visitor.signup(email)
 
@@ -192,10 +201,21 @@ def test_password_of_twelve_and_of_128_characters_are_accepted(visitor, db):
     assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 2
 
 
-@pytest.mark.parametrize("password", [
-    "aaaaaaaaaaaa", "123456789012", "passwordpassword", "Password123!", "guestbook123", "Welcome12345",
-    "abcdefghijkl", "qwertyuiopas", "Guestbook2026!", "x" * 128,
-])
+@pytest.mark.parametrize(
+    "password",
+    [
+        "aaaaaaaaaaaa",
+        "123456789012",
+        "passwordpassword",
+        "Password123!",
+        "guestbook123",
+        "Welcome12345",
+        "abcdefghijkl",
+        "qwertyuiopas",
+        "Guestbook2026!",
+        "x" * 128,
+    ],
+)
 def test_signup_with_a_password_of_a_guessable_pattern_is_refused_and_writes_nothing(visitor, db, password):
     answer = visitor.signup("ada@example.com", password)
 

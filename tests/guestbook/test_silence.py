@@ -12,7 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from guestbook import create_app, db as guestbook_db
+from guestbook import create_app
+from guestbook import db as guestbook_db
 from tests.jobs.helpers import wait_for
 from tests.jobs.private_pg import removed, started
 from tests.silent_proxy import SilentProxy
@@ -35,8 +36,14 @@ def server():
 @pytest.mark.parametrize("mode", ["hold", "drop"])
 def test_the_guestbook_answers_within_the_bound_when_its_pooled_connections_go_silent(server, mode):
     proxy = SilentProxy(("127.0.0.1", server.port))
-    app = create_app({"DATABASE_URL": proxy.url(server.url), "SECRET_KEY": "a secret for tests only",
-                      "TESTING": True, "DATABASE_SILENT_AFTER": SILENCE})
+    app = create_app(
+        {
+            "DATABASE_URL": proxy.url(server.url),
+            "SECRET_KEY": "a secret for tests only",
+            "TESTING": True,
+            "DATABASE_SILENT_AFTER": SILENCE,
+        }
+    )
     try:
         with server.connect() as db:
             db.execute("INSERT INTO accounts (email, password_digest) VALUES ('ada@example.com', 'x')")

@@ -46,8 +46,11 @@ def blocks() -> tuple[dict[str, str], list[tuple[str, str]]]:
 
 
 FILES, EXCERPTS = blocks()
-TEST_NAMES = [node.name for node in ast.parse(FILES[TESTS]).body
-              if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")]
+TEST_NAMES = [
+    node.name
+    for node in ast.parse(FILES[TESTS]).body
+    if isinstance(node, ast.FunctionDef) and node.name.startswith("test_")
+]
 
 
 def loaded(name: str, path: str, package: str) -> types.ModuleType:
@@ -84,5 +87,5 @@ def test_the_tutorial_s_test_passes(name, tutorial_tests, request):
 def test_what_the_tutorial_quotes_is_in_the_code(path, excerpt):
     quoted = textwrap.dedent(excerpt).splitlines()
     lines = (ROOT / path).read_text().splitlines()
-    windows = (textwrap.dedent("\n".join(lines[at:at + len(quoted)])).splitlines() for at in range(len(lines)))
+    windows = (textwrap.dedent("\n".join(lines[at : at + len(quoted)])).splitlines() for at in range(len(lines)))
     assert quoted in windows, f"the tutorial quotes lines that {path} no longer holds:\n{excerpt}"

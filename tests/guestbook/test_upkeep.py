@@ -21,8 +21,11 @@ def fresh_schedules(db):
 def signed_up_ago(db, visitor, email, seconds):
     """An account signed up with its confirmation letter sent `seconds` ago."""
     visitor.signup(email)
-    db.execute("UPDATE accounts SET created_at = now() - make_interval(secs => %s), "
-               "confirmation_sent_at = now() - make_interval(secs => %s) WHERE email = %s", (seconds, seconds, email))
+    db.execute(
+        "UPDATE accounts SET created_at = now() - make_interval(secs => %s), "
+        "confirmation_sent_at = now() - make_interval(secs => %s) WHERE email = %s",
+        (seconds, seconds, email),
+    )
 
 
 def emails(db):
@@ -48,8 +51,10 @@ def test_the_daily_schedules_queue_every_upkeep_job_once_after_downtime(app, db,
 
 def test_accounts_whose_confirmation_link_expired_unused_are_deleted(app, db, visitor, post):
     visitor.confirmed_account("confirmed@example.com")
-    db.execute("UPDATE accounts SET created_at = now() - interval '30 days', "
-               "confirmation_sent_at = now() - interval '30 days' WHERE email = 'confirmed@example.com'")
+    db.execute(
+        "UPDATE accounts SET created_at = now() - interval '30 days', "
+        "confirmation_sent_at = now() - interval '30 days' WHERE email = 'confirmed@example.com'"
+    )
     signed_up_ago(db, visitor, "expired@example.com", tokens.CONFIRM_MAX_AGE + 60)
     signed_up_ago(db, visitor, "fresh@example.com", tokens.CONFIRM_MAX_AGE - 60)
     post.delivered()
@@ -70,9 +75,14 @@ def test_a_confirmation_letter_sent_again_keeps_the_account_as_long_as_its_link(
 
 
 def test_batches_finished_more_than_a_week_ago_are_pruned(db):
-    old, recent, running = (jobs.batch(db, "imports", []), jobs.batch(db, "imports", []),
-                            jobs.batch(db, "imports", [("row", {})]))
-    db.execute("UPDATE job_batches SET finished_at = finished_at - %s WHERE id = %s", ((upkeep.BATCHES_KEPT + 60) * 1000, old))
+    old, recent, running = (
+        jobs.batch(db, "imports", []),
+        jobs.batch(db, "imports", []),
+        jobs.batch(db, "imports", [("row", {})]),
+    )
+    db.execute(
+        "UPDATE job_batches SET finished_at = finished_at - %s WHERE id = %s", ((upkeep.BATCHES_KEPT + 60) * 1000, old)
+    )
     jobs.later(db, upkeep.QUEUE, "prune_batches", {})
     assert worked_upkeep(db) == ["ran prune_batches"]
     assert jobs.batch_status(db, old) is None
@@ -84,7 +94,9 @@ def test_the_procfiles_worker_holds_the_upkeep_schedules(app, db, fresh_schedule
     worker = start_worker(database_url, "mail", *worker_line)  # its --performers comes last, and wins
     try:
         keys = lambda: [row[0] for row in db.execute("SELECT key FROM job_schedules ORDER BY key")]  # noqa: E731
-        wait_for(lambda: keys() == sorted(every.key for every in upkeep.schedules), "the worker to record its schedules")
+        wait_for(
+            lambda: keys() == sorted(every.key for every in upkeep.schedules), "the worker to record its schedules"
+        )
     finally:
         output = stopped(worker)
     assert worker.returncode == 0, output
@@ -93,10 +105,14 @@ def test_the_procfiles_worker_holds_the_upkeep_schedules(app, db, fresh_schedule
 def test_ended_sessions_are_pruned_and_live_ones_kept(app, db, visitor):
     visitor.signed_in("ada@example.com")
     live = db.execute("SELECT id FROM sessions").fetchone()[0]
-    db.execute("INSERT INTO sessions (account_id, seen_at) VALUES (1, now() - make_interval(secs => %s))",
-               [sessions.SESSION_IDLE + 60])
-    db.execute("INSERT INTO sessions (account_id, created_at) VALUES (1, now() - make_interval(secs => %s))",
-               [sessions.SESSION_MAX_AGE + 60])
+    db.execute(
+        "INSERT INTO sessions (account_id, seen_at) VALUES (1, now() - make_interval(secs => %s))",
+        [sessions.SESSION_IDLE + 60],
+    )
+    db.execute(
+        "INSERT INTO sessions (account_id, created_at) VALUES (1, now() - make_interval(secs => %s))",
+        [sessions.SESSION_MAX_AGE + 60],
+    )
     jobs.later(db, upkeep.QUEUE, "prune_sessions", {})
     assert worked_upkeep(db) == ["ran prune_sessions"]
     assert [row[0] for row in db.execute("SELECT id FROM sessions")] == [live]
@@ -105,8 +121,10 @@ def test_ended_sessions_are_pruned_and_live_ones_kept(app, db, visitor):
 def failed_letter(db, to: str, failed_ago: float) -> int:
     """A letter on the failed shelf that failed `failed_ago` seconds ago."""
     job = jobs.later(db, upkeep.QUEUE, "deliver", {"to": to})
-    db.execute("UPDATE jobs SET attempts = max_attempts, failure = 'refused', run_at = %s WHERE id = %s",
-               [jobs.now_ms() - int(failed_ago * 1000), job])
+    db.execute(
+        "UPDATE jobs SET attempts = max_attempts, failure = 'refused', run_at = %s WHERE id = %s",
+        [jobs.now_ms() - int(failed_ago * 1000), job],
+    )
     return job
 
 

@@ -6,8 +6,8 @@ import jobs
 import mail
 from guestbook import upkeep
 
-from .conftest import LINK, PASSWORD
 from ..mail.smtpd import body_of
+from .conftest import LINK, PASSWORD
 
 WAIT = 10.0  # seconds a test waits for the worker before it fails
 

@@ -39,8 +39,9 @@ def app_role(db, database_url):
     password = secrets.token_hex(16)
     dropped(db)
     db.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(sql.Identifier(APP_ROLE), sql.Literal(password)))
-    yield lambda schema="public": make_conninfo(database_url, user=APP_ROLE, password=password,
-                                                options=f"-c search_path={schema}")
+    yield lambda schema="public": make_conninfo(
+        database_url, user=APP_ROLE, password=password, options=f"-c search_path={schema}"
+    )
     dropped(db)
 
 

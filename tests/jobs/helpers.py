@@ -30,8 +30,9 @@ CHECKED = set()  # the addresses no_stray_worker has found free of strays in thi
 def start_worker(database_url, queue, *options, env=None):
     """Starts `python -m jobs work` on `queue` with the test performers, as its own process; `env` adds to its environment."""
     no_stray_worker(database_url)
-    process = start_command(database_url, "work", queue, "--performers", "tests.jobs.performers:performers", *options,
-                            env=env)
+    process = start_command(
+        database_url, "work", queue, "--performers", "tests.jobs.performers:performers", *options, env=env
+    )
     STARTED.add(process)
     return process
 
@@ -56,9 +57,11 @@ def no_stray_worker(database_url) -> None:
         try:
             wait_for(lambda: scalar(db, query, [APPLICATION_NAME]) == 0, "", timeout=STRAY_WAIT)
         except AssertionError:
-            raise AssertionError(f"a stray {APPLICATION_NAME!r} is on {db.info.dbname} (connections: "
-                                 f"{scalar(db, query, [APPLICATION_NAME])}) and would take this test's jobs: stop it"
-                                 " (pgrep -af 'jobs work') before the tests run") from None
+            raise AssertionError(
+                f"a stray {APPLICATION_NAME!r} is on {db.info.dbname} (connections: "
+                f"{scalar(db, query, [APPLICATION_NAME])}) and would take this test's jobs: stop it"
+                " (pgrep -af 'jobs work') before the tests run"
+            ) from None
     CHECKED.add(database_url)
 
 
@@ -71,8 +74,15 @@ def start_command(database_url, *args, env=None):
     env = {**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(PROJECT), **(env or {})}
     log = tempfile.TemporaryFile(mode="w+")
     command = [sys.executable, "-m", "jobs", *args]
-    process = subprocess.Popen(command, cwd=PROJECT, env=env, stdout=log, stderr=subprocess.STDOUT, text=True,
-                               preexec_fn=dying_with_this_thread())
+    process = subprocess.Popen(
+        command,
+        cwd=PROJECT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        text=True,
+        preexec_fn=dying_with_this_thread(),
+    )
     process.log = log
     return process
 

@@ -156,8 +156,10 @@ def effect(db, args):
     a test can count every duplicate; `done_at` gives the completions per second.
     """
     time.sleep(args.get("ms", 0) / 1000)
-    db.execute("INSERT INTO effects (n, pid) VALUES (%s, %s) ON CONFLICT (n) DO UPDATE SET runs = effects.runs + 1",
-               (args["n"], os.getpid()))
+    db.execute(
+        "INSERT INTO effects (n, pid) VALUES (%s, %s) ON CONFLICT (n) DO UPDATE SET runs = effects.runs + 1",
+        (args["n"], os.getpid()),
+    )
 
 
 performers["effect"] = effect

@@ -33,25 +33,31 @@ class PgBouncer:
         self.user, self.dbname = server.get("user", "postgres"), server.get("dbname", "postgres")
         self.url = make_conninfo(host="127.0.0.1", port=self.port, user=self.user, dbname=self.dbname)
         self.log = folder / "pgbouncer.log"
-        target = make_conninfo(host=server.get("host", "127.0.0.1"), port=server.get("port", "5432"),
-                               dbname=self.dbname, user=self.user)
+        target = make_conninfo(
+            host=server.get("host", "127.0.0.1"), port=server.get("port", "5432"), dbname=self.dbname, user=self.user
+        )
         (folder / "users.txt").write_text(f'"{self.user}" ""\n')
-        (folder / "pgbouncer.ini").write_text("\n".join([
-            "[databases]",
-            f"{self.dbname} = {target}",
-            "[pgbouncer]",
-            "listen_addr = 127.0.0.1",
-            f"listen_port = {self.port}",
-            "unix_socket_dir =",
-            "auth_type = trust",
-            f"auth_file = {folder / 'users.txt'}",
-            "pool_mode = transaction",
-            f"default_pool_size = {POOL_SIZE}",
-            f"max_client_conn = {MOST_CLIENTS}",
-            "ignore_startup_parameters = extra_float_digits",
-            f"logfile = {self.log}",
-            f"pidfile = {folder / 'pgbouncer.pid'}",
-        ]) + "\n")
+        (folder / "pgbouncer.ini").write_text(
+            "\n".join(
+                [
+                    "[databases]",
+                    f"{self.dbname} = {target}",
+                    "[pgbouncer]",
+                    "listen_addr = 127.0.0.1",
+                    f"listen_port = {self.port}",
+                    "unix_socket_dir =",
+                    "auth_type = trust",
+                    f"auth_file = {folder / 'users.txt'}",
+                    "pool_mode = transaction",
+                    f"default_pool_size = {POOL_SIZE}",
+                    f"max_client_conn = {MOST_CLIENTS}",
+                    "ignore_startup_parameters = extra_float_digits",
+                    f"logfile = {self.log}",
+                    f"pidfile = {folder / 'pgbouncer.pid'}",
+                ]
+            )
+            + "\n"
+        )
         self.process = None
 
     def start(self) -> "PgBouncer":
@@ -59,9 +65,13 @@ class PgBouncer:
         if user:
             shutil.chown(self.folder, user)
         # Started as that user rather than with -u, whose change of user would undo the tie to this run.
-        self.process = subprocess.Popen([program(), str(self.folder / "pgbouncer.ini")], user=user,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                                        preexec_fn=dying_with_this_thread())
+        self.process = subprocess.Popen(
+            [program(), str(self.folder / "pgbouncer.ini")],
+            user=user,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.STDOUT,
+            preexec_fn=dying_with_this_thread(),
+        )
         waited_until_up(self)
         return self
 

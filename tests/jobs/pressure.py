@@ -109,7 +109,9 @@ class Watcher(Background):
 
 def per_second(db, since: float) -> dict[int, int]:
     """Completions in each whole second since `since` (a time.time()), from the effects' done_at."""
-    rows = db.execute("SELECT floor(extract(epoch FROM done_at) - %s)::int AS s, count(*) FROM effects"
-                      " WHERE extract(epoch FROM done_at) >= %s GROUP BY s ORDER BY s", (since, since)).fetchall()
+    rows = db.execute(
+        "SELECT floor(extract(epoch FROM done_at) - %s)::int AS s, count(*) FROM effects"
+        " WHERE extract(epoch FROM done_at) >= %s GROUP BY s ORDER BY s",
+        (since, since),
+    ).fetchall()
     return dict(rows)
-

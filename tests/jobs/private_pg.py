@@ -44,8 +44,13 @@ class PrivatePostgres:
     that running server, from a base backup (pg_basebackup -R), until it is promoted.
     """
 
-    def __init__(self, folder: Path, bin: Path | None = None, settings: dict | None = None,
-                 standby_of: "PrivatePostgres | None" = None):
+    def __init__(
+        self,
+        folder: Path,
+        bin: Path | None = None,
+        settings: dict | None = None,
+        standby_of: "PrivatePostgres | None" = None,
+    ):
         self.folder = folder
         self.data = folder / "data"
         self.log = folder / "server.log"
@@ -61,8 +66,22 @@ class PrivatePostgres:
         if standby_of is None:
             self._run("initdb", "-D", self.data, "-U", "postgres", "--auth=trust", "--encoding=utf8")
         else:
-            self._run("pg_basebackup", "-D", self.data, "-R", "-X", "stream", "-c", "fast",
-                      "-h", "127.0.0.1", "-p", standby_of.port, "-U", "postgres")
+            self._run(
+                "pg_basebackup",
+                "-D",
+                self.data,
+                "-R",
+                "-X",
+                "stream",
+                "-c",
+                "fast",
+                "-h",
+                "127.0.0.1",
+                "-p",
+                standby_of.port,
+                "-U",
+                "postgres",
+            )
             os.chmod(self.data, 0o700)  # the server refuses a data folder others may read; initdb's is so
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write(f"port = {self.port}\n")
@@ -131,7 +150,9 @@ def system_binaries() -> Path:
     AssertionError saying what to install when there is none.
     """
     found = sorted(SYSTEM_SERVERS.glob("*/lib/llvmjit.so"), key=lambda path: int(path.parts[-3]))
-    assert found, f"these tests need the machine's PostgreSQL with JIT under {SYSTEM_SERVERS} (apt-get install postgresql)"
+    assert found, (
+        f"these tests need the machine's PostgreSQL with JIT under {SYSTEM_SERVERS} (apt-get install postgresql)"
+    )
     return found[-1].parent.parent / "bin"
 
 

@@ -17,8 +17,9 @@ from tests.jobs.performers import RUNS, STARTS
 
 def ended(db, job) -> bool:
     """Whether `job` is gone from the table or on the shelf: nothing will run it any more."""
-    return not scalar(db, "SELECT count(*) FROM jobs WHERE id = %s AND (attempts < max_attempts OR claim IS NOT NULL)",
-                      (job,))
+    return not scalar(
+        db, "SELECT count(*) FROM jobs WHERE id = %s AND (attempts < max_attempts OR claim IS NOT NULL)", (job,)
+    )
 
 
 def test_the_claim_writes_the_attempts_the_performers_policy_allows(db):

@@ -26,6 +26,7 @@ def written(conn, what):
 
 def test_a_job_cancelled_while_it_runs_whose_attempt_then_fails_is_not_retried(db, connect, writes):
     """The failure comes before the listener's next look: the fence on the failure's statement catches it."""
+
     def cancelled_then_fails(conn, args):
         written(conn, "attempt")
         with connect() as operator:
@@ -43,14 +44,18 @@ def test_a_job_cancelled_while_it_runs_whose_attempt_then_fails_is_not_retried(d
 
 def test_a_job_cancelled_after_its_performer_returned_keeps_no_write_and_its_chain_fails_once(db, connect, writes):
     """The cancel lands between the performer's return and its settlement: the deletion's fence refuses it."""
+
     def step(conn, args):
         written(conn, "step")
         with connect() as operator:  # the operator's click comes as the performer returns
             jobs.cancelled(operator, jobs.current_job().id)
             operator.commit()
 
-    performers = {"step": step, "next_step": lambda conn, args: written(conn, "next_step"),
-                  "on_fail": lambda conn, args: written(conn, "on_fail")}
+    performers = {
+        "step": step,
+        "next_step": lambda conn, args: written(conn, "next_step"),
+        "on_fail": lambda conn, args: written(conn, "on_fail"),
+    }
     first = jobs.chain(db, "default", [("step", {}), ("next_step", {})], on_failure=("on_fail", {}))
     assert jobs.worked(db, "default", performers) == "cancelled step"
     assert jobs.worked(db, "default", performers) == "ran on_fail"
@@ -76,9 +81,11 @@ def listener_shelves_it_first(monkeypatch, connect):
 
 
 def test_a_cancel_the_listener_settles_before_the_deletion_moves_the_chain_on_once(db, connect, writes, monkeypatch):
-    performers = {"step": lambda conn, args: written(conn, "step"),
-                  "next_step": lambda conn, args: written(conn, "next_step"),
-                  "on_fail": lambda conn, args: written(conn, "on_fail")}
+    performers = {
+        "step": lambda conn, args: written(conn, "step"),
+        "next_step": lambda conn, args: written(conn, "next_step"),
+        "on_fail": lambda conn, args: written(conn, "on_fail"),
+    }
     jobs.chain(db, "default", [("step", {}), ("next_step", {})], on_failure=("on_fail", {}))
     finished = listener_shelves_it_first(monkeypatch, connect)
     assert jobs.worked(db, "default", performers) == "cancelled step"
@@ -89,10 +96,18 @@ def test_a_cancel_the_listener_settles_before_the_deletion_moves_the_chain_on_on
 
 
 def test_a_cancel_the_listener_settles_before_the_deletion_counts_once_in_its_batch(db, connect, writes, monkeypatch):
-    performers = {name: (lambda what: lambda conn, args: written(conn, what))(name)
-                  for name in ("member", "on_success", "on_failure", "always")}
-    batch = jobs.batch(db, "default", [("member", {})] * 3, on_success=("on_success", {}),
-                       on_failure=("on_failure", {}), always=("always", {}))
+    performers = {
+        name: (lambda what: lambda conn, args: written(conn, what))(name)
+        for name in ("member", "on_success", "on_failure", "always")
+    }
+    batch = jobs.batch(
+        db,
+        "default",
+        [("member", {})] * 3,
+        on_success=("on_success", {}),
+        on_failure=("on_failure", {}),
+        always=("always", {}),
+    )
     finished = listener_shelves_it_first(monkeypatch, connect)
     assert jobs.worked(db, "default", performers) == "cancelled member"
     monkeypatch.setattr(store, "finished", finished)

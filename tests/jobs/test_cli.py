@@ -31,8 +31,23 @@ def shelved(db, queue="default", args=None, unique=None) -> int:
     return job
 
 
-@pytest.mark.parametrize("command", [[], ["status"], ["failed"], ["retry"], ["discard"], ["work"], ["pause"], ["resume"],
-                                     ["cancel"], ["schedules"], ["prepare"], ["workers"]])
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["status"],
+        ["failed"],
+        ["retry"],
+        ["discard"],
+        ["work"],
+        ["pause"],
+        ["resume"],
+        ["cancel"],
+        ["schedules"],
+        ["prepare"],
+        ["workers"],
+    ],
+)
 def test_every_command_explains_itself_with_help(command):
     answer = cli(None, *command, "--help")
     assert answer.returncode == 0, answer.stderr
@@ -44,10 +59,24 @@ def test_without_database_url_a_command_says_so_and_exits_2():
     assert (answer.returncode, answer.stderr) == (2, "jobs: set DATABASE_URL to the database to work on\n")
 
 
-WRONG = [["retry"], ["retry", "1", "--all"], ["discard"], ["discard", "1", "--all"], ["retry", "seven"],
-         ["status", "extra"], ["unheard_of"], ["failed", "--limit", "0"], ["failed", "--after", "x"], ["cancel"],
-         ["cancel", "seven"], ["pause"], ["resume", "a", "b"], ["cancel", "99999999999999999999"], ["retry", "0"],
-         ["discard", "-1"]]
+WRONG = [
+    ["retry"],
+    ["retry", "1", "--all"],
+    ["discard"],
+    ["discard", "1", "--all"],
+    ["retry", "seven"],
+    ["status", "extra"],
+    ["unheard_of"],
+    ["failed", "--limit", "0"],
+    ["failed", "--after", "x"],
+    ["cancel"],
+    ["cancel", "seven"],
+    ["pause"],
+    ["resume", "a", "b"],
+    ["cancel", "99999999999999999999"],
+    ["retry", "0"],
+    ["discard", "-1"],
+]
 
 
 @pytest.mark.parametrize("command", WRONG)
@@ -72,10 +101,14 @@ def test_status_prints_each_queue_s_figures_as_a_table(db, database_url):
     jobs.later(db, "default", "note", {}, now + 3_600_000)
     jobs.later(db, "mail", "note", {}, now + 3_600_000)
     answer = cli(database_url, "status")
-    assert (answer.returncode, answer.stdout) == (0, (
-        "QUEUE    DUE  SCHEDULED  IN WORK  FAILED  OLDEST DUE  PAUSED\n"
-        "default    1          1        0       1  1 min       no\n"
-        "mail       0          1        0       0  -           no\n"))
+    assert (answer.returncode, answer.stdout) == (
+        0,
+        (
+            "QUEUE    DUE  SCHEDULED  IN WORK  FAILED  OLDEST DUE  PAUSED\n"
+            "default    1          1        0       1  1 min       no\n"
+            "mail       0          1        0       0  -           no\n"
+        ),
+    )
 
 
 def test_status_of_an_empty_table(db, database_url):
@@ -92,13 +125,19 @@ def test_failed_prints_the_shelf_without_arguments_and_exits_1(db, database_url)
     shelved(db, args={"link": f"https://example.test/reset?token={SECRET}"})
     shelved(db, "mail")
     answer = cli(database_url, "failed")
-    assert (answer.returncode, answer.stdout) == (1, (
-        "ID  QUEUE    NAME    ATTEMPTS  FAILED AT (UTC)      LAST REASON\n"
-        " 2  mail     doomed         1  1970-01-01 00:16:40  doomed\n"
-        " 1  default  doomed         1  1970-01-01 00:16:40  doomed\n"
-        "2 jobs of 2 failed for good, newest first\n"))
+    assert (answer.returncode, answer.stdout) == (
+        1,
+        (
+            "ID  QUEUE    NAME    ATTEMPTS  FAILED AT (UTC)      LAST REASON\n"
+            " 2  mail     doomed         1  1970-01-01 00:16:40  doomed\n"
+            " 1  default  doomed         1  1970-01-01 00:16:40  doomed\n"
+            "2 jobs of 2 failed for good, newest first\n"
+        ),
+    )
     assert cli(database_url, "failed", "--queue", "mail").stdout.splitlines()[1:] == [
-        " 2  mail   doomed         1  1970-01-01 00:16:40  doomed", "1 job of 1 failed for good, newest first"]
+        " 2  mail   doomed         1  1970-01-01 00:16:40  doomed",
+        "1 job of 1 failed for good, newest first",
+    ]
     full = cli(database_url, "failed", "--full")
     assert full.returncode == 1
     assert "job 1: doomed on default, failed for good at 1970-01-01 00:16:40 UTC after 1 attempt(s)" in full.stdout
@@ -113,9 +152,13 @@ def test_retry_puts_a_job_back_and_exits_0_then_1_when_it_is_no_longer_on_the_sh
     assert (answer.returncode, answer.stdout) == (0, "1 job back in the queue\n")
     assert [(j["id"], j["attempts"]) for j in jobs.listed(db)] == [(job, 0)]
     again = cli(database_url, "retry", str(job))
-    assert (again.returncode, again.stdout) == (1, (
-        "0 jobs back in the queue\n"
-        "1 job stayed: not on the failed shelf, or another job with the same unique key is waiting or in work\n"))
+    assert (again.returncode, again.stdout) == (
+        1,
+        (
+            "0 jobs back in the queue\n"
+            "1 job stayed: not on the failed shelf, or another job with the same unique key is waiting or in work\n"
+        ),
+    )
 
 
 def test_retry_all_says_which_jobs_stayed_for_their_unique_key(db, database_url):
@@ -123,9 +166,13 @@ def test_retry_all_says_which_jobs_stayed_for_their_unique_key(db, database_url)
     shelved(db)
     jobs.later(db, "default", "note", {}, unique="sync:1")
     answer = cli(database_url, "retry", "--all")
-    assert (answer.returncode, answer.stdout) == (0, (
-        "1 job back in the queue\n"
-        "1 job stayed on the shelf: another job with the same unique key is waiting or in work\n"))
+    assert (answer.returncode, answer.stdout) == (
+        0,
+        (
+            "1 job back in the queue\n"
+            "1 job stayed on the shelf: another job with the same unique key is waiting or in work\n"
+        ),
+    )
     answer = cli(database_url, "retry", "--all")
     assert answer.returncode == 1
 
@@ -149,8 +196,10 @@ def test_failed_prints_a_page_with_the_total_and_the_way_to_the_next(db, databas
     assert [line.split()[0] for line in first.stdout.splitlines()[1:3]] == ["5", "4"]
     assert first.stdout.splitlines()[-1] == "2 jobs of 5 failed for good, newest first; the next page: --after 4"
     last = cli(database_url, "failed", "--limit", "2", "--after", "2")
-    assert last.stdout.splitlines()[1:] == [" 1  default  doomed         1  1970-01-01 00:16:40  doomed",
-                                            "1 job of 5 failed for good, newest first"]
+    assert last.stdout.splitlines()[1:] == [
+        " 1  default  doomed         1  1970-01-01 00:16:40  doomed",
+        "1 job of 5 failed for good, newest first",
+    ]
     beyond = cli(database_url, "failed", "--after", "1")
     assert (beyond.returncode, beyond.stdout) == (1, "no job failed for good before job 1\n")
 
@@ -178,10 +227,14 @@ def test_cancel_shelves_a_waiting_job_marks_a_running_one_and_names_the_rest(db,
     running = jobs.later(db, "default", "note", {}, T)
     db.execute("UPDATE jobs SET claim = 1, attempts = 1, run_at = %s WHERE id = %s", (jobs.now_ms() + 600_000, running))
     answer = cli(database_url, "cancel", str(waiting), str(running), "999")
-    assert (answer.returncode, answer.stdout) == (0, (
-        f"job {waiting} was waiting: it will not run, and is on the failed shelf as cancelled\n"
-        f"job {running} is running: its worker stops it within a heartbeat and shelves it as cancelled\n"
-        "job 999 is neither waiting nor running: no such job, or on the failed shelf already\n"))
+    assert (answer.returncode, answer.stdout) == (
+        0,
+        (
+            f"job {waiting} was waiting: it will not run, and is on the failed shelf as cancelled\n"
+            f"job {running} is running: its worker stops it within a heartbeat and shelves it as cancelled\n"
+            "job 999 is neither waiting nor running: no such job, or on the failed shelf already\n"
+        ),
+    )
     assert [(j["id"], j["failure"]) for j in jobs.failed(db)] == [(waiting, "cancelled")]
     assert cli(database_url, "cancel", str(waiting)).returncode == 1
 
@@ -190,7 +243,13 @@ BAD_WORK = [
     (["work", "default", "--threads", "0"], "--threads"),
     (["work", "default", "--lease", "0"], "--lease"),
     (["work", "default", "--lease", "-3"], "--lease"),
-    (["work", ",", ], "QUEUE"),
+    (
+        [
+            "work",
+            ",",
+        ],
+        "QUEUE",
+    ),
     (["work", "default", "--grace", "-1"], "--grace"),
     (["work", "default", "--performers", "nosuch:x"], "nosuch"),
     (["pause", ""], "queue"),

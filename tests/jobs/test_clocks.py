@@ -18,10 +18,15 @@ def test_a_worker_whose_clock_runs_fast_does_not_take_a_live_lease(db, database_
     try:
         job = jobs.later(db, "default", "started_then_held", {"seconds": HELD})
         wait_for(lambda: scalar(db, "SELECT count(*) FROM starts") == 1, "the first worker to start the job")
-        fast = start_worker(database_url, "default", env={
-            "PYTHONPATH": f"{PROJECT / 'tests' / 'jobs' / 'clock_ahead'}:{PROJECT}", "CLOCK_AHEAD": str(AHEAD)})
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'") == 6,
-                 "the fast worker to connect while the job runs")
+        fast = start_worker(
+            database_url,
+            "default",
+            env={"PYTHONPATH": f"{PROJECT / 'tests' / 'jobs' / 'clock_ahead'}:{PROJECT}", "CLOCK_AHEAD": str(AHEAD)},
+        )
+        wait_for(
+            lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'") == 6,
+            "the fast worker to connect while the job runs",
+        )
         wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE id = %s", (job,)) == 0, "the job to finish")
     finally:
         outputs = [stopped(process) for process in (honest, fast) if process is not None]

@@ -12,10 +12,14 @@ REFUSED = "the database refused a statement of the worker"  # or of one of the w
 MENDED = "the database accepts the worker's statements again"
 
 
-@pytest.mark.parametrize("broken, refusal", [
-    ("REVOKE UPDATE ON jobs FROM jobs_app", "42501 permission denied for table jobs"),
-    ("ALTER TABLE jobs DROP COLUMN key", '42703 column "key" does not exist'),
-], ids=["privileges", "column"])
+@pytest.mark.parametrize(
+    "broken, refusal",
+    [
+        ("REVOKE UPDATE ON jobs FROM jobs_app", "42501 permission denied for table jobs"),
+        ("ALTER TABLE jobs DROP COLUMN key", '42703 column "key" does not exist'),
+    ],
+    ids=["privileges", "column"],
+)
 def test_a_worker_that_cannot_claim_exits_3_with_the_server_s_message(db, private_url, app_role, broken, refusal):
     granted(db, "SELECT, INSERT, UPDATE, DELETE", PRIVATE)
     with psycopg.connect(private_url, autocommit=True) as owner:
@@ -27,22 +31,38 @@ def test_a_worker_that_cannot_claim_exits_3_with_the_server_s_message(db, privat
 
 def claims_ended(db, seen: set) -> int:
     """Adds the moment the worker's work connection last ended a claim (pg_stat_activity) to `seen`."""
-    rows = db.execute("SELECT state_change FROM pg_stat_activity WHERE application_name = 'jobs worker'"
-                      " AND state = 'idle' AND query LIKE '%SKIP LOCKED%'")
+    rows = db.execute(
+        "SELECT state_change FROM pg_stat_activity WHERE application_name = 'jobs worker'"
+        " AND state = 'idle' AND query LIKE '%SKIP LOCKED%'"
+    )
     seen.update(row[0] for row in rows)
     return len(seen)
 
 
-@pytest.mark.parametrize("broken, mended, refusal", [
-    ("REVOKE UPDATE ON jobs FROM jobs_app", "GRANT UPDATE ON jobs TO jobs_app", "42501 permission denied for table jobs"),
-    ("ALTER TABLE jobs DROP COLUMN key", "ALTER TABLE jobs ADD COLUMN key text", '42703 column "key" does not exist'),
-], ids=["privileges", "column"])
+@pytest.mark.parametrize(
+    "broken, mended, refusal",
+    [
+        (
+            "REVOKE UPDATE ON jobs FROM jobs_app",
+            "GRANT UPDATE ON jobs TO jobs_app",
+            "42501 permission denied for table jobs",
+        ),
+        (
+            "ALTER TABLE jobs DROP COLUMN key",
+            "ALTER TABLE jobs ADD COLUMN key text",
+            '42703 column "key" does not exist',
+        ),
+    ],
+    ids=["privileges", "column"],
+)
 def test_a_refusal_is_logged_once_at_error_then_counted(db, private_url, app_role, broken, mended, refusal):
     granted(db, "SELECT, INSERT, UPDATE, DELETE", PRIVATE)
     worker = start_worker(app_role(PRIVATE), "mail")
     try:
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'") == 3,
-                 "the worker's three connections")
+        wait_for(
+            lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'") == 3,
+            "the worker's three connections",
+        )
         with psycopg.connect(private_url, autocommit=True) as owner:
             owner.execute(broken)
             wait_for(lambda: REFUSED in worker_log(worker), "the refusal to be logged")
@@ -61,13 +81,16 @@ def test_a_refusal_is_logged_once_at_error_then_counted(db, private_url, app_rol
     assert seen and int(seen.group(1)) >= 3, output
 
 
-@pytest.mark.parametrize("error, lost", [
-    (psycopg.OperationalError("server closed the connection unexpectedly"), True),
-    (psycopg.errors.AdminShutdown("terminating connection due to administrator command"), True),
-    (psycopg.errors.InsufficientPrivilege("permission denied for table jobs"), False),
-    (psycopg.errors.UndefinedColumn('column "key" does not exist'), False),
-    (psycopg.errors.QueryCanceled("canceling statement due to statement timeout"), False),
-])
+@pytest.mark.parametrize(
+    "error, lost",
+    [
+        (psycopg.OperationalError("server closed the connection unexpectedly"), True),
+        (psycopg.errors.AdminShutdown("terminating connection due to administrator command"), True),
+        (psycopg.errors.InsufficientPrivilege("permission denied for table jobs"), False),
+        (psycopg.errors.UndefinedColumn('column "key" does not exist'), False),
+        (psycopg.errors.QueryCanceled("canceling statement due to statement timeout"), False),
+    ],
+)
 def test_a_lost_connection_is_told_apart_from_a_refusal(error, lost):
     assert complaints.lost(error) is lost
 

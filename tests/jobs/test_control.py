@@ -36,7 +36,9 @@ def test_a_cancelled_waiting_job_never_runs_and_waits_on_the_shelf_to_be_retried
     assert (answer.shelved, answer.signalled, len(answer)) == ([due, later_on], [], 2)
     assert jobs.worked(db, "default", {"fine": fine}, T + 60_000) is None
     assert [(j["id"], j["failure"], j["reasons"]) for j in jobs.failed(db)] == [
-        (later_on, "cancelled", ["cancelled"]), (due, "cancelled", ["cancelled"])]
+        (later_on, "cancelled", ["cancelled"]),
+        (due, "cancelled", ["cancelled"]),
+    ]
     assert jobs.retried(db, due, now=T) == 1
     assert jobs.worked(db, "default", {"fine": fine}, T) == "ran fine"
 

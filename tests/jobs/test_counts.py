@@ -32,7 +32,9 @@ def test_a_worker_with_eight_threads_holds_at_most_ten_connections(runs, databas
     worker = start_worker(database_url, "default", "--threads", "8")
     held = []
     try:
-        wait_for(lambda: worker_connections(runs) == 10, "eight work threads, the listener and the heartbeat to connect")
+        wait_for(
+            lambda: worker_connections(runs) == 10, "eight work threads, the listener and the heartbeat to connect"
+        )
         with runs.transaction():
             for _ in range(24):
                 jobs.later(runs, "default", "hold", {"seconds": 0.3})

@@ -23,13 +23,16 @@ def test_a_job_past_its_timeout_fails_is_retried_and_its_thread_is_replaced(db, 
         hung = jobs.later(db, "default", "hangs_first_time", {})
         wait_for(lambda: scalar(db, "SELECT count(*) FROM starts") == 1, "the first attempt to start")
         after = jobs.later(db, "default", "record", {})
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM runs WHERE job = %s", (after,)) == 1,
-                 "the job queued behind it to run on the thread that replaced the stuck one")
+        wait_for(
+            lambda: scalar(db, "SELECT count(*) FROM runs WHERE job = %s", (after,)) == 1,
+            "the job queued behind it to run on the thread that replaced the stuck one",
+        )
         wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs") == 0, "the timed-out job's second attempt")
     finally:
         output = stopped(worker)
-    assert db.execute("SELECT attempt FROM runs WHERE job = %s", (hung,)).fetchall() == [(2,)], \
+    assert db.execute("SELECT attempt FROM runs WHERE job = %s", (hung,)).fetchall() == [(2,)], (
         "the first attempt's write was rolled back, the second's committed"
+    )
     assert f"job {hung} (hangs_first_time on default) ran past its timeout of 1 s" in output
     assert "failed on attempt 1, again in 0 s: timed out after 1 s" in output
     assert worker.returncode == 0, output
@@ -69,8 +72,11 @@ def started_job(db, database_url, *options):
 
 def given_back(db, job) -> bool:
     """Whether `job` waits in the queue again, due now, its claim gone."""
-    return scalar(db, "SELECT claim IS NULL AND NOT scheduled AND run_at <= %s FROM jobs WHERE id = %s",
-                  (jobs.now_ms() + 1000, job))
+    return scalar(
+        db,
+        "SELECT claim IS NULL AND NOT scheduled AND run_at <= %s FROM jobs WHERE id = %s",
+        (jobs.now_ms() + 1000, job),
+    )
 
 
 def test_sigterm_gives_back_a_job_still_running_when_the_grace_period_ends(db, database_url):

@@ -35,12 +35,16 @@ def pair():
             db.execute(STARTS)
         standby = started(standby_of=primary)
         with primary.connect() as db:
-            wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'"),
-                     "the standby to stream")
+            wait_for(
+                lambda: scalar(db, "SELECT count(*) FROM pg_stat_replication WHERE state = 'streaming'"),
+                "the standby to stream",
+            )
             db.execute("ALTER SYSTEM SET synchronous_standby_names = '*'")
             db.execute("SELECT pg_reload_conf()")
-            wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"),
-                     "the standby to be synchronous")
+            wait_for(
+                lambda: scalar(db, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"),
+                "the standby to be synchronous",
+            )
         yield primary, standby
     finally:
         for server in (standby, primary):
@@ -50,8 +54,10 @@ def pair():
 
 def either(primary, standby) -> str:
     """The multi-host URL of an app: both servers, the one that accepts writes chosen at each connect."""
-    return (f"postgresql://postgres@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/postgres"
-            "?target_session_attrs=read-write")
+    return (
+        f"postgresql://postgres@127.0.0.1:{primary.port},127.0.0.1:{standby.port}/postgres"
+        "?target_session_attrs=read-write"
+    )
 
 
 class Producer:
@@ -88,8 +94,14 @@ def test_a_worker_on_a_multi_host_url_resumes_after_a_failover_and_loses_or_repe
         producer.stopping.set()
         producer.thread.join(WAIT)
         with standby.connect() as db:
-            wait_for(lambda: scalar(db, "SELECT count(*) FROM runs WHERE job = ANY(%s)", (producer.committed,))
-                     == len(producer.committed), "every committed job to run on the promoted standby", timeout=60)
+            wait_for(
+                lambda: (
+                    scalar(db, "SELECT count(*) FROM runs WHERE job = ANY(%s)", (producer.committed,))
+                    == len(producer.committed)
+                ),
+                "every committed job to run on the promoted standby",
+                timeout=60,
+            )
             twice = db.execute("SELECT job FROM runs GROUP BY job HAVING count(*) > 1").fetchall()
     finally:
         producer.stopping.set()
@@ -112,17 +124,24 @@ def test_a_running_worker_whose_reconnection_reaches_a_standby_reconnects_until_
     primary, standby = pair
     server = {"url": primary.url}  # where the name the worker connects to points: a stale DNS record, say
     ran = []
-    worker = jobs.worker(lambda: psycopg.connect(server["url"], application_name=APPLICATION), "default",
-                         {"note": lambda db, args: ran.append(args["n"])}, threads=2, poll=0.1)
+    worker = jobs.worker(
+        lambda: psycopg.connect(server["url"], application_name=APPLICATION),
+        "default",
+        {"note": lambda db, args: ran.append(args["n"])},
+        threads=2,
+        poll=0.1,
+    )
     try:
         with primary.connect() as db:
             jobs.later(db, "default", "note", {"n": 1})
             wait_for(lambda: ran == [1], "the first job, on the primary")
             server["url"] = standby.url
-            db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                       [APPLICATION])
-            wait_for(lambda: any("read-only" in r.getMessage() for r in caplog.records),
-                     "the worker to reach the standby")
+            db.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", [APPLICATION]
+            )
+            wait_for(
+                lambda: any("read-only" in r.getMessage() for r in caplog.records), "the worker to reach the standby"
+            )
             server["url"] = primary.url
             jobs.later(db, "default", "note", {"n": 2})
             wait_for(lambda: ran == [1, 2], "the job queued once the name points at the primary again")

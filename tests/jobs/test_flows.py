@@ -38,7 +38,9 @@ def run_on_six_workers(db, database_url, queue_them):
     try:
         wait_for(lambda: worker_connections(db) == 18, "six workers with three connections each")
         queue_them()
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE attempts < max_attempts") == 0, "the batch to drain")
+        wait_for(
+            lambda: scalar(db, "SELECT count(*) FROM jobs WHERE attempts < max_attempts") == 0, "the batch to drain"
+        )
     finally:
         for worker in workers:
             stopped(worker)
@@ -51,7 +53,14 @@ def test_batch_of_240_on_six_workers_queues_each_callback_exactly_once(notes, da
     assert noted(notes, "row") == 240
     assert (noted(notes, "done"), noted(notes, "failed"), noted(notes, "finished")) == (1, 0, 1)
     assert jobs.batch_status(notes, batch[0]) | {"id": None} == {
-        "id": None, "total": 240, "pending": 0, "failed": 0, "cancelled": 0, "finished": True, "cancelling": False}
+        "id": None,
+        "total": 240,
+        "pending": 0,
+        "failed": 0,
+        "cancelled": 0,
+        "finished": True,
+        "cancelling": False,
+    }
 
 
 def test_batch_with_failing_jobs_on_six_workers_queues_on_failure_once_and_never_on_success(notes, database_url):
@@ -67,7 +76,11 @@ def test_every_job_and_callback_of_a_batch_sees_its_batch(notes):
     batch = jobs.batch(notes, "default", [("row", {}), ("row", {})], **CALLBACKS)
     drained(notes)
     assert notes.execute("SELECT name, batch FROM notes ORDER BY job").fetchall() == [
-        ("row", batch), ("row", batch), ("done", batch), ("finished", batch)]
+        ("row", batch),
+        ("row", batch),
+        ("done", batch),
+        ("finished", batch),
+    ]
 
 
 def test_batch_status_counts_down_as_jobs_settle(notes):
@@ -77,7 +90,11 @@ def test_batch_status_counts_down_as_jobs_settle(notes):
         jobs.worked(notes, "default", performers)
         figures.append(jobs.batch_status(notes, batch))
     assert [(f["pending"], f["failed"], f["finished"]) for f in figures] == [
-        (3, 0, False), (2, 0, False), (1, 1, False), (0, 1, True)]
+        (3, 0, False),
+        (2, 0, False),
+        (1, 1, False),
+        (0, 1, True),
+    ]
     assert [f["total"] for f in figures] == [3] * 4
 
 
@@ -140,8 +157,13 @@ def test_two_settlers_of_the_last_two_jobs_queue_the_callbacks_once(notes, conne
             # the second settler's statement now waits on the batch row the first holds
             racer = threading.Thread(target=lambda: flows.counted(second, batch, settled=1, failed=0))
             racer.start()
-            wait_for(lambda: scalar(notes, "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s",
-                                    (second_pid,)) == "Lock", "the second settler to wait on the first")
+            wait_for(
+                lambda: (
+                    scalar(notes, "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (second_pid,))
+                    == "Lock"
+                ),
+                "the second settler to wait on the first",
+            )
             assert first_pid != second_pid
         racer.join(10)
         second.commit()
@@ -178,7 +200,9 @@ def test_chain_runs_its_steps_in_order_one_at_a_time(notes):
 
 
 def test_chain_survives_a_restart_between_two_steps(notes, database_url):
-    jobs.chain(notes, "default", [("step", {"n": 1}), ("step", {"n": 2}), ("step", {"n": 3})], on_failure=("failed", {}))
+    jobs.chain(
+        notes, "default", [("step", {"n": 1}), ("step", {"n": 2}), ("step", {"n": 3})], on_failure=("failed", {})
+    )
     assert jobs.worked(notes, "default", performers) == "ran step"  # this process runs step one, then stops
     (waiting,) = jobs.listed(notes)
     assert waiting["args"] == {"n": 2}
@@ -218,11 +242,14 @@ def test_a_failing_chain_step_is_retried_like_any_job_before_the_chain_gives_up(
     assert (noted(notes, "step"), noted(notes, "failed")) == (1, 0)
 
 
-@pytest.mark.parametrize("steps, error", [
-    ([], ValueError),
-    ([("step", {"blob": b"x"})], TypeError),
-    ([("step", {}), ("", {})], ValueError),
-])
+@pytest.mark.parametrize(
+    "steps, error",
+    [
+        ([], ValueError),
+        ([("step", {"blob": b"x"})], TypeError),
+        ([("step", {}), ("", {})], ValueError),
+    ],
+)
 def test_a_bad_chain_is_refused_before_anything_is_written(notes, steps, error):
     with pytest.raises(error):
         jobs.chain(notes, "default", steps)

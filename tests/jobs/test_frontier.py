@@ -33,7 +33,15 @@ def worked_through(db, count: int) -> None:
 
 def pages_read(db, bound) -> tuple[int, list[int]]:
     """The buffers the claim of FEW jobs reads to find them, starting at `bound`, and the ids it takes (rolled back)."""
-    params = {"queue": "default", "now": None, "lease": 30_000, "claim": 1, "worker": None, "held": None, "budgets": "{}"}
+    params = {
+        "queue": "default",
+        "now": None,
+        "lease": 30_000,
+        "claim": 1,
+        "worker": None,
+        "held": None,
+        "budgets": "{}",
+    }
     if bound is not None:
         params["after_priority"], params["after_run_at"] = bound
     statement = store.claim_statement(FEW, bound is not None).as_bytes(db)
@@ -110,8 +118,11 @@ def test_jobs_behind_the_bound_run_after_the_next_look(db, connect, held, monkey
         priority, run_at = worker.frontiers.bound("default")
         behind = jobs.later(db, "default", "noop", {}, at=run_at - 60_000)
         urgent = jobs.later(db, "default", "noop", {}, priority=priority - 1)
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE id IN (%s, %s)", (behind, urgent)) == 0,
-                 "both to run", timeout=10)
+        wait_for(
+            lambda: scalar(db, "SELECT count(*) FROM jobs WHERE id IN (%s, %s)", (behind, urgent)) == 0,
+            "both to run",
+            timeout=10,
+        )
     finally:
         worker.stop()
         worker.join(10)

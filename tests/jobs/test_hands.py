@@ -67,8 +67,9 @@ def test_cancel_batch_skips_the_members_claimed_behind_the_one_that_runs(db, con
         runs.started.clear()
         batch = jobs.batch(db, "default", [("work", {"slow": n == 0}) for n in range(30)], always=("done", {}))
         assert runs.slow_began.wait(30)
-        wait_for(lambda: members_waiting(db, batch) == 29, "the members behind the first to be waiting again",
-                 timeout=10)
+        wait_for(
+            lambda: members_waiting(db, batch) == 29, "the members behind the first to be waiting again", timeout=10
+        )
         [queue] = jobs.status(db)
         assert (queue["in_work"], queue["due"]) == (1, 29), "the dashboard sees them waiting, not held"
         assert jobs.cancel_batch(db, batch) == 29
@@ -94,8 +95,11 @@ def test_a_stop_gives_back_at_once_the_jobs_claimed_behind_the_one_that_runs(db,
                 jobs.later(db, "default", "work", {"slow": n == 0})
         assert runs.slow_began.wait(30)
         worker.stop()
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE claim IS NULL AND attempts = 0") == 9,
-                 "the nine claimed behind the slow job to be due again, their attempt not counted", timeout=10)
+        wait_for(
+            lambda: scalar(db, "SELECT count(*) FROM jobs WHERE claim IS NULL AND attempts = 0") == 9,
+            "the nine claimed behind the slow job to be due again, their attempt not counted",
+            timeout=10,
+        )
         assert len(runs.started) == 1
     finally:
         runs.let_go.set()

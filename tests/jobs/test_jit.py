@@ -37,10 +37,16 @@ def jit_server():
         with server.connect() as db:
             db.execute("CREATE EXTENSION pg_stat_statements")
             jobs.prepared(db)
-            db.execute("INSERT INTO jobs (queue, name, args, run_at, attempts, max_attempts) "
-                       "SELECT 'mail', 'deliver', '{}', 0, 3, 3 FROM generate_series(1, %s)", [FAILED])
-            db.execute("INSERT INTO jobs (queue, name, args, run_at, scheduled) "
-                       "SELECT 'mail', 'deliver', '{}', %s, true FROM generate_series(1, %s)", [FAR, FAILED])
+            db.execute(
+                "INSERT INTO jobs (queue, name, args, run_at, attempts, max_attempts) "
+                "SELECT 'mail', 'deliver', '{}', 0, 3, 3 FROM generate_series(1, %s)",
+                [FAILED],
+            )
+            db.execute(
+                "INSERT INTO jobs (queue, name, args, run_at, scheduled) "
+                "SELECT 'mail', 'deliver', '{}', %s, true FROM generate_series(1, %s)",
+                [FAR, FAILED],
+            )
         yield server
     finally:
         removed(server)
@@ -86,8 +92,14 @@ def test_the_dashboard_s_queues_page_its_fragment_and_metrics_are_never_compiled
 
 def test_the_command_line_s_status_and_failed_are_never_compiled(jit_server, jit_db):
     for command in (["status"], ["failed"]):
-        done = subprocess.run([sys.executable, "-m", "jobs", *command], cwd=PROJECT, capture_output=True, text=True,
-                              env={**os.environ, "DATABASE_URL": jit_server.url}, timeout=60)
+        done = subprocess.run(
+            [sys.executable, "-m", "jobs", *command],
+            cwd=PROJECT,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "DATABASE_URL": jit_server.url},
+            timeout=60,
+        )
         assert done.returncode in (0, 1), done.stderr
     assert compiled(jit_db) == []
 

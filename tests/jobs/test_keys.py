@@ -57,13 +57,19 @@ def test_jobs_sharing_a_concurrency_key_never_run_at_once_across_six_workers(run
         for worker in workers:
             stopped(worker)
     assert scalar(runs, "SELECT count(*) FROM spans") == 60
-    overlaps = scalar(runs, """
+    overlaps = scalar(
+        runs,
+        """
         SELECT count(*) FROM spans a JOIN spans b
-        ON a.key = b.key AND a.job < b.job AND a.began < b.ended AND b.began < a.ended""")
+        ON a.key = b.key AND a.job < b.job AND a.began < b.ended AND b.began < a.ended""",
+    )
     assert overlaps == 0
-    unkeyed_overlaps = scalar(runs, """
+    unkeyed_overlaps = scalar(
+        runs,
+        """
         SELECT count(*) FROM spans a JOIN spans b
-        ON a.key IS NULL AND b.key IS NULL AND a.job < b.job AND a.began < b.ended AND b.began < a.ended""")
+        ON a.key IS NULL AND b.key IS NULL AND a.job < b.job AND a.began < b.ended AND b.began < a.ended""",
+    )
     assert unkeyed_overlaps > 0, "jobs without a key still run side by side"
 
 

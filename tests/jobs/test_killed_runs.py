@@ -21,7 +21,7 @@ from . import helpers
 from .helpers import PROJECT, WAIT, scalar, start_worker, stopped, wait_for
 
 # The test the killed run runs: it starts a worker, says which, and waits to be killed.
-TEST = '''
+TEST = """
 import os
 import threading
 
@@ -35,12 +35,15 @@ def test_working_until_killed():
         told.write(str(worker.pid))
     os.rename(report + ".part", report)
     threading.Event().wait()
-'''
+"""
 
 
 def workers_on(db) -> int:
-    return scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s",
-                  [APPLICATION_NAME])
+    return scalar(
+        db,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s",
+        [APPLICATION_NAME],
+    )
 
 
 @pytest.mark.slow

@@ -30,8 +30,10 @@ def test_a_beating_worker_keeps_a_job_longer_than_its_lease_from_being_claimed_a
         # three leases pass while the job runs; the heartbeat beats the worker's row, never the job's
         holder = scalar(db, "SELECT worker FROM jobs WHERE id = %s", (job,))
         beat = scalar(db, "SELECT beat_at FROM job_workers WHERE id = %s", (holder,))
-        wait_for(lambda: scalar(db, "SELECT beat_at FROM job_workers WHERE id = %s", (holder,)) > beat + 1500,
-                 "the heartbeat to beat on past three leases")
+        wait_for(
+            lambda: scalar(db, "SELECT beat_at FROM job_workers WHERE id = %s", (holder,)) > beat + 1500,
+            "the heartbeat to beat on past three leases",
+        )
         assert scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (job,)) == store.HELD
         release.set()
         wait_for(lambda: jobs.listed(db) == [], "the job to settle")
@@ -60,11 +62,14 @@ def test_settlement_after_the_claim_moved_on_is_refused_and_rolled_back(db, conn
         assert jobs.worked(conn, "default", {"taken_over": taken_over}) == "lease lost taken_over"
     assert "lease lost" in caplog.text
     assert scalar(db, "SELECT count(*) FROM effects") == 0, "the performer's writes rolled back"
-    assert db.execute("SELECT id, claim, attempts FROM jobs").fetchall() == [(job, 42, 2)], "the other claim is untouched"
+    assert db.execute("SELECT id, claim, attempts FROM jobs").fetchall() == [(job, 42, 2)], (
+        "the other claim is untouched"
+    )
 
 
 def test_a_batch_that_wrote_nothing_settles_what_is_still_its_own_and_leaves_the_rest(db, connect, caplog):
     """A batch whose performers never touched the connection deletes its rows in one statement of its own."""
+
     def taken_over(conn, args):
         with connect() as other:  # another worker claims this row, as it would after this worker's lease ran out
             other.execute("UPDATE jobs SET claim = 42, attempts = attempts + 1 WHERE id = %s", (jobs.current_job().id,))
@@ -78,8 +83,9 @@ def test_a_batch_that_wrote_nothing_settles_what_is_still_its_own_and_leaves_the
     assert lines == ["ran quiet", "lease lost taken_over", "ran quiet"]
     assert (counts.processed, counts.lease_lost) == (2, 1)
     assert f"another worker holds job {second}" in caplog.text
-    assert db.execute("SELECT id, claim, attempts FROM jobs").fetchall() == [(second, 42, 2)], \
+    assert db.execute("SELECT id, claim, attempts FROM jobs").fetchall() == [(second, 42, 2)], (
         f"{first} and {third} are settled, not run again; the other claim is untouched"
+    )
 
 
 def test_failure_recorded_after_the_claim_moved_on_is_refused(db, connect):
@@ -101,7 +107,9 @@ def test_a_healthy_run_logs_no_lease_lost(db, connect, caplog):
     jobs.later_many(db, "default", "quick", [{"n": n} for n in range(3000)])
     ran = []
     with caplog.at_level(logging.WARNING, logger="jobs"):
-        worker = jobs.worker(connect, "default", {"quick": lambda conn, args: ran.append(args["n"])}, threads=4, lease=0.2)
+        worker = jobs.worker(
+            connect, "default", {"quick": lambda conn, args: ran.append(args["n"])}, threads=4, lease=0.2
+        )
         try:
             assert worker.wait_until_empty(60)
         finally:
@@ -136,8 +144,13 @@ def test_a_claim_that_waited_longer_than_its_lease_still_gets_a_live_lease(db, c
     alive = []
 
     def looks_at_its_lease(conn, args):
-        alive.append(scalar(conn, "SELECT run_at > (extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-                                  " FROM jobs WHERE id = %s", (jobs.current_job().id,)))
+        alive.append(
+            scalar(
+                conn,
+                "SELECT run_at > (extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM jobs WHERE id = %s",
+                (jobs.current_job().id,),
+            )
+        )
 
     job = jobs.later(db, "default", "looks", {})
     with connect() as locker:
@@ -145,9 +158,16 @@ def test_a_claim_that_waited_longer_than_its_lease_still_gets_a_live_lease(db, c
             locker.execute("LOCK TABLE jobs IN EXCLUSIVE MODE")  # claims (UPDATEs) wait, as behind a slow lock
             worker = jobs.worker(connect, "default", {"looks": looks_at_its_lease}, lease=lease)
             try:
-                wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
-                                            " AND query LIKE '%%attempts = attempts + 1%%' AND clock_timestamp() - query_start"
-                                            " > make_interval(secs => %s)", (lease * 1.5,)), "a claim to wait past its lease")
+                wait_for(
+                    lambda: scalar(
+                        db,
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                        " AND query LIKE '%%attempts = attempts + 1%%' AND clock_timestamp() - query_start"
+                        " > make_interval(secs => %s)",
+                        (lease * 1.5,),
+                    ),
+                    "a claim to wait past its lease",
+                )
             except BaseException:
                 worker.stop()
                 raise
@@ -179,8 +199,11 @@ def test_a_claim_whose_answer_was_lost_with_its_connection_is_given_back_and_run
     job = jobs.later(db, "default", "noted", {"n": 1})
     worker.start()
     try:
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE id = %s", (job,)) == 0,
-                 "the job whose claim went unheard to run", timeout=15)
+        wait_for(
+            lambda: scalar(db, "SELECT count(*) FROM jobs WHERE id = %s", (job,)) == 0,
+            "the job whose claim went unheard to run",
+            timeout=15,
+        )
     finally:
         worker.stop()
         worker.join(10)

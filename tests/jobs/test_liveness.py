@@ -57,8 +57,10 @@ def test_a_job_locking_its_own_row_costs_no_job_of_its_worker_its_claim(db, conn
         wait_for(lambda: scalar(db, "SELECT count(*) FROM started") == 1, "the long job to start")
         second = jobs.worker(connect, "default", performers, threads=1, lease=lease, poll=0.1)
         until = database_ms(db) + 3 * lease * 1000  # three leases: the time the claim would have run out thrice
-        wait_for(lambda: database_ms(db) > until or scalar(db, "SELECT count(*) FROM started") > 1,
-                 "three leases to pass, or the long job to start again")
+        wait_for(
+            lambda: database_ms(db) > until or scalar(db, "SELECT count(*) FROM started") > 1,
+            "three leases to pass, or the long job to start again",
+        )
         assert db.execute("SELECT job, attempt FROM started").fetchall() == [(job, 1)], "the long job ran once"
     finally:
         release.set()
@@ -71,14 +73,19 @@ def test_a_job_locking_its_own_row_costs_no_job_of_its_worker_its_claim(db, conn
 def test_a_running_worker_has_a_row_that_its_heartbeat_moves_on_and_a_clean_stop_marks(db, connect):
     worker = jobs.worker(connect, ["default", "mail"], {}, threads=3, lease=1.0)
     try:
-        row = wait_for(lambda: db.execute(
-            "SELECT id, host, pid, queues, threads, version, started_at, beat_at, ended_at FROM job_workers").fetchone(),
-            "the worker's row")
+        row = wait_for(
+            lambda: db.execute(
+                "SELECT id, host, pid, queues, threads, version, started_at, beat_at, ended_at FROM job_workers"
+            ).fetchone(),
+            "the worker's row",
+        )
         assert row[1:6] == (socket.gethostname(), os.getpid(), ["default", "mail"], 3, schema.VERSION)
         assert row[8] is None
         beat = row[7]
-        wait_for(lambda: scalar(db, "SELECT beat_at FROM job_workers WHERE id = %s", (row[0],)) > beat,
-                 "the heartbeat to beat again")
+        wait_for(
+            lambda: scalar(db, "SELECT beat_at FROM job_workers WHERE id = %s", (row[0],)) > beat,
+            "the heartbeat to beat again",
+        )
     finally:
         worker.stop()
         assert worker.join(10)
@@ -109,8 +116,9 @@ def test_the_job_of_a_killed_worker_comes_back_within_its_lease_of_the_last_beat
     try:
         job = jobs.later(db, "default", "slow_first_time", {"seconds": 60})
         wait_for(lambda: scalar(db, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 1, "the first claim")
-        second = jobs.worker(lambda: psycopg.connect(database_url), "default", {"slow_first_time": slow_again},
-                             lease=lease, poll=0.1)
+        second = jobs.worker(
+            lambda: psycopg.connect(database_url), "default", {"slow_first_time": slow_again}, lease=lease, poll=0.1
+        )
         first.send_signal(signal.SIGKILL)
         first.wait()
         last_beat = scalar(db, "SELECT beat_at FROM job_workers WHERE pid = %s", (first.pid,))
@@ -130,8 +138,10 @@ def slow_again(conn, args):
     """The second attempt of slow_first_time, in this process: notes when it began, then records its run."""
     conn.execute("CREATE TABLE IF NOT EXISTS came_back (at bigint)")
     conn.execute("INSERT INTO came_back SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint")
-    conn.execute("INSERT INTO runs (job, pid, attempt) VALUES (%s, %s, %s)",
-                 (jobs.current_job().id, os.getpid(), jobs.current_job().attempt))
+    conn.execute(
+        "INSERT INTO runs (job, pid, attempt) VALUES (%s, %s, %s)",
+        (jobs.current_job().id, os.getpid(), jobs.current_job().attempt),
+    )
 
 
 LISTENER_LATE = 1.0  # seconds the listener's first connection is held back, ten of the worker's polls
@@ -148,8 +158,9 @@ def test_a_worker_started_while_its_queue_is_paused_claims_nothing_from_it(db, c
             time.sleep(LISTENER_LATE)  # the fault injected, not a wait: the listener's connection opens late
         return connect()
 
-    worker = jobs.worker(slow_for_the_listener, "default", {"noop": lambda conn, args: ran.append(1)}, threads=2,
-                         poll=0.1)
+    worker = jobs.worker(
+        slow_for_the_listener, "default", {"noop": lambda conn, args: ran.append(1)}, threads=2, poll=0.1
+    )
     try:
         wait_for(lambda: worker.paused == {"default"}, "the worker to read the paused queues")
         assert db.execute("SELECT attempts FROM jobs WHERE id = %s", (job,)).fetchone() == (0,), "never claimed"
@@ -163,8 +174,9 @@ def test_a_worker_started_while_its_queue_is_paused_claims_nothing_from_it(db, c
 def test_sigterm_marks_the_worker_process_row_stopped(db, database_url):
     db.execute(STARTS)
     process = start_worker(database_url, "default")
-    row = wait_for(lambda: db.execute("SELECT id FROM job_workers WHERE pid = %s", (process.pid,)).fetchone(),
-                   "the worker's row")
+    row = wait_for(
+        lambda: db.execute("SELECT id FROM job_workers WHERE pid = %s", (process.pid,)).fetchone(), "the worker's row"
+    )
     process.send_signal(signal.SIGTERM)
     output = exited(process)
     assert process.returncode == 0, output
@@ -173,10 +185,12 @@ def test_sigterm_marks_the_worker_process_row_stopped(db, database_url):
 
 def test_workers_gone_over_an_hour_ago_are_pruned_by_the_reaper(db, connect):
     now = jobs.now_ms()
-    db.execute("INSERT INTO job_workers (id, host, pid, queues, threads, lease, version, started_at, beat_at, "
-               "ended_at, ending) VALUES (1, 'old', 1, '{default}', 1, 30000, 1, %s, %s, %s, 'stopped'), "
-               "(2, 'recent', 2, '{default}', 1, 30000, 1, %s, %s, %s, 'stopped')",
-               (now - 7_300_000, now - 7_200_000, now - 7_200_000, now - 60_000, now - 60_000, now - 60_000))
+    db.execute(
+        "INSERT INTO job_workers (id, host, pid, queues, threads, lease, version, started_at, beat_at, "
+        "ended_at, ending) VALUES (1, 'old', 1, '{default}', 1, 30000, 1, %s, %s, %s, 'stopped'), "
+        "(2, 'recent', 2, '{default}', 1, 30000, 1, %s, %s, %s, 'stopped')",
+        (now - 7_300_000, now - 7_200_000, now - 7_200_000, now - 60_000, now - 60_000, now - 60_000),
+    )
     worker = jobs.worker(connect, "default", {}, lease=1.0)
     try:
         wait_for(lambda: scalar(db, "SELECT count(*) FROM job_workers WHERE host = 'old'") == 0, "the old row pruned")
@@ -192,13 +206,14 @@ def test_a_worker_taken_for_gone_while_it_lives_takes_its_row_back(db, connect, 
     try:
         wait_for(lambda: scalar(db, "SELECT count(*) FROM job_workers WHERE ended_at IS NULL") == 1, "the row")
         db.execute("UPDATE job_workers SET ended_at = %s, ending = 'silent'", (jobs.now_ms(),))  # as a reaper does
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM job_workers WHERE ended_at IS NULL") == 1,
-                 "the heartbeat to take the row back")
+        wait_for(
+            lambda: scalar(db, "SELECT count(*) FROM job_workers WHERE ended_at IS NULL") == 1,
+            "the heartbeat to take the row back",
+        )
         assert "taken for gone" in caplog.text
     finally:
         worker.stop()
         worker.join(10)
-
 
 
 def test_the_workers_page_and_command_list_the_working_and_the_recently_gone(db, connect, database_url):

@@ -134,8 +134,9 @@ def test_sigterm_behind_pgbouncer_gives_back_a_job_still_running_when_the_grace_
         stopped(worker)
     assert worker.returncode == 0, output
     assert 1 <= time.monotonic() - began < 30, "the grace period ended it, not the job of 60 s"
-    assert scalar(tables, "SELECT claim IS NULL AND attempts = 0 FROM jobs WHERE id = %s", (job,)), \
+    assert scalar(tables, "SELECT claim IS NULL AND attempts = 0 FROM jobs WHERE id = %s", (job,)), (
         "back in the queue, due, no attempt spent"
+    )
 
 
 def test_a_server_process_is_ended_only_while_it_runs_the_transaction_a_thread_learned(bouncer, db):
@@ -152,6 +153,7 @@ def test_a_server_process_is_ended_only_while_it_runs_the_transaction_a_thread_l
         backend.entered(pooled)
         running = backend.running[0]
         assert ended(db, backend, END_WAIT) is True
-        assert scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (running,)) == 0, \
+        assert scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (running,)) == 0, (
             "the server process of the transaction it learned is gone"
+        )
         pooled.close()  # its transaction went with that process: nothing is left to commit

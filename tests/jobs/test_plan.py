@@ -23,17 +23,29 @@ def claim_plan(db) -> list[dict]:
 
     Only the walk counts: the join above it meets at most LIMIT rows, whatever its shape.
     """
-    params = {"queue": "default", "now": jobs.now_ms(), "lease": 30_000, "claim": 1, "worker": None, "held": None, "budgets": "{}"}
+    params = {
+        "queue": "default",
+        "now": jobs.now_ms(),
+        "lease": 30_000,
+        "claim": 1,
+        "worker": None,
+        "held": None,
+        "budgets": "{}",
+    }
     with db.transaction(force_rollback=True):
-        [[explained]] = db.execute(b"EXPLAIN (ANALYZE, FORMAT JSON) " + store.claim_statement(4).as_bytes(db),
-                                   params).fetchone()
+        [[explained]] = db.execute(
+            b"EXPLAIN (ANALYZE, FORMAT JSON) " + store.claim_statement(4).as_bytes(db), params
+        ).fetchone()
     return list(executed_nodes(walk(explained["Plan"])))
 
 
-@pytest.mark.parametrize("quiet", [
-    pytest.param(0, id="analyzed-empty"),
-    pytest.param(5, id="analyzed-with-five-jobs-in-work"),
-])
+@pytest.mark.parametrize(
+    "quiet",
+    [
+        pytest.param(0, id="analyzed-empty"),
+        pytest.param(5, id="analyzed-with-five-jobs-in-work"),
+    ],
+)
 def test_claim_walks_the_ready_index_in_order_after_statistics_of_a_quiet_queue(db, quiet):
     if quiet:
         jobs.later_many(db, "default", "noop", [{}] * quiet)
@@ -47,7 +59,6 @@ def test_claim_walks_the_ready_index_in_order_after_statistics_of_a_quiet_queue(
     assert not [kind for kind in kinds if kind[0] == "Seq Scan" and kind[1] == "jobs"], kinds
     assert ("Index Scan", "jobs", "jobs_ready") in kinds, kinds
     assert [node["Actual Rows"] for node in nodes if node["Node Type"] == "LockRows"] == [4]
-
 
 
 def test_a_claim_takes_its_limit_in_one_walk_after_statistics_of_a_drained_table(private_url):

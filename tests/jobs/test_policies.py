@@ -43,12 +43,19 @@ def worked_until_failed_for_good(db, perform) -> tuple[list[float], int]:
 SCHEDULES = {
     "polynomial by default": (failing(), [3, 18, 83, 258], 5),
     "polynomial, declared": (failing(policy={}), [3, 18, 83, 258], 5),
-    "exponential capped at 30 s": (failing(policy={"attempts": 8, "backoff": jobs.exponential()}),
-                                   [1, 2, 4, 8, 16, 30, 30], 8),
+    "exponential capped at 30 s": (
+        failing(policy={"attempts": 8, "backoff": jobs.exponential()}),
+        [1, 2, 4, 8, 16, 30, 30],
+        8,
+    ),
     "exponential of its own": (failing(policy={"backoff": jobs.exponential(first=0.5, cap=3)}), [0.5, 1, 2, 3], 5),
     "intervals, then failed for good": (failing(policy={"backoff": jobs.intervals(5, 60, 600)}), [5, 60, 600], 4),
     "intervals cut short by attempts": (failing(policy={"attempts": 2, "backoff": jobs.intervals(5, 60, 600)}), [5], 2),
-    "retry_on, an exception it names": (failing(TimeoutError, {"retry_on": (TimeoutError,), "attempts": 3}), [3, 18], 3),
+    "retry_on, an exception it names": (
+        failing(TimeoutError, {"retry_on": (TimeoutError,), "attempts": 3}),
+        [3, 18],
+        3,
+    ),
     "retry_on, any other exception": (failing(ValueError, {"retry_on": (TimeoutError,)}), [], 1),
     "NO_RETRY": (failing(policy=jobs.NO_RETRY), [], 1),
     "one attempt": (failing(policy={"attempts": 1}), [], 1),
@@ -72,7 +79,10 @@ def test_on_error_is_called_after_every_failure_with_the_job_and_its_exception(d
     for moment in (T, T + 1000, T + 2000):
         jobs.worked(db, "default", {"broken": broken}, moment)
     assert [(j.id, j.name, j.args, j.attempt, j.final) for j, _ in calls] == [
-        (job, "broken", {"n": 7}, 1, False), (job, "broken", {"n": 7}, 2, False), (job, "broken", {"n": 7}, 3, True)]
+        (job, "broken", {"n": 7}, 1, False),
+        (job, "broken", {"n": 7}, 2, False),
+        (job, "broken", {"n": 7}, 3, True),
+    ]
     assert all(error is expected for (_, error), expected in zip(calls, raised, strict=True))
 
 
@@ -124,7 +134,13 @@ def test_current_job_tells_a_performer_its_id_name_queue_attempt_and_batch(db):
     jobs.worked(db, "mail", {"look": lambda *_: seen.append(jobs.current_job())}, T)
     (current,) = seen
     assert (current.id, current.name, current.queue, current.attempt, current.final, current.batch) == (
-        job, "look", "mail", 1, False, None)
+        job,
+        "look",
+        "mail",
+        1,
+        False,
+        None,
+    )
 
 
 def test_current_job_is_refused_outside_a_performer():

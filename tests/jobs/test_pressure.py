@@ -36,8 +36,13 @@ class Run:
     def __init__(self, server, processes: int, *options):
         self.server, self.options = server, ("--threads", THREADS, *options)
         self.workers = [start_worker(server.url, "default", *self.options) for _ in range(processes)]
-        wait_for(lambda: answered(server, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'")
-                 == processes * (int(THREADS) + 2), "the workers to connect")
+        wait_for(
+            lambda: (
+                answered(server, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'")
+                == processes * (int(THREADS) + 2)
+            ),
+            "the workers to connect",
+        )
         self.began = time.time()
         self.producer = Producer(server.url).start()
         self.watcher = Watcher(server.url).start()
@@ -47,8 +52,11 @@ class Run:
         """Stops the producer, waits for every job to be settled, stops the workers; returns runs by n."""
         self.producer.stop()
         try:
-            wait_for(lambda: answered(self.server, "SELECT count(*) FROM jobs") == 0, "every job to be settled",
-                     timeout=drained_within)
+            wait_for(
+                lambda: answered(self.server, "SELECT count(*) FROM jobs") == 0,
+                "every job to be settled",
+                timeout=drained_within,
+            )
         finally:
             self.watcher.stop()
             self.outputs = [stopped(worker) for worker in self.workers]
@@ -129,14 +137,25 @@ def test_jobs_in_hand_when_a_workers_backends_are_killed_run_again_at_once(priva
         run.offered(STEADY)
         with server.connect() as db:
             jobs.later_many(db, "default", "effect", [{"n": n, "ms": LONG_JOB_MS} for n in long_jobs])
-            wait_for(lambda: db.execute("SELECT count(*) FROM jobs WHERE (args->>'n')::int >= 1000000"
-                                        " AND attempts = 1").fetchone()[0] == len(long_jobs), "the long jobs' claims")
-            killed = db.execute("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
-                                " WHERE application_name = 'jobs worker'").fetchone()[0]
+            wait_for(
+                lambda: (
+                    db.execute(
+                        "SELECT count(*) FROM jobs WHERE (args->>'n')::int >= 1000000 AND attempts = 1"
+                    ).fetchone()[0]
+                    == len(long_jobs)
+                ),
+                "the long jobs' claims",
+            )
+            killed = db.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'jobs worker'"
+            ).fetchone()[0]
             cut = time.monotonic()
             assert killed == int(THREADS) + 2
-            wait_for(lambda: db.execute("SELECT count(*) FROM effects WHERE n >= 1000000").fetchone()[0]
-                     == len(long_jobs), "the long jobs to take effect", timeout=BACK_WITHIN)
+            wait_for(
+                lambda: db.execute("SELECT count(*) FROM effects WHERE n >= 1000000").fetchone()[0] == len(long_jobs),
+                "the long jobs to take effect",
+                timeout=BACK_WITHIN,
+            )
             again = time.monotonic() - cut
         kill = run.moment() - again
         run.offered(RECOVERED_WITHIN + WATCHED - again)

@@ -33,11 +33,16 @@ def test_a_fast_restart_mid_drain_loses_nothing_and_runs_nothing_twice(private_p
         jobs.later_many(db, "default", "effect", [{"n": n, "ms": 2} for n in range(JOBS)])
     workers = [start_worker(server.url, "default", "--threads", "4") for _ in range(2)]
     try:
-        wait_for(lambda: (answered(server, "SELECT count(*) FROM effects") or 0) >= RESTART_AFTER,
-                 f"{RESTART_AFTER} jobs to take effect")
+        wait_for(
+            lambda: (answered(server, "SELECT count(*) FROM effects") or 0) >= RESTART_AFTER,
+            f"{RESTART_AFTER} jobs to take effect",
+        )
         server.restart()
-        wait_for(lambda: answered(server, "SELECT count(*) FROM effects") == JOBS, "every job to take effect",
-                 timeout=DRAINED_WITHIN)
+        wait_for(
+            lambda: answered(server, "SELECT count(*) FROM effects") == JOBS,
+            "every job to take effect",
+            timeout=DRAINED_WITHIN,
+        )
         wait_for(lambda: answered(server, "SELECT count(*) FROM jobs") == 0, "every job to be settled")
         assert [worker.poll() for worker in workers] == [None, None], "both workers survived the restart"
     finally:
@@ -76,15 +81,24 @@ def test_a_listener_cut_off_alone_wakes_its_worker_again_within_two_seconds(priv
     worker = jobs.worker(connect, "default", {"begun": starts.begun}, threads=2)
     with server.connect() as db:
         try:
-            wait_for(lambda: db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'jobs-%'"
-                                        ).fetchone()[0] == 4, "the listener, the heartbeat and two work threads to connect")
+            wait_for(
+                lambda: (
+                    db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'jobs-%'").fetchone()[
+                        0
+                    ]
+                    == 4
+                ),
+                "the listener, the heartbeat and two work threads to connect",
+            )
             before = min(latency(db, starts, n) for n in range(20))
             assert before < WAKE_FAST, f"an idle worker woke in {before * 1000:.1f} ms before the cut"
-            work_backends = db.execute("SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'jobs-worker-%'"
-                                       " ORDER BY pid").fetchall()
+            work_backends = db.execute(
+                "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'jobs-worker-%' ORDER BY pid"
+            ).fetchall()
             cut = time.perf_counter()
-            ended = db.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
-                               " WHERE application_name = 'jobs-listener'").fetchall()
+            ended = db.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'jobs-listener'"
+            ).fetchall()
             assert ended == [(True,)]
             n, resumed = 100, None
             while resumed is None and time.perf_counter() - cut < RESUMED_WITHIN + 1:
@@ -92,8 +106,12 @@ def test_a_listener_cut_off_alone_wakes_its_worker_again_within_two_seconds(priv
                 if latency(db, starts, n) < WAKE_FAST:
                     resumed = time.perf_counter() - cut
             assert resumed is not None and resumed < RESUMED_WITHIN, f"wake-ups resumed after {resumed} s"
-            assert db.execute("SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'jobs-worker-%'"
-                              " ORDER BY pid").fetchall() == work_backends, "the work threads kept their connections"
+            assert (
+                db.execute(
+                    "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'jobs-worker-%' ORDER BY pid"
+                ).fetchall()
+                == work_backends
+            ), "the work threads kept their connections"
         finally:
             worker.stop()
             assert worker.join(10)

@@ -59,7 +59,15 @@ def test_the_claim_reads_an_index_beside_many_waiting_and_failed_jobs(db):
     db.execute("UPDATE jobs SET attempts = max_attempts WHERE name = 'broken'")
     jobs.later(db, "default", "due", {}, moment - 1000)
     db.execute("VACUUM ANALYZE jobs")
-    params = {"queue": "default", "now": moment, "lease": 1000, "claim": 0, "worker": None, "held": None, "budgets": "{}"}
+    params = {
+        "queue": "default",
+        "now": moment,
+        "lease": 1000,
+        "claim": 0,
+        "worker": None,
+        "held": None,
+        "budgets": "{}",
+    }
     db.execute("SET plan_cache_mode = force_generic_plan")  # the plan a prepared claim may settle on
     explain = sql.SQL("EXPLAIN ") + store.claim_statement(1)
     plan = "\n".join(row[0] for row in db.execute(explain, params, prepare=True))

@@ -1,8 +1,7 @@
 """Schedules: one job per tick across workers and processes, missed ticks, changed and removed schedules."""
 
-import signal
 import threading
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 
 import pytest
 from psycopg.rows import dict_row
@@ -15,7 +14,7 @@ from tests.jobs.performers import TICKS, performers
 from tests.jobs.test_cli import cli
 from tests.jobs.timetable import QUEUE, ticking
 
-UTC = timezone.utc
+UTC = UTC
 RACERS = 8  # connections firing one schedule at the same instant
 
 
@@ -29,14 +28,17 @@ def ticks(db):
 
 def recorded(db, key):
     """The schedule's row, as the firing reads it."""
-    return db.execute("SELECT last_tick, created_at, fingerprint, definition FROM job_schedules WHERE key = %s",
-                      (key,)).fetchone()
+    return db.execute(
+        "SELECT last_tick, created_at, fingerprint, definition FROM job_schedules WHERE key = %s", (key,)
+    ).fetchone()
 
 
 def began_ago(db, key, seconds):
     """Makes the schedule's row look first seen `seconds` ago, with no tick fired: a worker was down since."""
-    db.execute("UPDATE job_schedules SET created_at = now() - make_interval(secs => %s), last_tick = NULL "
-               "WHERE key = %s", (seconds, key))
+    db.execute(
+        "UPDATE job_schedules SET created_at = now() - make_interval(secs => %s), last_tick = NULL WHERE key = %s",
+        (seconds, key),
+    )
 
 
 def queued_ticks(db):
@@ -175,19 +177,22 @@ def test_a_removed_schedule_stops_firing_and_the_kept_one_carries_on(ticks, conn
     assert latest_removed == schedules.ms(last_removed)
 
 
-@pytest.mark.parametrize("options, error, says", [
-    ({"every": 1, "cron": "* * * * *"}, ValueError, "give either cron= or every=, not both"),
-    ({}, ValueError, "give either cron= or every=, not neither"),
-    ({"cron": "61 * * * *"}, ValueError, "schedule 'k': cron expression '61 * * * *': the minute field"),
-    ({"every": 0.5}, ValueError, "every= must be 1 s or more"),
-    ({"every": "30"}, TypeError, "every= is a timedelta or seconds, not str"),
-    ({"every": 30, "tz": "Europe/Berlin"}, ValueError, "tz= is for cron expressions"),
-    ({"cron": "@daily", "tz": "Mars/Olympus"}, ValueError, "unknown time zone 'Mars/Olympus'"),
-    ({"cron": "@daily", "missed": "some"}, ValueError, "missed= is one of one, skip, all"),
-    ({"cron": "@daily", "args": {"when": datetime(2026, 1, 1)}}, TypeError, "is a datetime, which is not JSON"),
-    ({"cron": "@daily", "queue": ""}, ValueError, "schedule 'k': a job needs a queue"),
-    ({"cron": "@daily", "priority": 40_000}, ValueError, "priority= is a whole number from -32768 to 32767"),
-])
+@pytest.mark.parametrize(
+    "options, error, says",
+    [
+        ({"every": 1, "cron": "* * * * *"}, ValueError, "give either cron= or every=, not both"),
+        ({}, ValueError, "give either cron= or every=, not neither"),
+        ({"cron": "61 * * * *"}, ValueError, "schedule 'k': cron expression '61 * * * *': the minute field"),
+        ({"every": 0.5}, ValueError, "every= must be 1 s or more"),
+        ({"every": "30"}, TypeError, "every= is a timedelta or seconds, not str"),
+        ({"every": 30, "tz": "Europe/Berlin"}, ValueError, "tz= is for cron expressions"),
+        ({"cron": "@daily", "tz": "Mars/Olympus"}, ValueError, "unknown time zone 'Mars/Olympus'"),
+        ({"cron": "@daily", "missed": "some"}, ValueError, "missed= is one of one, skip, all"),
+        ({"cron": "@daily", "args": {"when": datetime(2026, 1, 1)}}, TypeError, "is a datetime, which is not JSON"),
+        ({"cron": "@daily", "queue": ""}, ValueError, "schedule 'k': a job needs a queue"),
+        ({"cron": "@daily", "priority": 40_000}, ValueError, "priority= is a whole number from -32768 to 32767"),
+    ],
+)
 def test_a_bad_schedule_is_refused_naming_it(options, error, says):
     arguments = {"queue": "q", "name": "n", **options}
     with pytest.raises(error, match=says.replace("*", r"\*")):
@@ -263,6 +268,11 @@ def test_a_broken_schedule_is_logged_and_the_others_still_fire(ticks, caplog):
 
 def test_a_worker_beside_a_server_fires_the_schedules_it_is_handed(ticks, connect):
     count = lambda: scalar(ticks, "SELECT count(*) FROM ticks WHERE schedule = 'beside'")  # noqa: E731
-    served = jobs.beside(connect, QUEUE, performers, lambda: wait_for(lambda: count() >= 2, "two ticks beside"),
-                         schedules=[ticking("beside", every=1)])
+    served = jobs.beside(
+        connect,
+        QUEUE,
+        performers,
+        lambda: wait_for(lambda: count() >= 2, "two ticks beside"),
+        schedules=[ticking("beside", every=1)],
+    )
     assert served is True

@@ -69,7 +69,8 @@ def test_prepared_on_a_current_schema_locks_nothing_but_its_own_record(connect):
             jobs.prepared(conn)
             locks = conn.execute(
                 "SELECT relation::regclass::text, mode FROM pg_locks WHERE pid = pg_backend_pid()"
-                " AND locktype = 'relation' AND relation::regclass::text LIKE 'job%%' ORDER BY 1").fetchall()
+                " AND locktype = 'relation' AND relation::regclass::text LIKE 'job%%' ORDER BY 1"
+            ).fetchall()
     assert locks == [("job_schema", "AccessShareLock"), ("job_schema_pkey", "AccessShareLock")]
 
 
@@ -120,7 +121,8 @@ def test_behind_schema_and_a_role_that_cannot_upgrade_it_say_what_to_run(db, pri
             jobs.prepared(app)
     assert str(refused.value).startswith(
         f"the jobs tables are at version {schema.VERSION - 1} and this code needs {schema.VERSION}, "
-        "but this role may not change them (must be owner of table jobs); run `python -m jobs prepare` once")
+        "but this role may not change them (must be owner of table jobs); run `python -m jobs prepare` once"
+    )
     worker = start_worker(app_role("jobs_private"), "deploy")
     assert worker.wait(timeout=WAIT) == 3
     assert "must be owner of table jobs" in stopped(worker)
@@ -151,7 +153,9 @@ def test_processes_preparing_a_new_database_at_once_take_each_step_once(private_
     codes = [process.wait(timeout=WAIT) for process in preparing]
     assert codes == [0] * 4, [stopped(process) for process in preparing]
     with psycopg.connect(private_url) as owner:
-        assert [row[0] for row in owner.execute("SELECT version FROM job_schema ORDER BY version")] == list(schema.STEPS)
+        assert [row[0] for row in owner.execute("SELECT version FROM job_schema ORDER BY version")] == list(
+            schema.STEPS
+        )
 
 
 def test_every_job_gets_its_attempts_from_the_code(db, monkeypatch):

@@ -84,11 +84,14 @@ def test_later_many_keeps_the_secret_of_each_job(connect, db):
         assert leaked(client.get(f"/job/{job}?args=shown").text) == []
 
 
-@pytest.mark.parametrize("secret, error, words", [
-    (["link", "password"], ValueError, "secret names arguments it does not have: password"),
-    ("link", TypeError, "secret takes a list of argument names"),
-    ([1], TypeError, "secret takes a list of argument names"),
-])
+@pytest.mark.parametrize(
+    "secret, error, words",
+    [
+        (["link", "password"], ValueError, "secret names arguments it does not have: password"),
+        ("link", TypeError, "secret takes a list of argument names"),
+        ([1], TypeError, "secret takes a list of argument names"),
+    ],
+)
 def test_a_secret_that_names_no_argument_is_refused_and_writes_nothing(db, secret, error, words):
     with pytest.raises(error, match=re.escape(words)):
         jobs.later(db, "mail", "deliver", {"link": LINK}, secret=secret)

@@ -12,7 +12,9 @@ SECRET = "s3cr3t-t0ken"
 ARGS = {"link": f"https://example.test/reset?token={SECRET}", "nested": [{"token": SECRET}]}
 
 
-@jobs.policy(attempts=2, backoff=jobs.intervals(0), on_error=lambda job, error: logging.getLogger("app").info("%r", job))
+@jobs.policy(
+    attempts=2, backoff=jobs.intervals(0), on_error=lambda job, error: logging.getLogger("app").info("%r", job)
+)
 def broken(db, args):
     raise RuntimeError("the link has expired")
 
@@ -30,8 +32,12 @@ def taken_over(db, args):
     db.execute("UPDATE jobs SET claim = 42 WHERE id = %s", (jobs.current_job().id,))
 
 
-PERFORMERS = {"deliver": lambda *_: None, "broken": broken, "with_a_broken_hook": with_a_broken_hook,
-              "taken_over": taken_over}
+PERFORMERS = {
+    "deliver": lambda *_: None,
+    "broken": broken,
+    "with_a_broken_hook": with_a_broken_hook,
+    "taken_over": taken_over,
+}
 
 
 def assert_never_logged(caplog, secret):
@@ -47,12 +53,14 @@ def test_settling_a_job_in_any_way_logs_its_id_name_and_queue_but_never_its_argu
         while jobs.worked(db, "mail", PERFORMERS, T):
             pass
     assert_never_logged(caplog, SECRET)
-    for words in ["job 1 (deliver on mail) ran deliver",
-                  "job 2 (broken on mail) failed on attempt 1",
-                  "job 2 (broken on mail) failed for good on attempt 2",
-                  "on_error of job 3 (with_a_broken_hook on mail) raised",
-                  "lease lost",
-                  "job 5 (nobody_performs_this on mail) failed on attempt 1"]:
+    for words in [
+        "job 1 (deliver on mail) ran deliver",
+        "job 2 (broken on mail) failed on attempt 1",
+        "job 2 (broken on mail) failed for good on attempt 2",
+        "on_error of job 3 (with_a_broken_hook on mail) raised",
+        "lease lost",
+        "job 5 (nobody_performs_this on mail) failed on attempt 1",
+    ]:
         assert words in caplog.text
     assert "Job(id=2, queue='mail', name='broken'" in caplog.text, "a job's repr leaves its arguments out"
 

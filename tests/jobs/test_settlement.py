@@ -8,8 +8,7 @@ import time
 import pytest
 
 import jobs
-from jobs import store
-from jobs import runner
+from jobs import runner, store
 from jobs.runner import performed
 from tests.jobs.helpers import scalar, wait_for
 
@@ -49,11 +48,18 @@ def test_a_failing_job_rolls_back_its_own_writes_and_keeps_its_neighbours(db):
     for n, fail in [(1, False), (2, True), (3, False), (4, True), (5, False)]:
         jobs.later(db, "default", "writes", {"n": n, "fail": fail})
     lines = performed(db, claimed_all(db), {"writes": writes})
-    assert lines == ["ran writes", "failed writes on attempt 1: job 2 failed after writing", "ran writes",
-                     "failed writes on attempt 1: job 4 failed after writing", "ran writes"]
+    assert lines == [
+        "ran writes",
+        "failed writes on attempt 1: job 2 failed after writing",
+        "ran writes",
+        "failed writes on attempt 1: job 4 failed after writing",
+        "ran writes",
+    ]
     assert effects(db) == [1, 3, 5]
     assert [(j["args"]["n"], j["failure"]) for j in jobs.listed(db)] == [
-        (2, "job 2 failed after writing"), (4, "job 4 failed after writing")]
+        (2, "job 2 failed after writing"),
+        (4, "job 4 failed after writing"),
+    ]
 
 
 def test_a_job_that_swallows_a_statement_error_fails_without_harming_the_others(db):
@@ -130,13 +136,19 @@ def test_a_quick_jobs_writes_commit_before_a_slow_neighbour_runs(db, connect):
     worker = jobs.worker(connect, "default", performers)
     try:
         assert slow_began.wait(30), "the slow job never started"
-        wait_for(lambda: scalar(db, "SELECT n FROM counters WHERE id = 1") == 1,
-                 "the count to be visible while the slow job runs", timeout=0.5, every=0.01)
+        wait_for(
+            lambda: scalar(db, "SELECT n FROM counters WHERE id = 1") == 1,
+            "the count to be visible while the slow job runs",
+            timeout=0.5,
+            every=0.01,
+        )
         with connect() as other:
             other.execute("SET lock_timeout = '1s'")
             other.execute("UPDATE counters SET n = n + 10 WHERE id = 1")  # not blocked by the slow job's group
             other.commit()
-        assert scalar(db, "SELECT count(*) FROM jobs WHERE name = 'slow'") == 1, "all this happened while the slow job ran"
+        assert scalar(db, "SELECT count(*) FROM jobs WHERE name = 'slow'") == 1, (
+            "all this happened while the slow job ran"
+        )
     finally:
         slow_may_end.set()
         worker.stop()
@@ -187,11 +199,20 @@ def ends_its_transaction(conn, args):
         target.execute(args["statement"])
 
 
-@pytest.mark.parametrize("statement, cursor", [
-    ("COMMIT", False), ("commit work", False), ("/* done */ END", False), ("SELECT 1; COMMIT", False),
-    ("ROLLBACK", False), ("abort", False), ("PREPARE TRANSACTION 'x'", False), ("COMMIT AND CHAIN", False),
-    ("COMMIT", True),
-])
+@pytest.mark.parametrize(
+    "statement, cursor",
+    [
+        ("COMMIT", False),
+        ("commit work", False),
+        ("/* done */ END", False),
+        ("SELECT 1; COMMIT", False),
+        ("ROLLBACK", False),
+        ("abort", False),
+        ("PREPARE TRANSACTION 'x'", False),
+        ("COMMIT AND CHAIN", False),
+        ("COMMIT", True),
+    ],
+)
 def test_a_performer_may_not_end_the_jobs_transaction_with_a_statement(db, statement, cursor):
     """A COMMIT sent as SQL would commit the job's writes before its row is settled: a crash then runs it twice."""
     prepare_effects(db)
@@ -203,8 +224,16 @@ def test_a_performer_may_not_end_the_jobs_transaction_with_a_statement(db, state
     assert row["attempts"] == 1 and row["reasons"] != []
 
 
-@pytest.mark.parametrize("statement", ["SELECT 'commit'", "SELECT 1 AS \"end\"", "SELECT CASE WHEN true THEN 1 END",
-                                       "SELECT $$; COMMIT$$", "SELECT 1 -- ; COMMIT"])
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "SELECT 'commit'",
+        'SELECT 1 AS "end"',
+        "SELECT CASE WHEN true THEN 1 END",
+        "SELECT $$; COMMIT$$",
+        "SELECT 1 -- ; COMMIT",
+    ],
+)
 def test_statements_that_only_mention_commit_run_as_usual(db, statement):
     prepare_effects(db)
     jobs.later(db, "default", "ends", {"n": 1, "statement": statement})

@@ -44,9 +44,16 @@ def test_failed_lists_jobs_that_failed_for_good_with_every_reason_and_the_traceb
     jobs.worked(db, "default", PERFORMERS, T + 60_000)  # failed once, to be retried: not on the shelf
     (failure,) = jobs.failed(db)
     assert failure | {"traceback": None} == {
-        "id": job, "queue": "default", "name": "broken", "args": {}, "attempts": 2, "failed_at": T + 5000,
-        "failure": "it broke on attempt 2", "traceback": None,
-        "reasons": ["it broke on attempt 1", "it broke on attempt 2"]}
+        "id": job,
+        "queue": "default",
+        "name": "broken",
+        "args": {},
+        "attempts": 2,
+        "failed_at": T + 5000,
+        "failure": "it broke on attempt 2",
+        "traceback": None,
+        "reasons": ["it broke on attempt 1", "it broke on attempt 2"],
+    }
     assert "RuntimeError: it broke on attempt 2" in failure["traceback"]
 
 
@@ -115,7 +122,11 @@ def test_retried_counts_the_jobs_it_put_back_and_leaves_jobs_off_the_shelf_alone
     assert jobs.retried(db, first, waiting, 999, now=T) == 0
     assert jobs.retried(db, every=True, now=T) == 2
     assert [(j["id"], j["attempts"], j["run_at"]) for j in jobs.listed(db)] == [
-        (first, 0, T), (second, 0, T), (third, 0, T), (waiting, 0, T + 60_000)]
+        (first, 0, T),
+        (second, 0, T),
+        (third, 0, T),
+        (waiting, 0, T + 60_000),
+    ]
 
 
 UNCLEAR = [
@@ -129,7 +140,9 @@ UNCLEAR = [
 
 @pytest.mark.parametrize("operation", [jobs.retried, jobs.discarded])
 @pytest.mark.parametrize("ids, options, error, words", UNCLEAR)
-def test_shelf_operations_refuse_an_unclear_choice_of_jobs_and_change_nothing(db, operation, ids, options, error, words):
+def test_shelf_operations_refuse_an_unclear_choice_of_jobs_and_change_nothing(
+    db, operation, ids, options, error, words
+):
     job = shelved(db)
     with pytest.raises(error, match=words):
         operation(db, *ids, **options)
@@ -165,8 +178,10 @@ def test_a_unique_key_taken_while_a_retry_runs_leaves_the_job_on_the_shelf_witho
         thread = threading.Thread(target=lambda: answers.append(jobs.retried(retrying, job, now=T)))
         thread.start()
         # the retry passed its own check, and now waits on the unique index for the rival
-        wait_for(lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'transactionid'"),
-                 "the retry to wait on the rival's transaction")
+        wait_for(
+            lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'transactionid'"),
+            "the retry to wait on the rival's transaction",
+        )
         rival.commit()
         thread.join(10)
     assert answers == [0]
@@ -186,7 +201,14 @@ def test_a_retried_job_of_a_batch_leaves_it_so_the_batch_counts_each_job_once(db
         pass
     assert ran == [{}, {"callback": "on_failure"}, {"callback": "always"}]
     assert jobs.batch_status(db, batch) | {"id": None} == {
-        "id": None, "total": 2, "pending": 0, "failed": 1, "cancelled": 0, "finished": True, "cancelling": False}
+        "id": None,
+        "total": 2,
+        "pending": 0,
+        "failed": 1,
+        "cancelled": 0,
+        "finished": True,
+        "cancelling": False,
+    }
 
 
 def test_discarded_deletes_jobs_from_the_shelf_and_nothing_else(db):
@@ -224,9 +246,17 @@ def test_failed_holds_at_most_a_page_unless_asked(db):
     assert len(jobs.failed(db, limit=jobs.PAGE + 10)) == jobs.PAGE + 1
 
 
-@pytest.mark.parametrize("options, error", [
-    ({"limit": 0}, ValueError), ({"limit": -1}, ValueError), ({"limit": "5"}, ValueError), ({"limit": True}, ValueError),
-    ({"after": "7"}, TypeError), ({"after": 1.5}, TypeError)])
+@pytest.mark.parametrize(
+    "options, error",
+    [
+        ({"limit": 0}, ValueError),
+        ({"limit": -1}, ValueError),
+        ({"limit": "5"}, ValueError),
+        ({"limit": True}, ValueError),
+        ({"after": "7"}, TypeError),
+        ({"after": 1.5}, TypeError),
+    ],
+)
 def test_failed_refuses_a_page_it_cannot_read(db, options, error):
     shelved(db)
     with pytest.raises(error):

@@ -49,8 +49,7 @@ def counted(server, query):
 
 
 @pytest.mark.parametrize("mode", ["hold", "drop"])
-def test_a_worker_cut_off_by_silence_mid_job_resumes_within_its_bound_and_loses_nothing(private_postgres, proxy,
-                                                                                        mode):
+def test_a_worker_cut_off_by_silence_mid_job_resumes_within_its_bound_and_loses_nothing(private_postgres, proxy, mode):
     server = private_postgres
     with server.connect() as db:
         db.execute("CREATE TABLE tally (n int NOT NULL); INSERT INTO tally VALUES (0)")
@@ -60,8 +59,13 @@ def test_a_worker_cut_off_by_silence_mid_job_resumes_within_its_bound_and_loses_
     # they carry them, as `python -m jobs work`'s do: a new connection whose packets the
     # proxy's rules happen to drop too (a client port used again) gives up, and tries again.
     options = jobs.keepalives(SILENCE) if mode == "drop" else {}
-    worker = jobs.worker(lambda: psycopg.connect(proxy.url(server.url), **options), "default", {"tally": tally},
-                         threads=2, silent_after=SILENCE)
+    worker = jobs.worker(
+        lambda: psycopg.connect(proxy.url(server.url), **options),
+        "default",
+        {"tally": tally},
+        threads=2,
+        silent_after=SILENCE,
+    )
     try:
         assert tally.started.wait(30), "the first job started"
         assert proxy.silenced(mode) >= 3, "the listener's and both threads' connections went silent"
@@ -70,8 +74,11 @@ def test_a_worker_cut_off_by_silence_mid_job_resumes_within_its_bound_and_loses_
         with server.connect() as db:
             for n in range(JOBS):
                 jobs.later(db, "default", "tally", {"n": n})
-        wait_for(lambda: counted(server, "SELECT count(*) FROM jobs") == 0, "every job to be settled",
-                 timeout=SILENCE + SLACK + 10)
+        wait_for(
+            lambda: counted(server, "SELECT count(*) FROM jobs") == 0,
+            "every job to be settled",
+            timeout=SILENCE + SLACK + 10,
+        )
         assert time.monotonic() - silent_since < SILENCE + SLACK, "the worker resumed within its bound"
     finally:
         worker.stop()
@@ -107,8 +114,12 @@ def test_a_performers_long_statement_is_not_the_watchdogs_to_cut(db, connect):
     # A job may rightly wait on the database longer than the worker's bound: its own
     # timeout is what bounds it, not the watchdog.
     ran = []
-    worker = jobs.worker(connect, "default", {"long": lambda db, args: ran.append(
-        db.execute("SELECT pg_sleep(%s)", [2 * SILENCE]).fetchone())}, silent_after=SILENCE)
+    worker = jobs.worker(
+        connect,
+        "default",
+        {"long": lambda db, args: ran.append(db.execute("SELECT pg_sleep(%s)", [2 * SILENCE]).fetchone())},
+        silent_after=SILENCE,
+    )
     try:
         jobs.later(db, "default", "long", {})
         assert worker.wait_until_empty(30), "the job ran and was settled"

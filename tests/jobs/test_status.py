@@ -24,12 +24,30 @@ def test_status_counts_each_queue_s_jobs_by_state(db):
     jobs.later(db, "default", "observe", {}, T - 5000, priority=-1)  # in work when it looks
     seen = []
     jobs.worked(db, "default", {"observe": lambda conn, args: seen.append(jobs.status(conn, now=T))}, T)
-    assert seen == [[
-        {"queue": "default", "due": 2, "scheduled": 1, "in_work": 1, "failed": 1, "oldest_due_age": 9.0,
-         "paused": False, "estimated": []},
-        {"queue": "mail", "due": 0, "scheduled": 1, "in_work": 0, "failed": 0, "oldest_due_age": None,
-         "paused": False, "estimated": []},
-    ]]
+    assert seen == [
+        [
+            {
+                "queue": "default",
+                "due": 2,
+                "scheduled": 1,
+                "in_work": 1,
+                "failed": 1,
+                "oldest_due_age": 9.0,
+                "paused": False,
+                "estimated": [],
+            },
+            {
+                "queue": "mail",
+                "due": 0,
+                "scheduled": 1,
+                "in_work": 0,
+                "failed": 0,
+                "oldest_due_age": None,
+                "paused": False,
+                "estimated": [],
+            },
+        ]
+    ]
 
 
 def test_a_job_whose_lease_ran_out_counts_as_due_again(db):
@@ -42,7 +60,9 @@ def test_a_job_whose_lease_ran_out_counts_as_due_again(db):
 
     jobs.worked(db, "default", {"observe": observe}, T, lease=1.0)
     assert [[(q["due"], q["in_work"], q["oldest_due_age"]) for q in figures] for figures in seen] == [
-        [(0, 1, None)], [(1, 0, 3.0)]]
+        [(0, 1, None)],
+        [(1, 0, 3.0)],
+    ]
 
 
 def shelve_many(db, queue: str, count: int) -> None:
@@ -76,4 +96,6 @@ def test_a_paused_queue_shows_in_status_even_with_no_jobs(db):
     jobs.later(db, "default", "note", {}, T)
     jobs.paused(db, "mail")
     assert [(q["queue"], q["due"], q["paused"]) for q in jobs.status(db, now=T)] == [
-        ("default", 1, False), ("mail", 0, True)]
+        ("default", 1, False),
+        ("mail", 0, True),
+    ]

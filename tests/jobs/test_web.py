@@ -18,10 +18,25 @@ from tests.jobs.performers import doomed
 T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch
 SECRET = "s3cr3t-t0ken"
 OPERATOR = {"HTTP_X_OPERATOR": "yes"}  # the header the tests' authorize looks for
-PAGES = ["/", "/queues.fragment", "/failed", "/job/1", "/batches", "/schedules", "/workers", "/metrics", "/style.css",
-         "/refresh.js"]
-ACTIONS = {"/retry": {"id": "1"}, "/discard": {"id": "1"}, "/cancel": {"id": "2"}, "/pause": {"queue": "mail"},
-           "/resume": {"queue": "mail"}}
+PAGES = [
+    "/",
+    "/queues.fragment",
+    "/failed",
+    "/job/1",
+    "/batches",
+    "/schedules",
+    "/workers",
+    "/metrics",
+    "/style.css",
+    "/refresh.js",
+]
+ACTIONS = {
+    "/retry": {"id": "1"},
+    "/discard": {"id": "1"},
+    "/cancel": {"id": "2"},
+    "/pause": {"queue": "mail"},
+    "/resume": {"queue": "mail"},
+}
 
 
 def operator(environ) -> bool:
@@ -54,10 +69,12 @@ def shelved(db, queue="mail", args=None) -> int:
 
 def everything(db) -> tuple:
     """Every row the dashboard could change, to compare before and after."""
-    return (db.execute("SELECT * FROM jobs ORDER BY id").fetchall(),
-            db.execute("SELECT * FROM job_paused_queues ORDER BY queue").fetchall(),
-            db.execute("SELECT * FROM job_batches ORDER BY id").fetchall(),
-            db.execute("SELECT * FROM job_schedules ORDER BY key").fetchall())
+    return (
+        db.execute("SELECT * FROM jobs ORDER BY id").fetchall(),
+        db.execute("SELECT * FROM job_paused_queues ORDER BY queue").fetchall(),
+        db.execute("SELECT * FROM job_batches ORDER BY id").fetchall(),
+        db.execute("SELECT * FROM job_schedules ORDER BY key").fetchall(),
+    )
 
 
 NIGHTLY = jobs.every("nightly", cron="17 3 * * *", queue="mail", name="note")
@@ -118,9 +135,23 @@ def test_a_get_changes_nothing_and_an_action_answers_only_a_post(client, table):
     assert everything(table) == before
 
 
-BAD_PAGES = ["/job/abc", "/job/0", "/job/-1", "/job/99999999999999999999", "/job/", "/job/7", "/failed?after=x",
-             "/failed?after=0", "/failed?limit=0", "/failed?limit=100000", "/batches?after=%FF", "/elsewhere",
-             "/job/%00", "/schedules/nightly", "/schedules/"]
+BAD_PAGES = [
+    "/job/abc",
+    "/job/0",
+    "/job/-1",
+    "/job/99999999999999999999",
+    "/job/",
+    "/job/7",
+    "/failed?after=x",
+    "/failed?after=0",
+    "/failed?limit=0",
+    "/failed?limit=100000",
+    "/batches?after=%FF",
+    "/elsewhere",
+    "/job/%00",
+    "/schedules/nightly",
+    "/schedules/",
+]
 LONG_NUMBER = "9" * 5000  # past the 4,300 digits Python's int() reads from text: a ValueError, not a 4xx, if unchecked
 
 
@@ -131,18 +162,33 @@ def test_a_bad_address_gets_a_4xx_page_that_says_what_was_wrong(client, table, p
     assert 'class="note error"' in answer.text
 
 
-@pytest.mark.parametrize("path", [f"/job/{LONG_NUMBER}", f"/failed?after={LONG_NUMBER}",
-                                  f"/failed?limit={LONG_NUMBER}", f"/batches?after={LONG_NUMBER}"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        f"/job/{LONG_NUMBER}",
+        f"/failed?after={LONG_NUMBER}",
+        f"/failed?limit={LONG_NUMBER}",
+        f"/batches?after={LONG_NUMBER}",
+    ],
+)
 def test_a_number_of_thousands_of_digits_gets_a_4xx_page_not_a_500(client, table, path):
     answer = get(client, path)
     assert 400 <= answer.status_code < 500
     assert "must be a whole number" in answer.text
 
 
-BAD_FORMS = [("/retry", {}), ("/retry", {"id": "abc"}), ("/retry", {"id": "99999999999999999999"}),
-             ("/discard", {"id": "-3"}), ("/cancel", {"id": ""}), ("/pause", {"queue": ""}),
-             ("/resume", {}), ("/pause", {"queue": "x" * 201}), ("/retry", {"all_shown": "1"}),
-             ("/retry", {"id": LONG_NUMBER})]
+BAD_FORMS = [
+    ("/retry", {}),
+    ("/retry", {"id": "abc"}),
+    ("/retry", {"id": "99999999999999999999"}),
+    ("/discard", {"id": "-3"}),
+    ("/cancel", {"id": ""}),
+    ("/pause", {"queue": ""}),
+    ("/resume", {}),
+    ("/pause", {"queue": "x" * 201}),
+    ("/retry", {"all_shown": "1"}),
+    ("/retry", {"id": LONG_NUMBER}),
+]
 
 
 @pytest.mark.parametrize("path, data", BAD_FORMS)
@@ -175,7 +221,7 @@ def test_a_queue_with_no_jobs_yet_is_paused_by_name_from_the_queues_page(client,
     assert '<form class="actions" method="post" action="/pause">' in page and 'name="queue" required' in page
     assert "Queue mail paused" in posted(client, "/pause", {"queue": "mail"}).text
     assert jobs.paused_queues(db) == {"mail"}
-    assert 'Resume</button>' in get(client, "/").text
+    assert "Resume</button>" in get(client, "/").text
 
 
 def test_the_shelf_shows_reasons_and_the_traceback_on_demand_never_the_arguments(client, db):
@@ -273,8 +319,9 @@ def test_metrics_give_each_queue_s_figures_and_the_worker_s_counters(connect, ta
     assert 'jobs_queue_paused{queue="reports"} 1' in lines
     assert 'jobs_worker_attempts_total{outcome="processed"} 7' in lines
     assert ['jobs_worker_queue_paused{queue="mail"} 0', 'jobs_worker_queue_paused{queue="reports"} 1'] == [
-        line for line in lines if line.startswith("jobs_worker_queue_paused")]
-    assert all(line.startswith("#") or re.fullmatch(r'[a-z_]+\{[^}]*\} [0-9.]+', line) for line in lines)
+        line for line in lines if line.startswith("jobs_worker_queue_paused")
+    ]
+    assert all(line.startswith("#") or re.fullmatch(r"[a-z_]+\{[^}]*\} [0-9.]+", line) for line in lines)
 
 
 def test_a_database_out_of_reach_gets_a_503_page():
@@ -285,8 +332,9 @@ def test_a_database_out_of_reach_gets_a_503_page():
 
 
 def test_the_dashboard_links_from_where_it_is_mounted(connect, table):
-    answer = Client(jobs.web.app(connect, authorize=operator)).get("/", base_url="http://localhost/jobs/",
-                                                                    environ_base=OPERATOR)
+    answer = Client(jobs.web.app(connect, authorize=operator)).get(
+        "/", base_url="http://localhost/jobs/", environ_base=OPERATOR
+    )
     assert 'href="/jobs/style.css"' in answer.text and 'action="/jobs/resume"' in answer.text
     assert "Path=/jobs;" in answer.headers["Set-Cookie"]
 
@@ -303,6 +351,7 @@ def test_a_csrf_value_the_client_chose_itself_is_refused(client, table):
 def test_a_csrf_token_taken_from_another_session_is_refused(connect, table):
     def session(environ):
         return environ.get("HTTP_X_SESSION", "")
+
     dashboard = jobs.web.app(connect, authorize=operator, secret="the app's secret", session=session)
     mallory, ada = Client(dashboard), Client(dashboard)
     page = mallory.get("/", environ_base={**OPERATOR, "HTTP_X_SESSION": "mallory"})
@@ -310,8 +359,9 @@ def test_a_csrf_token_taken_from_another_session_is_refused(connect, table):
     ada.set_cookie("jobs_csrf", mallory.get_cookie("jobs_csrf").value)  # planted, as a neighbouring site could
 
     refused = ada.post("/pause", data={"csrf": token, "queue": "q"}, environ_base={**OPERATOR, "HTTP_X_SESSION": "ada"})
-    taken = mallory.post("/pause", data={"csrf": token, "queue": "q"},
-                         environ_base={**OPERATOR, "HTTP_X_SESSION": "mallory"})
+    taken = mallory.post(
+        "/pause", data={"csrf": token, "queue": "q"}, environ_base={**OPERATOR, "HTTP_X_SESSION": "mallory"}
+    )
 
     assert (refused.status_code, taken.status_code) == (403, 200)
 
@@ -319,24 +369,34 @@ def test_a_csrf_token_taken_from_another_session_is_refused(connect, table):
 def test_a_form_from_another_origin_is_refused_before_its_token_is_read(client, table):
     before = everything(table)
     token = re.search(r'name="csrf" value="([^"]+)"', get(client, "/").text).group(1)
-    for headers in ({"HTTP_ORIGIN": "https://elsewhere.example"}, {"HTTP_ORIGIN": "null", "HTTP_SEC_FETCH_SITE": "cross-site"},
-                    {"HTTP_SEC_FETCH_SITE": "cross-site"}, {"HTTP_SEC_FETCH_SITE": "same-site"}):
+    for headers in (
+        {"HTTP_ORIGIN": "https://elsewhere.example"},
+        {"HTTP_ORIGIN": "null", "HTTP_SEC_FETCH_SITE": "cross-site"},
+        {"HTTP_SEC_FETCH_SITE": "cross-site"},
+        {"HTTP_SEC_FETCH_SITE": "same-site"},
+    ):
         answer = client.post("/pause", data={"csrf": token, "queue": "mail"}, environ_base={**OPERATOR, **headers})
         assert answer.status_code == 403, headers
         assert "another site" in answer.text
     assert everything(table) == before
-    same = client.post("/pause", data={"csrf": token, "queue": "mail"},
-                       environ_base={**OPERATOR, "HTTP_ORIGIN": "http://localhost"})
-    hidden = client.post("/resume", data={"csrf": token, "queue": "mail"},  # no-referrer: Origin null, but same-origin
-                         environ_base={**OPERATOR, "HTTP_ORIGIN": "null", "HTTP_SEC_FETCH_SITE": "same-origin"})
+    same = client.post(
+        "/pause", data={"csrf": token, "queue": "mail"}, environ_base={**OPERATOR, "HTTP_ORIGIN": "http://localhost"}
+    )
+    hidden = client.post(
+        "/resume",
+        data={"csrf": token, "queue": "mail"},  # no-referrer: Origin null, but same-origin
+        environ_base={**OPERATOR, "HTTP_ORIGIN": "null", "HTTP_SEC_FETCH_SITE": "same-origin"},
+    )
     assert (same.status_code, hidden.status_code) == (200, 200)
 
 
-@pytest.mark.parametrize("options, base_url", [({"origin": "https://jobs.example"}, "http://localhost"),
-                                               ({}, "https://localhost")])
+@pytest.mark.parametrize(
+    "options, base_url", [({"origin": "https://jobs.example"}, "http://localhost"), ({}, "https://localhost")]
+)
 def test_the_csrf_cookie_is_secure_when_the_dashboard_is_served_over_https(connect, table, options, base_url):
-    answer = Client(jobs.web.app(connect, authorize=operator, **options)).get("/", base_url=base_url,
-                                                                               environ_base=OPERATOR)
+    answer = Client(jobs.web.app(connect, authorize=operator, **options)).get(
+        "/", base_url=base_url, environ_base=OPERATOR
+    )
     assert "; Secure" in answer.headers["Set-Cookie"]
     assert "; Secure" not in get(Client(jobs.web.app(connect, authorize=operator)), "/").headers["Set-Cookie"]
 

@@ -5,7 +5,6 @@ import statistics
 import threading
 import time
 
-import psycopg
 import pytest
 
 import jobs
@@ -145,7 +144,11 @@ def test_worker_survives_its_connection_being_cut_mid_job_and_loses_nothing(db, 
     assert inside.wait(10)
     terminate(db, worker_backends(db))
     release.set()
-    wait_for(lambda: attempts[-1:] == [2] and jobs.listed(db) == [], "the job to come back after its lease and run", timeout=15)
+    wait_for(
+        lambda: attempts[-1:] == [2] and jobs.listed(db) == [],
+        "the job to come back after its lease and run",
+        timeout=15,
+    )
     assert scalar(db, "SELECT array_agg(n) FROM cut_off") == [7]
     assert worker.counts.failed == 0 and worker.counts.rescheduled == 0, "a lost connection is not a failed job"
 
@@ -242,8 +245,10 @@ def test_beside_hands_on_start_the_running_worker_before_it_serves(db, connect):
 
 def test_a_claimed_row_is_read_into_a_job_by_column_name_whatever_their_order(db):
     """store.job_row matches columns to Job's fields by name; a column missing is named in the error."""
-    row = "SELECT 'q' AS queue, 7 AS id, 'n' AS name, '{}'::jsonb AS args, 0 AS priority, 1 AS due_at, 1 AS attempt, " \
-          "5 AS max_attempts, NULL AS key, NULL AS batch, NULL AS flow, 9 AS claim"
+    row = (
+        "SELECT 'q' AS queue, 7 AS id, 'n' AS name, '{}'::jsonb AS args, 0 AS priority, 1 AS due_at, 1 AS attempt, "
+        "5 AS max_attempts, NULL AS key, NULL AS batch, NULL AS flow, 9 AS claim"
+    )
     with db.cursor(row_factory=store.job_row) as cursor:
         [job] = cursor.execute(row).fetchall()
         assert (job.id, job.queue, job.name, job.claim, job.max_attempts) == (7, "q", "n", 9, 5)
@@ -256,8 +261,15 @@ def test_a_job_the_listeners_own_chores_queue_rings_for_a_thread_in_the_same_ste
     already read by the time the chores end: select would not wake for it until the next timer."""
     doorbell = Doorbell(1)
     chores = [Chore("queueing", 60, lambda db: jobs.later(db, "default", "noop", {}))]
-    listener = Listener(connect, ["default"], listen=True, chores=chores, stopping=threading.Event(),
-                        doorbell=doorbell, complaints=Complaints())
+    listener = Listener(
+        connect,
+        ["default"],
+        listen=True,
+        chores=chores,
+        stopping=threading.Event(),
+        doorbell=doorbell,
+        complaints=Complaints(),
+    )
     with connect() as own, selectors.DefaultSelector() as listener._selector:
         own.autocommit = True
         listener._selector.register(listener._wakeup_r, selectors.EVENT_READ)

@@ -74,10 +74,13 @@ class RefusingInbox:
         return self.answer
 
 
-@pytest.mark.parametrize("answer, attempts_left", [
-    ("550 5.1.1 no such mailbox", False),
-    ("451 4.3.0 try again later", True),
-])
+@pytest.mark.parametrize(
+    "answer, attempts_left",
+    [
+        ("550 5.1.1 no such mailbox", False),
+        ("451 4.3.0 try again later", True),
+    ],
+)
 def test_a_permanent_refusal_fails_at_once_and_a_temporary_one_is_retried(db, monkeypatch, answer, attempts_left):
     from aiosmtpd.controller import Controller
 
@@ -136,7 +139,9 @@ def test_with_a_short_schedule_a_letter_fails_for_good_after_its_last_attempt(db
 
 def test_letter_past_its_lifetime_is_never_sent_however_late_it_is_retried(db, smtp, monkeypatch):
     monkeypatch.setenv("MAIL_URL", f"smtp://127.0.0.1:{free_port()}")  # the server is down for now
-    letter = mail.message("guestbook@example.com", "ada@example.com", "Reset", "http://x.test/resets/t/edit\n", lifetime=3600)
+    letter = mail.message(
+        "guestbook@example.com", "ada@example.com", "Reset", "http://x.test/resets/t/edit\n", lifetime=3600
+    )
     mail.delivered_later(db, letter)
     assert jobs.worked(db, "mail", mail.performers).startswith("failed deliver on attempt 1")
     # Days later the server is back, and the link in the letter died long ago.

@@ -67,7 +67,9 @@ def test_refusal_says_why_a_letter_is_refused(letter, words):
     assert words in mail.refusal(letter)
 
 
-@pytest.mark.parametrize("address", ["ada@example.com", "a.b+tag@mail.example.org", "o'brien@example.ie", "x_y-z@a-b.example"])
+@pytest.mark.parametrize(
+    "address", ["ada@example.com", "a.b+tag@mail.example.org", "o'brien@example.ie", "x_y-z@a-b.example"]
+)
 def test_plain_addresses_are_addresses_and_read_back_unchanged(address):
     assert mail.is_address(address)
     assert mail.refusal(with_(to=address)) == ""

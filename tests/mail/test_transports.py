@@ -10,14 +10,20 @@ import mail
 
 from .smtpd import SMTPServer, body_of, free_port
 
-LETTER = mail.message("guestbook@example.com", "ada@example.com", "Confirm your account", "Open this:\n\nhttp://x.test/confirm/t\n")
+LETTER = mail.message(
+    "guestbook@example.com", "ada@example.com", "Confirm your account", "Open this:\n\nhttp://x.test/confirm/t\n"
+)
 
 
 def test_letter_goes_through_the_smtp_server_with_its_headers(smtp):
     mail.delivered(LETTER)
 
     (received,) = smtp.letters
-    assert (received["From"], received["To"], received["Subject"]) == ("guestbook@example.com", "ada@example.com", "Confirm your account")
+    assert (received["From"], received["To"], received["Subject"]) == (
+        "guestbook@example.com",
+        "ada@example.com",
+        "Confirm your account",
+    )
     assert received["Message-ID"] == LETTER.message_id and received["Date"] == LETTER.date
     assert received.get_content_type() == "text/plain"
     assert "\nhttp://x.test/confirm/t\n" in body_of(received)
