@@ -45,15 +45,15 @@ class Watchdog:
         with self._lock:
             self._watched[db] = mark
 
+        # Every statement passes here, so a wait takes no lock: it writes its mark's state
+        # as one tuple, which the watchdog's thread reads whole.
         def waited(*args, **kwargs):
-            exempt = self.exempt()
-            with self._lock:
-                mark.since, mark.exempt = (None, True) if exempt else (time.monotonic(), False)
+            answered = mark.state[2]
+            mark.state = (None, True, answered) if self.exempt() else (time.monotonic(), False, answered)
             try:
                 return wait(*args, **kwargs)
             finally:
-                with self._lock:
-                    mark.since, mark.exempt, mark.answered = None, False, time.monotonic()
+                mark.state = (None, False, time.monotonic())
 
         db.wait = waited
         self._started()
@@ -91,29 +91,31 @@ class Watchdog:
         """The connections to cut now, with when the silence began: those waiting past the bound, and all unheard since."""
         now = time.monotonic()
         with self._lock:
-            marks = list(self._watched.items())
-            overdue = [mark.since for _, mark in marks if mark.since is not None and now - mark.since > self.within]
+            states = [(db, mark.state) for db, mark in list(self._watched.items())]
+            overdue = [since for _, (since, _, _) in states if since is not None and now - since > self.within]
             if not overdue:
                 return []
             began = min(overdue)
             silent = [
-                (db, mark)
-                for db, mark in marks
-                if not mark.exempt
-                and ((mark.since is not None and now - mark.since > self.within) or mark.answered < began)
+                db
+                for db, (since, exempt, answered) in states
+                if not exempt and ((since is not None and now - since > self.within) or answered < began)
             ]
-            for db, mark in silent:
+            for db in silent:
                 del self._watched[db]  # cut once; a connection cut is done with
-            return [(db, began) for db, _ in silent]
+            return [(db, began) for db in silent]
 
 
 class Wait:
-    """When a connection's current wait for an answer began (None: not waiting), and when it last had one."""
+    """A connection's state, as (since, exempt, answered).
+
+    `since`: when its current wait for an answer began (None: not waiting); `exempt`:
+    waiting, but not the watchdog's (never cut, not even with the others); `answered`:
+    when it last had an answer.
+    """
 
     def __init__(self):
-        self.since: float | None = None
-        self.exempt = False  # waiting, but not the watchdog's: never cut, not even with the others
-        self.answered = time.monotonic()
+        self.state: tuple[float | None, bool, float] = (None, False, time.monotonic())
 
 
 def cut(db) -> None:
