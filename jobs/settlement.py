@@ -7,6 +7,7 @@ wait on no other job. A job that never touches the connection (it sends a letter
 an API) begins nothing and pays nothing: the runner settles it with its neighbours.
 """
 
+import functools
 import re
 
 import psycopg
@@ -14,6 +15,7 @@ from psycopg import sql
 from psycopg.pq import TransactionStatus
 
 FORBIDDEN = ("commit", "rollback", "close")  # what a performer may not do to the worker's connection
+CHECKED_TEXTS = 512  # statement texts whose check for a transaction's end is remembered (most recent first)
 
 # A statement that ends the job's transaction: COMMIT, END, ABORT, ROLLBACK (but not ROLLBACK
 # TO a savepoint) and PREPARE TRANSACTION, at the start of the text or after a semicolon.
@@ -76,7 +78,13 @@ def ends_transaction(query) -> bool:
         query = query.decode(errors="replace")
     if not isinstance(query, str):
         return False  # a Composed is checked once it is text (see Touched.execute)
-    return ENDING.search(QUOTED.sub(" ", query)) is not None
+    return text_ends_transaction(query)
+
+
+@functools.lru_cache(maxsize=CHECKED_TEXTS)
+def text_ends_transaction(text: str) -> bool:
+    """ends_transaction for a text; a performer sends the same few texts again and again, so each is read once."""
+    return ENDING.search(QUOTED.sub(" ", text)) is not None
 
 
 class Touched:
