@@ -131,6 +131,12 @@ SELECT set_config('statement_timeout', %(timeout)s, true)
 -- for the commit, which follows at once, and then find nothing to cancel.
 DELETE FROM jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s AND cancelled_at IS NULL RETURNING id
 
+-- name: finish_one
+-- finish, for the one job whose writes share its transaction (outcomes.success_committed):
+-- the same guard, with the id as a plain parameter, because an array of one costs the
+-- worker more to send than the statement costs the server to run.
+DELETE FROM jobs WHERE id = %(id)s AND claim = %(claim)s AND cancelled_at IS NULL
+
 -- name: fail
 -- A failed attempt keeps its reason and waits for its next run; max_attempts is
 -- where the performer's policy ends the retries (set to attempts, it fails for good).

@@ -203,6 +203,11 @@ def finished(db, jobs: list[Job]) -> set[int]:
     return {row[0] for row in rows}
 
 
+def finished_one(db, job: Job) -> bool:
+    """Deletes the row of one job that succeeded, on db's transaction; False when it is no longer ours."""
+    return db.execute(queries["finish_one"], {"id": job.id, "claim": job.claim}).rowcount == 1
+
+
 def attempt_failed(
     db, job: Job, reason: str, traceback: str, wait: int, max_attempts: int, now: int | None = None
 ) -> bool:

@@ -25,6 +25,10 @@ RETURNING plain_jobs.id, plain_jobs.queue, plain_jobs.name, plain_jobs.args,
 -- Settling the claimed rows: gone, as long as the claim is still the caller's.
 DELETE FROM plain_jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s
 
+-- name: delete_one
+-- Settling one claimed row, the id a plain parameter: what a transaction per job deletes.
+DELETE FROM plain_jobs WHERE id = %(id)s AND claim = %(claim)s
+
 -- name: insert
 INSERT INTO plain_jobs (queue, name, args, run_at) VALUES (%(queue)s, %(name)s, %(args)s, %(run_at)s)
 

@@ -57,7 +57,7 @@ def plain_drained(url: str, gate) -> int:
             for row in rows:
                 with db.transaction():
                     db.execute(plain.statements["written"], {"n": row[3]["n"]})
-                    plain.deleted(db, claim, [row])
+                    db.execute(plain.statements["delete_one"], {"id": row[0], "claim": claim})
             settled += len(rows)
 
 

@@ -66,17 +66,16 @@ def test_a_job_cancelled_after_its_performer_returned_keeps_no_write_and_its_cha
 
 def listener_shelves_it_first(monkeypatch, connect):
     """Makes the listener's look at cancelled jobs, and an operator's cancel, land just before the settlement's deletion."""
-    finished = store.finished
+    finished = store.finished_one  # the deletion of a job that wrote, on its own transaction
 
-    def cancelled_first(conn, held):
+    def cancelled_first(conn, job):
         with connect() as listener:
             listener.autocommit = True
-            for job in held:
-                jobs.cancelled(listener, job.id)
-            chores.heard_cancelled(listener, held)
-        return finished(conn, held)
+            jobs.cancelled(listener, job.id)
+            chores.heard_cancelled(listener, [job])
+        return finished(conn, job)
 
-    monkeypatch.setattr(store, "finished", cancelled_first)
+    monkeypatch.setattr(store, "finished_one", cancelled_first)
     return finished
 
 
@@ -89,7 +88,7 @@ def test_a_cancel_the_listener_settles_before_the_deletion_moves_the_chain_on_on
     jobs.chain(db, "default", [("step", {}), ("next_step", {})], on_failure=("on_fail", {}))
     finished = listener_shelves_it_first(monkeypatch, connect)
     assert jobs.worked(db, "default", performers) == "cancelled step"
-    monkeypatch.setattr(store, "finished", finished)
+    monkeypatch.setattr(store, "finished_one", finished)
     assert jobs.worked(db, "default", performers) == "ran on_fail"
     assert jobs.worked(db, "default", performers) is None, "only on_failure was queued, not the next step too"
     assert writes() == [("on_fail",)]
@@ -110,7 +109,7 @@ def test_a_cancel_the_listener_settles_before_the_deletion_counts_once_in_its_ba
     )
     finished = listener_shelves_it_first(monkeypatch, connect)
     assert jobs.worked(db, "default", performers) == "cancelled member"
-    monkeypatch.setattr(store, "finished", finished)
+    monkeypatch.setattr(store, "finished_one", finished)
     status = jobs.batch_status(db, batch)
     assert (status["pending"], status["failed"], status["finished"]) == (2, 1, False), "counted once, as failed"
     while jobs.worked(db, "default", performers) is not None:
