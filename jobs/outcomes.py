@@ -51,7 +51,7 @@ def success_committed(transaction, job) -> Outcome:
     """
     db = transaction.db
     try:
-        if store.finished_one(db, job):
+        if store.finished_one(transaction.cursor, job):
             moved_flows_on(db, [(job, processed(job))])
             transaction.committed()
             return processed(job)

@@ -85,9 +85,10 @@ def performed(
     lines: dict[int, str] = {}
     autocommit = db.autocommit
     db.autocommit = True  # each job's transaction is begun and committed by the runner itself
+    own = db.cursor()  # the one cursor of the runner's own statements in each job's transaction
     try:
         while not stopping() and (job := hand.next()) is not None:
-            outcome, quiet, seconds = ran(db, job, performers, now, timeout, backend)
+            outcome, quiet, seconds = ran(db, job, performers, now, timeout, backend, own)
             hand.ended(quiet)
             if patience is not None and seconds > patience and (waiting := handed_back(db, hand, now)):
                 store.announced(db, {job.queue for job in waiting})  # a thread that waits takes them
@@ -142,7 +143,7 @@ def told(job, outcome: Outcome, counts: Counts) -> None:
     log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
 
 
-def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, bool, float]:
+def ran(db, job, performers, now, timeout=None, backend=None, cursor=None) -> tuple[Outcome, bool, float]:
     """Performs one job and settles it, unless it is a quiet success.
 
     Answers its outcome, whether it is a quiet success, and the seconds its performer ran.
@@ -163,7 +164,7 @@ def ran(db, job, performers, now, timeout=None, backend=None) -> tuple[Outcome, 
     limit = policy.timeout if policy.timeout is not None else timeout
     job.deadline = None if limit is None else time.monotonic() + limit
     token = current.set(job)
-    transaction = JobTransaction(db, backend)
+    transaction = JobTransaction(db, backend, cursor)
     began = time.monotonic()
     try:
         perform(transaction.for_job(), job.args)
