@@ -204,7 +204,7 @@ def finished(db, jobs: list[Job]) -> set[int]:
 
 
 def finished_one(db, job: Job) -> bool:
-    """Deletes the row of one job that succeeded, on the transaction of `db` (a connection or cursor); False if not ours."""
+    """Deletes one succeeded job's row on the transaction of `db` (a connection or cursor); False if not ours."""
     return db.execute(queries["finish_one"], {"id": job.id, "claim": job.claim}).rowcount == 1
 
 
