@@ -10,6 +10,7 @@ import html
 from datetime import UTC, datetime
 from string import Template
 
+from ..tables import age as age  # the command line's, so both say a duration alike (pages.py calls html.age)
 from . import csrf
 
 LAYOUT = Template("""<!doctype html>

@@ -13,6 +13,7 @@ import time
 from psycopg.conninfo import make_conninfo
 
 from tests.jobs.helpers import start_command, stopped, wait_for
+from tests.jobs.pressure import JOB_MS as JOB_MS  # report.py names the job length the column offers
 from tests.jobs.pressure import Producer, Watcher
 
 from . import database
