@@ -3,7 +3,8 @@
 Every relative link in a Markdown file names a file or folder that exists, and every
 `#anchor` a heading of its target as GitHub makes them. Every constant a document
 quotes with a value, as "`LOCK_AFTER` (10)" or "`POLL_INTERVAL`, 1 s", still has that
-value where the code defines it, so prose and code cannot drift apart unnoticed.
+value where the code defines it, so prose and code cannot drift apart unnoticed. Every
+test a document cites by name (`test_...`) exists, unless the document's own code defines it.
 """
 
 import ast
@@ -23,6 +24,7 @@ FENCE = re.compile(r"^(```|~~~).*?^\1", re.S | re.M)
 CODE = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"!?\[[^\]]*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
 REFERENCE = re.compile(r"^\s*\[[^\]]+\]:\s*(\S+)", re.M)
+TEST_NAME = re.compile(r"\btest_\w+")  # a test module or function a document cites
 HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$", re.M)
 HTML_ANCHOR = re.compile(r"<a\s+(?:id|name)=\"([^\"]+)\"")
 # A quoted value: "`NAME` (3 days)", "`NAME` (an hour)", "`NAME`, 64 KiB", or "its /64 network (`NAME`)".
@@ -193,3 +195,36 @@ def test_every_relative_link_and_anchor_resolves(document):
 def test_every_quoted_constant_has_its_value_in_the_code(document):
     drift = drifted(document)
     assert not drift, "constants the document quotes otherwise than the code:\n" + "\n".join(drift)
+
+
+@functools.cache
+def project_tests() -> frozenset[str]:
+    """The names of every test module and test function of the project: what a document may cite."""
+    names = set()
+    for folder in ("tests", "e2e"):
+        for source in (ROOT / folder).rglob("*.py"):
+            names.add(source.stem)
+            tree = ast.parse(source.read_text())
+            names.update(
+                node.name for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            )
+    return frozenset(names)
+
+
+def missing_tests(path: Path) -> list[str]:
+    """The tests `path` cites by name that exist nowhere, neither in the tests nor in the document's own code."""
+    text = path.read_text()
+    own = set(TEST_NAME.findall("\n".join(block[0] for block in FENCE.finditer(text))))
+    return sorted({name for name in TEST_NAME.findall(text) if name not in project_tests() and name not in own})
+
+
+@pytest.mark.parametrize("document", documents(), ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_test_a_document_cites_exists(document):
+    missing = missing_tests(document)
+    assert not missing, "tests the document cites that do not exist:\n" + "\n".join(missing)
+
+
+def test_a_renamed_test_is_found_missing(tmp_path):
+    document = tmp_path / "cites.md"
+    document.write_text("Shown by `test_a_sign_in_that_no_test_has_ever_had`, and by `test_docs`.\n")
+    assert missing_tests(document) == ["test_a_sign_in_that_no_test_has_ever_had"]
