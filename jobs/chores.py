@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from . import control, endings, roster, store
+from .job import Job
 from .schedules import fired
 
 log = logging.getLogger("jobs")
@@ -62,7 +63,7 @@ def cancels_heard(db, worker) -> None:
         heard_cancelled(db, jobs)
 
 
-def heard_cancelled(db, jobs: list[store.Job]) -> None:
+def heard_cancelled(db, jobs: list[Job]) -> None:
     """Settles at once, as cancelled, the jobs of one claim an operator cancelled while held, and tells them.
 
     Their performer may run on (it sees `current_job().cancelled`), but whatever it

@@ -12,7 +12,8 @@ from dataclasses import dataclass, field
 
 from psycopg.rows import namedtuple_row
 
-from . import flows, store
+from . import flows
+from .job import Job
 from .shelf import job_id
 from .sql import queries
 
@@ -78,7 +79,7 @@ def cancelled(db, *ids: int, now: int | None = None) -> Cancellation:
     return Cancellation(sorted(job.id for job in stopped), sorted(job.id for job in running))
 
 
-def cancelled_among(db, jobs: list[store.Job]) -> set[int]:
+def cancelled_among(db, jobs: list[Job]) -> set[int]:
     """The ids of the held `jobs` (of one claim) that were cancelled while they ran.
 
     For the cancels chore of the worker's listener (chores.py): the worker then tells the job's
@@ -90,7 +91,7 @@ def cancelled_among(db, jobs: list[store.Job]) -> set[int]:
     return {row[0] for row in db.execute(queries["cancelled_among"], params)}
 
 
-def cancellation_settled(db, job: store.Job, traceback: str = "", now: int | None = None) -> bool:
+def cancellation_settled(db, job: Job, traceback: str = "", now: int | None = None) -> bool:
     """Settles a job cancelled while it ran: onto the shelf as cancelled, on db's transaction.
 
     The settlement calls it in place of `finished` or `failed` for a job that

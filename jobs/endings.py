@@ -8,6 +8,7 @@ token and tells the job's chain or batch, as the runner's own settlements do.
 import logging
 
 from . import store
+from .job import Job
 from .outcomes import Outcome, moved_flows_on, recorded_failure
 from .policies import policy_of
 
@@ -30,7 +31,7 @@ def timed_out(db, job, performers, limit: float, counts) -> None:
         log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message)
 
 
-def reaped(db, now: int | None = None) -> list[store.Job]:
+def reaped(db, now: int | None = None) -> list[Job]:
     """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
 
     One transaction: the jobs leave the queue and their chains and batches hear of it

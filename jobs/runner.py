@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from . import flows, store
 from .hand import Hand
+from .job import Job
 from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
 from .policies import DEFAULT, NO_RETRY, policy_of
 from .settlement import JobTransaction
@@ -24,7 +25,7 @@ from .settlement import JobTransaction
 COMMIT_AFTER = 0.005  # seconds a success that wrote nothing waits to be deleted with the ones after it
 
 log = logging.getLogger("jobs")
-current: contextvars.ContextVar[store.Job] = contextvars.ContextVar("current job")
+current: contextvars.ContextVar[Job] = contextvars.ContextVar("current job")
 
 
 @dataclass
@@ -47,7 +48,7 @@ class TransactionEnded(RuntimeError):
     """A performer ended its job's transaction by a way the worker could not refuse (its raw connection)."""
 
 
-def current_job() -> store.Job:
+def current_job() -> Job:
     """The job being performed, for a performer that wants its id, attempt, queue or `final`.
 
     Raises LookupError outside a performer.

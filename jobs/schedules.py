@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from psycopg.rows import dict_row
 
-from . import store
+from .arguments import encoded
 from .cron import Cron, latest_at, next_after, parsed
 from .sql import schedule_queries as queries
 
@@ -124,7 +124,7 @@ def every(
     if isinstance(priority, bool) or not isinstance(priority, int) or not PRIORITY[0] <= priority <= PRIORITY[1]:
         raise ValueError(f"schedule {key!r}: priority= is a whole number from {PRIORITY[0]} to {PRIORITY[1]}")
     try:
-        text = store.encoded(queue, name, {} if args is None else args)
+        text = encoded(queue, name, {} if args is None else args)
     except (TypeError, ValueError) as error:
         raise type(error)(f"schedule {key!r}: {error}") from None
     interval = None if every is None else interval_of(key, every)

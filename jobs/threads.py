@@ -15,6 +15,7 @@ from . import store
 from .backends import Backend, told
 from .connections import kept_running
 from .hand import Hand
+from .job import Job
 from .runner import performed
 
 BATCH_MAX = 100  # jobs one claim may take at the most
@@ -32,7 +33,7 @@ class WorkThread:
         self.ending = threading.Event()  # set when the worker stops, or abandons this thread
         self.abandoned = False
         self.hand = Hand([])  # the jobs of its last claim not yet settled or given back
-        self.cut_off: list[store.Job] = []  # what it held when its connection was lost, to give back
+        self.cut_off: list[Job] = []  # what it held when its connection was lost, to give back
         self.unheard: int | None = None  # the token of a claim sent whose answer never came back
         self.backend: Backend | None = None  # the server process of this thread's connection (backends.py)
         self.limit = 1  # how many jobs the next claim may take
@@ -49,11 +50,11 @@ class WorkThread:
         hand, self.hand = self.hand, Hand([])
         return hand
 
-    def held(self) -> list[store.Job]:
+    def held(self) -> list[Job]:
         """The claimed jobs not yet settled or given back, for the heartbeat."""
         return self.hand.held()
 
-    def overdue(self, now: float) -> store.Job | None:
+    def overdue(self, now: float) -> Job | None:
         """The job whose performer is still running past its deadline (a time.monotonic() moment), if any."""
         job = self.hand.running
         return job if job is not None and job.deadline is not None and job.deadline <= now else None

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from . import flows, store
 from .backends import ended
 from .endings import timed_out
+from .job import Job
 from .policies import policy_of
 from .runner import settled_quietly
 from .threads import BATCH_TIME
@@ -36,7 +37,7 @@ class GiveBack:
     backend: object  # the let-go thread's server process (backends.Backend), None when it never connected
     held: list
     quiet: list  # its jobs that ran, wrote nothing and succeeded: to be deleted, not given back
-    overdue: store.Job | None  # None once its timeout is recorded
+    overdue: Job | None  # None once its timeout is recorded
     told: bool = False  # its connection ended and its jobs' `cancelled` set
     said: bool = False  # the give-back logged
     failed: list = field(default_factory=list)  # the overdue job, which is failed rather than given back
@@ -95,7 +96,7 @@ class Watch:
             )
             self.worker.doorbell.ring()
 
-    def _let_go(self, db, work, overdue: store.Job | None) -> None:
+    def _let_go(self, db, work, overdue: Job | None) -> None:
         """Replaces thread `work`, then gives back what it held (failing `overdue` with its timeout)."""
         last = self.worker.replaced(work)
         if last is None:
@@ -149,7 +150,7 @@ class Watch:
             flows.given_back(db, rest)
             self._owed.pop(0)
 
-    def _limit_of(self, job: store.Job) -> float:
+    def _limit_of(self, job: Job) -> float:
         """The timeout that applies to `job`: its policy's, or the worker's."""
         limit = policy_of(self.worker.performers.get(job.name)).timeout
         return limit if limit is not None else self.worker.timeout

@@ -22,6 +22,7 @@ from .connections import SILENT_AFTER
 from .doorbell import Doorbell
 from .frontier import Frontiers
 from .heartbeat import Heartbeat
+from .job import Job
 from .listener import POLL_INTERVAL, Listener
 from .runner import Counts, current, performed
 from .schedules import held
@@ -228,7 +229,7 @@ class Worker:
         with self._lock:
             return list(self._work)
 
-    def batches_held(self) -> list[list[store.Job]]:
+    def batches_held(self) -> list[list[Job]]:
         """The jobs each work thread holds now (claimed, not yet settled or given back)."""
         return [held for held in (work.held() for work in self._work_threads()) if held]
 
