@@ -20,8 +20,8 @@ from typing import Any
 import psycopg
 
 from . import flows, store
-from .hand import Hand
 from .backends import Backend
+from .hand import Hand
 from .job import Job, Performer
 from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
 from .policies import DEFAULT, NO_RETRY, policy_of
