@@ -21,7 +21,9 @@ log = logging.getLogger("jobs")
 LOST = Outcome("failed", "lost", logging.ERROR, "its worker stopped during the last attempt", final=True)
 
 
-def timed_out(db: psycopg.Connection[Any], job: Job, performers: Mapping[str, Performer], limit: float, counts: Counts) -> None:
+def timed_out(
+    db: psycopg.Connection[Any], job: Job, performers: Mapping[str, Performer], limit: float, counts: Counts
+) -> None:
     """Records that `job` ran past its timeout of `limit` seconds, on `db` (not its own thread's connection).
 
     The attempt fails with a TimeoutError, retried or ended by the job's policy as any
