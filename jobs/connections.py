@@ -47,7 +47,7 @@ Connect = Callable[[], psycopg.Connection[Any]]
 Session = tuple[int, object]
 
 
-def keepalives(within: float = SILENT_AFTER) -> dict[str, int]:
+def keepalives(within: float = SILENT_AFTER) -> dict[str, Any]:  # Any: ** passes it to connect's keywords
     """The libpq options that make the kernel drop, within `within` seconds, a connection whose packets are lost.
 
     For psycopg.connect(url, **keepalives()). An idle connection is probed after a third

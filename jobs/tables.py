@@ -15,7 +15,7 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
     cells = [[str(value) for value in row] for row in [headers, *rows]]
     widths = [max(len(row[n]) for row in cells) for n in range(len(headers))]
     lines = [
-        "  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(row, widths, right)).rstrip()
+        "  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(row, widths, right, strict=True)).rstrip()
         for row in cells
     ]
     return "\n".join(lines)
