@@ -15,6 +15,7 @@ from psycopg.rows import dict_row
 from .. import redaction, roster, shelf, store
 from .. import schedules as schedule_rows
 from ..sql import load
+from ..tables import age  # the command line's, so both say a duration alike
 from . import html, params
 from .html import escaped
 from .wsgi import Answer, Refused
@@ -58,7 +59,7 @@ def queues_table(request, figures: list[dict]) -> str:
             [
                 escaped(queue["queue"]),
                 *counts,
-                html.age(queue["oldest_due_age"]),
+                age(queue["oldest_due_age"]),
                 "yes" if queue["paused"] else "no",
                 html.button(request, action[0], action[1], {"queue": queue["queue"]}),
             ]
@@ -262,7 +263,7 @@ def workers(dashboard, request, db) -> Answer:
             str(row["threads"]),
             str(row["version"]),
             html.moment(row["started_at"]),
-            html.age((row["now"] - row["beat_at"]) / 1000) + " ago",
+            age((row["now"] - row["beat_at"]) / 1000) + " ago",
             row["state"] + (f" at {html.moment(row['ended_at'])}" if row["ended_at"] else ""),
             f"{row['holding']:,}",
         ]
