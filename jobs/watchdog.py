@@ -24,12 +24,11 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 
 log = logging.getLogger("jobs")
-C = TypeVar("C", bound=psycopg.Connection[Any])  # a connection watched, of whatever row type
 
 
 class Watchdog:
@@ -48,7 +47,7 @@ class Watchdog:
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def watched(self, db: C) -> C:
+    def watched(self, db: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
         """Watches `db`'s waits for answers from now on; returns `db`."""
         wait, mark = db.wait, Wait()
         with self._lock:
@@ -69,7 +68,7 @@ class Watchdog:
         self._started()
         return db
 
-    def connecting(self, connect: Callable[[], C]) -> Callable[[], C]:
+    def connecting(self, connect: Callable[[], psycopg.Connection[Any]]) -> Callable[[], psycopg.Connection[Any]]:
         """`connect`, with each connection it opens watched."""
         return lambda: self.watched(connect())
 
