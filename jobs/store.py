@@ -214,7 +214,7 @@ def finished(db: psycopg.Connection[Any], jobs: list[Job]) -> set[int]:
     return {row[0] for row in rows}
 
 
-def finished_one(db, job: Job) -> bool:
+def finished_one(db: psycopg.Connection[Any] | psycopg.Cursor[Any], job: Job) -> bool:
     """Deletes one succeeded job's row on the transaction of `db` (a connection or cursor); False if not ours."""
     return db.execute(queries["finish_one"], {"id": job.id, "claim": job.claim}).rowcount == 1
 
