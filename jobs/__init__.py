@@ -44,6 +44,7 @@ It needs psycopg 3 and the standard library only, so it can be copied into an ap
 from .connections import SILENT_AFTER, keepalives
 from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
+from .job import Job
 from .listener import POLL_INTERVAL
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .runner import Counts, current_job
@@ -51,7 +52,7 @@ from .schedules import Schedule, every
 from .schema import SchemaError, prepared
 from .shelf import PAGE, discarded, failed, retried, status
 from .sql import load as load_queries
-from .store import ATTEMPTS, LEASE, Job, later, later_many, listed, now_ms
+from .store import ATTEMPTS, LEASE, later, later_many, listed, now_ms
 from .workers import Worker, beside, worked, worker
 
 __all__ = [

@@ -29,6 +29,9 @@ import math
 import os
 import signal
 import sys
+from collections.abc import Callable, Sequence
+from types import FrameType
+from typing import Any
 
 import psycopg
 
@@ -45,7 +48,7 @@ EXIT_DATABASE = 3  # the database could not be reached, or refused a statement (
 GRACE = 30.0  # seconds a SIGTERM lets the jobs in hand run on: Kubernetes' default grace period
 
 
-def main(argv=None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     if hasattr(args, "all") and bool(args.ids) == args.all:
         args.usage("name the jobs by ID, or give --all (not both)")  # exits EXIT_USAGE
@@ -54,7 +57,9 @@ def main(argv=None) -> int:
         print("jobs: set DATABASE_URL to the database to work on", file=sys.stderr)
         return EXIT_USAGE
     if args.command is work_command:
-        return work_command(args, url)  # a worker reconnects by itself when cut off
+        # A worker reconnects by itself when cut off. (The `is` test against args.command, an Any, makes
+        # mypy take work_command for an Any too, and so its answer.)
+        return work_command(args, url)  # type: ignore[no-any-return]
     return inspected(args, url)
 
 
@@ -125,7 +130,7 @@ def parser() -> argparse.ArgumentParser:
     return top
 
 
-def work_command(args, url: str) -> int:
+def work_command(args: argparse.Namespace, url: str) -> int:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(process)d %(message)s")
     performers, held = args.performers, args.schedules or ()  # imported by the parser (`importable`)
     try:
@@ -143,7 +148,7 @@ def work_command(args, url: str) -> int:
     # Keepalives let the kernel drop a connection whose packets are lost (connections.py);
     # those DATABASE_URL sets itself are its own.
     given = psycopg.conninfo.conninfo_to_dict(url)
-    options = {name: value for name, value in keepalives().items() if name not in given}
+    options: dict[str, Any] = {name: value for name, value in keepalives().items() if name not in given}
     options |= {"application_name": APPLICATION_NAME} | ({} if args.listen else {"prepare_threshold": None})
     running = Worker(
         lambda: psycopg.connect(url, **options),
@@ -156,9 +161,9 @@ def work_command(args, url: str) -> int:
         timeout=args.timeout,
         schedules=held,
     )
-    signals = []  # the stop signals received so far: the first allows the grace period, the second none
+    signals: list[int] = []  # the stop signals received so far: the first allows the grace period, the second none
 
-    def stopped(signum, frame):
+    def stopped(signum: int, frame: FrameType | None) -> None:
         signals.append(signum)
         running.stop(grace=args.grace if len(signals) == 1 else 0)
 
@@ -171,11 +176,12 @@ def work_command(args, url: str) -> int:
     return 0
 
 
-def inspected(args, url: str) -> int:
+def inspected(args: argparse.Namespace, url: str) -> int:
     """Runs status, failed, retry or discard on a connection of its own, and answers its exit code."""
     try:
         with psycopg.connect(url, autocommit=True, application_name=COMMAND_NAME) as db:
-            return args.command(args, db)
+            code: int = args.command(args, db)  # a Command (commands.py)
+            return code
     except (psycopg.Error, schema.SchemaError) as error:
         print(f"jobs: the database failed: {error}", file=sys.stderr)
         return EXIT_DATABASE
@@ -223,10 +229,10 @@ def queue_list(text: str) -> list[str]:
     return [queue for queue in queues if queue]
 
 
-def importable(option: str):
+def importable(option: str) -> Callable[[str], Any]:
     """An argparse type for `option` that imports the object MODULE:ATTRIBUTE names, before anything is done."""
 
-    def parsed(spec: str):
+    def parsed(spec: str) -> Any:
         try:
             return imported(spec, option)
         except SystemExit as error:

@@ -7,17 +7,19 @@ job and the place in its arguments, and no row is written.
 
 import json
 import math
+from typing import Any
 
 
 class Refusal(Exception):
     """What is wrong with a value, and the path to it, gathered as the walk unwinds."""
 
-    def __init__(self, error: type[Exception], what: str):
+    def __init__(self, error: type[Exception], what: str) -> None:
         super().__init__(what)
-        self.error, self.what, self.path = error, what, []
+        self.error, self.what = error, what
+        self.path: list[str] = []
 
 
-def encoded(queue, name, args) -> str:
+def encoded(queue: str, name: str, args: dict[str, Any]) -> str:
     """The JSON text of a job's arguments, or a clear error naming the job.
 
     Arguments must survive the trip through the table unchanged: a dict with string
@@ -30,7 +32,7 @@ def encoded(queue, name, args) -> str:
     return encoded_args(name, args)
 
 
-def named(queue, name) -> None:
+def named(queue: str, name: str) -> None:
     """Refuses an empty queue or name, or one holding a NUL character."""
     for what, value in (("queue", queue), ("name", name)):
         if not isinstance(value, str) or not value.strip():
@@ -39,7 +41,7 @@ def named(queue, name) -> None:
             raise ValueError(f"a job's {what} cannot hold a NUL character: {value!r}")
 
 
-def encoded_args(name, args) -> str:
+def encoded_args(name: str, args: dict[str, Any]) -> str:
     """The JSON text of job `name`'s arguments (see `encoded`)."""
     if type(args) is not dict:
         raise TypeError(f"job {name!r}: args must be a dict, not {type(args).__name__}")
@@ -50,7 +52,7 @@ def encoded_args(name, args) -> str:
     return json.dumps(args, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
 
 
-def walked(value) -> None:
+def walked(value: Any) -> None:
     """Raises a Refusal when `value` is not plain JSON; the one walk over the rules.
 
     It tests exact types, the quick test every job passes; the path to what is wrong
@@ -79,7 +81,7 @@ def walked(value) -> None:
         raise Refusal(TypeError, f"is a {kind.__name__}, which is not JSON")
 
 
-def stepped(item, step: str) -> None:
+def stepped(item: Any, step: str) -> None:
     """Walks `item`, adding `step` to the path of whatever is wrong inside it."""
     try:
         walked(item)

@@ -13,29 +13,39 @@ ended only while it still runs that same transaction, never a stranger's.
 import logging
 import threading
 import weakref
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from .sql import one
+
+if TYPE_CHECKING:  # workers.py imports this module
+    from .workers import Worker
 
 log = logging.getLogger("jobs")
-_told = weakref.WeakSet()  # the workers that have said what a pooler lets them do
+_told: "weakref.WeakSet[Worker]" = weakref.WeakSet()  # the workers that have said what a pooler lets them do
 _telling = threading.Lock()  # a worker's threads open their connections at once
 
 
 class Backend:
     """The server process of one work thread's connection, or of its current transaction behind a pooler."""
 
-    def __init__(self, db):
-        real = db.execute("SELECT pg_backend_pid()").fetchone()[0]
+    def __init__(self, db: psycopg.Connection[Any]) -> None:
+        real: int = one(db.execute("SELECT pg_backend_pid()"))[0]
         self.pooled = real != db.info.backend_pid  # libpq was given a pid that is no server process's
         # The server process, and behind a pooler the start of the transaction it runs for
         # this thread: one tuple, so that the listener never reads one without the other.
-        self.running = None if self.pooled else (real, None)
+        self.running: tuple[int, datetime | None] | None = None if self.pooled else (real, None)
 
-    def entered(self, db) -> None:
+    def entered(self, db: psycopg.Connection[Any]) -> None:
         """Called inside a job's transaction: behind a pooler, learns which server process runs it."""
         if self.pooled:
-            self.running = tuple(db.execute("SELECT pg_backend_pid(), transaction_timestamp()").fetchone())
+            pid, began = one(db.execute("SELECT pg_backend_pid(), transaction_timestamp()"))
+            self.running = (pid, began)
 
 
-def ended(db, backend: Backend, wait_ms: int) -> bool:
+def ended(db: psycopg.Connection[Any], backend: Backend, wait_ms: int) -> bool:
     """Ends `backend`'s server process from `db`, waiting up to `wait_ms` for it to go; whether it is gone.
 
     Behind a pooler, only while it still runs the transaction `backend` entered (a
@@ -46,7 +56,8 @@ def ended(db, backend: Backend, wait_ms: int) -> bool:
         return True  # behind a pooler, no transaction was ever begun
     pid, began = backend.running
     if not backend.pooled:
-        return db.execute("SELECT pg_terminate_backend(%s, %s)", [pid, wait_ms]).fetchone()[0]
+        gone: bool = one(db.execute("SELECT pg_terminate_backend(%s, %s)", [pid, wait_ms]))[0]
+        return gone
     row = db.execute(
         "SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity WHERE pid = %s AND xact_start = %s",
         [wait_ms, pid, began],
@@ -54,7 +65,7 @@ def ended(db, backend: Backend, wait_ms: int) -> bool:
     return row is None or row[0]
 
 
-def told(worker, backend: Backend) -> None:
+def told(worker: "Worker", backend: Backend) -> None:
     """Says once per worker, at its first connection through a pooler, what works there and what does not."""
     if not backend.pooled:
         return

@@ -14,9 +14,16 @@ and the timeout watch are not chores: they have a thread of their own (heartbeat
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import psycopg
 
 from . import control, endings, roster, store
+from .job import Job
 from .schedules import fired
+
+if TYPE_CHECKING:  # workers.py imports this module
+    from .workers import Worker
 
 log = logging.getLogger("jobs")
 
@@ -27,11 +34,11 @@ class Chore:
 
     name: str
     every: float
-    do: Callable
+    do: Callable[[psycopg.Connection[Any]], object]
     next_at: float = 0.0  # time.monotonic() moment it is due next; 0: at once
 
 
-def timetable(worker) -> list[Chore]:
+def timetable(worker: "Worker") -> list[Chore]:
     """The chores of `worker` (a Worker), each due at once when the listener starts."""
     poll, reap = worker.poll, worker.lease / roster.BEATS
     return [
@@ -44,25 +51,25 @@ def timetable(worker) -> list[Chore]:
     ]
 
 
-def promoted(db, worker) -> None:
+def promoted(db: psycopg.Connection[Any], worker: "Worker") -> None:
     """Promotes the scheduled jobs whose moment has come, and wakes a thread when the worker's queues got some."""
     if set(store.promoted(db)) & set(worker.queues):
         worker.doorbell.ring()  # not only by the notification, which a polling worker misses
 
 
-def looked(db, worker) -> None:
+def looked(db: psycopg.Connection[Any], worker: "Worker") -> None:
     """Looks where each queue's claims start, past dead index entries (frontier.py)."""
     if worker.frontiers.looked(db, worker.queues):
         worker.doorbell.ring()  # a job the claims passed over is due
 
 
-def cancels_heard(db, worker) -> None:
+def cancels_heard(db: psycopg.Connection[Any], worker: "Worker") -> None:
     """Hears which jobs in hand an operator cancelled, one claim at a time."""
     for jobs in worker.batches_held():
         heard_cancelled(db, jobs)
 
 
-def heard_cancelled(db, jobs: list[store.Job]) -> None:
+def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job]) -> None:
     """Settles at once, as cancelled, the jobs of one claim an operator cancelled while held, and tells them.
 
     Their performer may run on (it sees `current_job().cancelled`), but whatever it
@@ -83,7 +90,7 @@ def heard_cancelled(db, jobs: list[store.Job]) -> None:
             )
 
 
-def reaped(db) -> None:
+def reaped(db: psycopg.Connection[Any]) -> None:
     """The reaper: jobs of workers gone come back, keys of leases that ran out are freed, the lost are shelved."""
     for job, worker_id in roster.orphans_lapsed(db):
         log.warning("job %s was held by worker %s, which stopped beating: its lease runs out now", job, worker_id)

@@ -8,6 +8,10 @@ answers the exit code.
 
 import argparse
 import importlib
+from collections.abc import Callable
+from typing import Any, TypeAlias
+
+import psycopg
 
 from . import control, roster, schedules, schema, shelf
 from .tables import age, first_line, in_full, jobs_counted, moment, table, when
@@ -16,8 +20,14 @@ EXIT_OK = 0  # done; for `failed`, the shelf is empty
 EXIT_NOTICE = 1  # `failed` found jobs on the shelf; `retry`, `discard`, `pause`, `resume` or `cancel` changed nothing
 ID_MAX = 2**63 - 1  # the largest job id the table can hold (bigint)
 
+# What add_subparsers() answers; in quotes, as the class takes no type argument at run time.
+Commands: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
+Command = Callable[
+    [argparse.Namespace, psycopg.Connection[Any]], int
+]  # a command: its arguments and connection to its exit code
 
-def commands_added(commands) -> None:
+
+def commands_added(commands: Commands) -> None:
     """Adds every command but `work` to the command line's commands."""
     shelf_commands_added(commands)
     control_commands_added(commands)
@@ -51,7 +61,7 @@ def commands_added(commands) -> None:
     prepare.set_defaults(command=prepare_command)
 
 
-def shelf_commands_added(commands) -> None:
+def shelf_commands_added(commands: Commands) -> None:
     """Adds status, failed, retry and discard to the command line's commands."""
     status = commands.add_parser(
         "status",
@@ -103,7 +113,7 @@ def shelf_commands_added(commands) -> None:
         chosen.add_argument("--all", action="store_true", help="every job on the failed shelf")
 
 
-def added(commands, name: str, run, summary: str, description: str) -> argparse.ArgumentParser:
+def added(commands: Commands, name: str, run: Command, summary: str, description: str) -> argparse.ArgumentParser:
     """A new command `name` that runs `run`; `usage` lets the command refuse its arguments as argparse would."""
     parser = commands.add_parser(name, help=summary, description=description)
     parser.set_defaults(command=run)
@@ -111,7 +121,7 @@ def added(commands, name: str, run, summary: str, description: str) -> argparse.
     return parser
 
 
-def control_commands_added(commands) -> None:
+def control_commands_added(commands: Commands) -> None:
     """Adds pause, resume and cancel to the command line's commands."""
     added(
         commands,
@@ -157,7 +167,7 @@ def positive(text: str) -> int:
     return int(text)
 
 
-def status_command(args, db) -> int:
+def status_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
     """Prints each queue's figures as a table."""
     figures = shelf.status(db)
     if not figures:
@@ -178,13 +188,14 @@ def status_command(args, db) -> int:
     return EXIT_OK
 
 
-def counted(queue: dict, state: str):
+def counted(queue: dict[str, Any], state: str) -> int | str:
     """A queue's count of `state` as the table shows it: the number, or "~N" for an estimate."""
     return f"~{queue[state]}" if state in queue["estimated"] else queue[state]
 
 
-def failed_command(args, db) -> int:
-    """Prints a page of the failed shelf as a table, or each job in full, and the total; exits EXIT_NOTICE when it holds jobs."""
+def failed_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
+    """Prints a page of the failed shelf as a table, or each job in full, and the total; exits EXIT_NOTICE when it
+    holds jobs."""
     shelved = shelf.failed(db, args.queue, limit=args.limit, after=args.after)
     if not shelved:
         where = f" on queue {args.queue}" if args.queue else ""
@@ -206,7 +217,7 @@ def failed_command(args, db) -> int:
     return EXIT_NOTICE
 
 
-def page_said(db, args, shelved: list[dict]) -> str:
+def page_said(db: psycopg.Connection[Any], args: argparse.Namespace, shelved: list[dict[str, Any]]) -> str:
     """The line under a page of the shelf: how many of how many, and how to ask for the next page."""
     figures = [q for q in shelf.status(db) if args.queue in (None, q["queue"])]
     total = sum(q["failed"] for q in figures)
@@ -217,7 +228,7 @@ def page_said(db, args, shelved: list[dict]) -> str:
     return line
 
 
-def retry_command(args, db) -> int:
+def retry_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
     """Puts failed jobs back in the queue, and says which stayed on the shelf and why."""
     back = shelf.retried(db, *args.ids, every=args.all)
     print(f"{jobs_counted(back)} back in the queue")
@@ -231,7 +242,7 @@ def retry_command(args, db) -> int:
     return EXIT_OK if back else EXIT_NOTICE
 
 
-def discard_command(args, db) -> int:
+def discard_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
     """Deletes failed jobs, and says how many of those named were not on the shelf."""
     gone = shelf.discarded(db, *args.ids, every=args.all)
     print(f"{jobs_counted(gone)} discarded")
@@ -240,7 +251,7 @@ def discard_command(args, db) -> int:
     return EXIT_OK if gone else EXIT_NOTICE
 
 
-def pause_command(args, db) -> int:
+def pause_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
     """Pauses a queue, and says whether it was running."""
     return said(
         control.paused(db, args.queue),
@@ -249,7 +260,7 @@ def pause_command(args, db) -> int:
     )
 
 
-def resume_command(args, db) -> int:
+def resume_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
     """Resumes a queue, and says whether it was paused."""
     return said(control.resumed(db, args.queue), f"queue {args.queue} resumed", f"queue {args.queue} was not paused")
 
@@ -260,7 +271,7 @@ def said(changed: bool, done: str, unchanged: str) -> int:
     return EXIT_OK if changed else EXIT_NOTICE
 
 
-def cancel_command(args, db) -> int:
+def cancel_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
     """Cancels jobs, and says of each whether it was waiting, running, or neither."""
     done = control.cancelled(db, *args.ids)
     for id in dict.fromkeys(args.ids):
@@ -273,7 +284,7 @@ def cancel_command(args, db) -> int:
     return EXIT_OK if done else EXIT_NOTICE
 
 
-def prepare_command(args, db) -> int:
+def prepare_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
     """Makes or upgrades the tables, and says at which version they were and are."""
     before = schema.version(db)
     schema.prepared(db)
@@ -281,7 +292,7 @@ def prepare_command(args, db) -> int:
     return EXIT_OK
 
 
-def schedules_command(args, db) -> int:
+def schedules_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
     """Prints each schedule's last run, last sighting and, given the code's schedules, next run."""
     given = imported(args.schedules, "--schedules") if args.schedules else None
     rows = schedules.recorded(db, given)
@@ -298,7 +309,7 @@ def schedules_command(args, db) -> int:
     return EXIT_OK
 
 
-def workers_command(args, db) -> int:
+def workers_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
     """Prints the workers at work and those gone within roster.KEPT as a table."""
     rows = roster.listed(db)
     if not rows:
@@ -339,7 +350,7 @@ def workers_command(args, db) -> int:
     return EXIT_OK
 
 
-def imported(spec: str, option: str = "--performers"):
+def imported(spec: str, option: str = "--performers") -> Any:
     """The object `module:attribute` names; a SystemExit saying what is wrong when it cannot be found."""
     module, _, attribute = spec.partition(":")
     if not module or not attribute:

@@ -10,6 +10,7 @@ logged at ERROR with its SQLSTATE once, then counted.
 import logging
 import threading
 import time
+from typing import Any
 
 import psycopg
 
@@ -43,7 +44,7 @@ def described(error: psycopg.Error) -> str:
     return f"{error.sqlstate or 'no SQLSTATE'} {message}"
 
 
-def kept(db, error: BaseException) -> bool:
+def kept(db: psycopg.Connection[Any] | None, error: BaseException) -> bool:
     """Whether `db` still serves after `error`: a refusal leaves the connection idle and sound."""
     return (
         db is not None
@@ -62,9 +63,11 @@ class Complaints:
     those who met it still meets ends its count, with a line saying how often it came.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._refusals: dict[str, list] = {}  # described refusal -> [times met since logged, when logged, who meet it]
+        self._refusals: dict[
+            str, list[Any]
+        ] = {}  # described refusal -> [times met since logged, when logged, who meet it]
 
     def heard(self, error: psycopg.Error, who: str, pause: float) -> None:
         """Logs `error`, met by `who` ("worker", "worker's listener"), who tries again in `pause` s."""
@@ -109,7 +112,7 @@ class Complaints:
             )
 
 
-def refusal(db, queues: list[str]) -> psycopg.Error | None:
+def refusal(db: psycopg.Connection[Any], queues: list[str]) -> psycopg.Error | None:
     """The refusal a worker on `queues` would meet on `db`, or None when it can work.
 
     It claims, settles and promotes as a worker does, at NOTHING_DUE, registers and

@@ -16,6 +16,8 @@ the session of the one it lost, if it still runs (`ORPHAN_ENDED`).
 
 import logging
 import threading
+from collections.abc import Callable
+from typing import Any
 
 import psycopg
 
@@ -39,8 +41,13 @@ ORPHAN_ENDED = (
 
 log = logging.getLogger("jobs")
 
+# What opens a new connection: psycopg.connect with a URL and options, or a pool's.
+Connect = Callable[[], psycopg.Connection[Any]]
+# A connection's server session, as `session_of` reads it: its process id and when it began.
+Session = tuple[int, object]
 
-def keepalives(within: float = SILENT_AFTER) -> dict:
+
+def keepalives(within: float = SILENT_AFTER) -> dict[str, Any]:  # Any: ** passes it to connect's keywords
     """The libpq options that make the kernel drop, within `within` seconds, a connection whose packets are lost.
 
     For psycopg.connect(url, **keepalives()). An idle connection is probed after a third
@@ -63,21 +70,21 @@ def keepalives(within: float = SILENT_AFTER) -> dict:
     }
 
 
-def opened(connect):
+def opened(connect: Connect) -> psycopg.Connection[Any]:
     """A new connection from `connect`, in autocommit: each statement commits unless a transaction is begun."""
     db = connect()
     db.autocommit = True
     return db
 
 
-def session_of(db) -> tuple[int, object] | None:
+def session_of(db: psycopg.Connection[Any]) -> Session | None:
     """The server session of `db` (process id, start), or None when the server shows none by that id."""
     pid = db.info.backend_pid
     row = db.execute(SESSION, {"pid": pid}).fetchone()
     return None if row is None else (pid, row[0])
 
 
-def orphan_ended(db, session) -> None:
+def orphan_ended(db: psycopg.Connection[Any], session: Session | None) -> None:
     """Ends, from `db`, the server session of a connection this thread lost, if it still runs.
 
     A connection cut for its silence, or dropped by the kernel, may still have its
@@ -89,8 +96,8 @@ def orphan_ended(db, session) -> None:
         db.execute(ORPHAN_ENDED, {"pid": pid, "start": start, "wait": round(ORPHAN_WAIT * 1000)})
 
 
-def closed(db) -> None:
-    """Closes `db`, if there is one, ignoring a connection that is already gone; returns None."""
+def closed(db: psycopg.Connection[Any] | None) -> None:
+    """Closes `db`, if there is one, ignoring a connection that is already gone."""
     if db is not None:
         try:
             db.close()
@@ -100,7 +107,14 @@ def closed(db) -> None:
 
 
 def kept_running(
-    connect, stopping: threading.Event, step, *, who: str, complaints: Complaints, on_open=None, on_lost=None
+    connect: Connect,
+    stopping: threading.Event,
+    step: Callable[[psycopg.Connection[Any]], bool | None],
+    *,
+    who: str,
+    complaints: Complaints,
+    on_open: Callable[[psycopg.Connection[Any]], None] | None = None,
+    on_lost: Callable[[], None] | None = None,
 ) -> None:
     """Calls `step(db)` until it answers False or `stopping` is set, reconnecting when cut off.
 
@@ -109,7 +123,9 @@ def kept_running(
     in the log; `complaints` (shared by a worker's threads) logs each refusal of the
     database once, and a refusal keeps a connection that is still sound.
     """
-    db, pause, orphan = None, RECONNECT_FIRST, None
+    db: psycopg.Connection[Any] | None = None
+    orphan: Session | None = None
+    pause = RECONNECT_FIRST
     try:
         while not stopping.is_set():
             try:
@@ -129,14 +145,17 @@ def kept_running(
                     return  # a thread let go (its connection ended on purpose) or stopping: no news
                 complained(who, error, pause, complaints)
                 if db is not None and not kept(db, error):
-                    db, orphan = closed(db), session
+                    closed(db)
+                    db, orphan = None, session
                 stopping.wait(pause)
                 pause = min(pause * 2, RECONNECT_MAX)
     finally:
         closed(db)
 
 
-def opened_for(connect, on_open, orphan):
+def opened_for(
+    connect: Connect, on_open: Callable[[psycopg.Connection[Any]], None] | None, orphan: Session | None
+) -> tuple[psycopg.Connection[Any], Session | None]:
     """A new connection and its session; it first ends the `orphan` session, then runs `on_open`, if any."""
     db = opened(connect)
     try:

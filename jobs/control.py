@@ -9,17 +9,20 @@ settlement of the job that comes first finds the mark and does the same (outcome
 """
 
 from dataclasses import dataclass, field
+from typing import Any
 
+import psycopg
 from psycopg.rows import namedtuple_row
 
-from . import flows, store
+from . import flows
+from .job import Job
 from .shelf import job_id
 from .sql import queries
 
 CANCELLED = "cancelled"  # the reason a cancelled job carries on the shelf
 
 
-def paused(db, queue: str, now: int | None = None) -> bool:
+def paused(db: psycopg.Connection[Any], queue: str, now: int | None = None) -> bool:
     """Pauses `queue`: workers claim none of its jobs until it is resumed; True if it was running.
 
     Jobs already claimed finish and settle as usual; jobs keep being queued on it.
@@ -29,18 +32,18 @@ def paused(db, queue: str, now: int | None = None) -> bool:
     return db.execute(queries["pause"], {"queue": queue, "now": now}).fetchone() is not None
 
 
-def resumed(db, queue: str) -> bool:
+def resumed(db: psycopg.Connection[Any], queue: str) -> bool:
     """Lets workers claim from `queue` again; True if it was paused."""
     queue_named(queue)
     return db.execute(queries["resume"], {"queue": queue}).fetchone() is not None
 
 
-def paused_queues(db) -> set[str]:
+def paused_queues(db: psycopg.Connection[Any]) -> set[str]:
     """The names of the paused queues, for a worker to read once per POLL_INTERVAL."""
     return {row[0] for row in db.execute(queries["paused_queues"])}
 
 
-def queue_named(queue) -> None:
+def queue_named(queue: object) -> None:
     """Refuses anything but a queue's name: a string with a character other than space, and no NUL."""
     if not isinstance(queue, str) or not queue.strip() or "\x00" in queue:
         raise ValueError(f"name a queue: got {queue!r}")
@@ -57,7 +60,7 @@ class Cancellation:
         return len(self.shelved) + len(self.signalled)
 
 
-def cancelled(db, *ids: int, now: int | None = None) -> Cancellation:
+def cancelled(db: psycopg.Connection[Any], *ids: int, now: int | None = None) -> Cancellation:
     """Cancels the jobs named by id, and says which were waiting and which running.
 
     A job that waits (due, scheduled, or whose worker's lease ran out) never runs: it
@@ -72,13 +75,14 @@ def cancelled(db, *ids: int, now: int | None = None) -> Cancellation:
         raise ValueError("name the jobs to cancel by id")
     params = {"ids": [job_id(id) for id in ids], "now": now}
     with db.transaction(), db.cursor(row_factory=namedtuple_row) as cursor:
-        stopped = cursor.execute(queries["cancel_waiting"], params).fetchall()
+        # namedtuple rows: Any, since psycopg's type for them names no columns
+        stopped: list[Any] = cursor.execute(queries["cancel_waiting"], params).fetchall()
         flows.settled(db, [], stopped)
-        running = cursor.execute(queries["cancel_running"], params).fetchall()
+        running: list[Any] = cursor.execute(queries["cancel_running"], params).fetchall()
     return Cancellation(sorted(job.id for job in stopped), sorted(job.id for job in running))
 
 
-def cancelled_among(db, jobs: list[store.Job]) -> set[int]:
+def cancelled_among(db: psycopg.Connection[Any], jobs: list[Job]) -> set[int]:
     """The ids of the held `jobs` (of one claim) that were cancelled while they ran.
 
     For the cancels chore of the worker's listener (chores.py): the worker then tells the job's
@@ -90,7 +94,7 @@ def cancelled_among(db, jobs: list[store.Job]) -> set[int]:
     return {row[0] for row in db.execute(queries["cancelled_among"], params)}
 
 
-def cancellation_settled(db, job: store.Job, traceback: str = "", now: int | None = None) -> bool:
+def cancellation_settled(db: psycopg.Connection[Any], job: Job, traceback: str = "", now: int | None = None) -> bool:
     """Settles a job cancelled while it ran: onto the shelf as cancelled, on db's transaction.
 
     The settlement calls it in place of `finished` or `failed` for a job that
@@ -99,17 +103,17 @@ def cancellation_settled(db, job: store.Job, traceback: str = "", now: int | Non
     """
     params = {"id": job.id, "claim": job.claim, "traceback": traceback, "now": now}
     with db.cursor(row_factory=namedtuple_row) as cursor:
-        settled = cursor.execute(queries["cancellation_settled"], params).fetchall()
+        settled: list[Any] = cursor.execute(queries["cancellation_settled"], params).fetchall()  # as in `cancelled`
     flows.settled(db, [], settled)
     return bool(settled)
 
 
-def cancelled_reaped(db, now: int | None = None) -> list:
+def cancelled_reaped(db: psycopg.Connection[Any], now: int | None = None) -> list[Any]:
     """Puts cancelled jobs whose worker died before settling them on the shelf; returns them.
 
     For the heartbeat, before `store.reaped`, so such a job is not claimed and run again.
     """
     with db.cursor(row_factory=namedtuple_row) as cursor:
-        lost = cursor.execute(queries["cancelled_reaped"], {"now": now}).fetchall()
+        lost: list[Any] = cursor.execute(queries["cancelled_reaped"], {"now": now}).fetchall()  # as in `cancelled`
     flows.settled(db, [], lost)
     return lost

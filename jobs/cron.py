@@ -9,8 +9,9 @@ So an expression in a zone names wall times, each at most once a day. For a job 
 N minutes whatever the clocks say, keep the default UTC, or use `every=`.
 """
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta, tzinfo
 
 FIELDS = (  # name, lowest and highest value, in the expression's order
     ("minute", 0, 59),
@@ -65,7 +66,7 @@ def parsed(expression: str) -> Cron:
             f"month, day of week) or an alias, got {len(fields)}"
         )
     values = []
-    for field, (name, low, high) in zip(fields, FIELDS):
+    for field, (name, low, high) in zip(fields, FIELDS, strict=True):  # as many: counted above
         names = MONTHS if name == "month" else WEEKDAYS if name == "day of week" else {}
         try:
             values.append(allowed(field, low, high, names))
@@ -88,7 +89,7 @@ def parsed(expression: str) -> Cron:
     )  # 7 is Sunday too
 
 
-def allowed(field: str, low: int, high: int, names: dict) -> set[int]:
+def allowed(field: str, low: int, high: int, names: dict[str, int]) -> set[int]:
     """The values a field allows: a list of *, N, N-M, each with an optional /STEP."""
     values: set[int] = set()
     for part in field.split(","):
@@ -108,7 +109,7 @@ def allowed(field: str, low: int, high: int, names: dict) -> set[int]:
     return values
 
 
-def number(text: str, low: int, high: int, names: dict) -> int:
+def number(text: str, low: int, high: int, names: dict[str, int]) -> int:
     """One value of a field, as a number from low to high or one of its names."""
     if text.lower() in names:
         return names[text.lower()]
@@ -133,7 +134,7 @@ def matches(cron: Cron, day: date) -> bool:
     return in_month and in_week if cron.any_day else in_month or in_week
 
 
-def walls(cron: Cron, start: datetime, step: int):
+def walls(cron: Cron, start: datetime, step: int) -> Iterator[datetime]:
     """The wall times the expression names, from naive `start` on (step 1) or back (step -1), start included."""
     day = start.date()
     for _ in range(SEARCH_DAYS):
@@ -142,14 +143,14 @@ def walls(cron: Cron, start: datetime, step: int):
         day += timedelta(days=step)
 
 
-def day_walls(cron: Cron, day: date, step: int):
+def day_walls(cron: Cron, day: date, step: int) -> Iterator[datetime]:
     """The wall times the expression names on `day`, in order (step 1) or backwards (step -1)."""
     for hour in cron.hours[::step]:
         for minute in cron.minutes[::step]:
             yield datetime(day.year, day.month, day.day, hour, minute)
 
 
-def moment_of(wall: datetime, zone) -> datetime:
+def moment_of(wall: datetime, zone: tzinfo) -> datetime:
     """The moment (in UTC) the clocks of `zone` first show naive `wall`; past the gap when they skip it."""
     while True:
         moment = wall.replace(tzinfo=zone).astimezone(UTC)  # fold 0: the first of a repeated time
@@ -158,7 +159,7 @@ def moment_of(wall: datetime, zone) -> datetime:
         wall += MINUTE  # the clocks jumped over this minute
 
 
-def next_after(cron: Cron, moment: datetime, zone=UTC) -> datetime:
+def next_after(cron: Cron, moment: datetime, zone: tzinfo = UTC) -> datetime:
     """The first moment after `moment` (an aware datetime) the expression names, in UTC."""
     start = local_minute(moment - DST_MARGIN, zone)  # wall times around a clock change need not be in order
     for wall in walls(cron, start, 1):
@@ -168,7 +169,7 @@ def next_after(cron: Cron, moment: datetime, zone=UTC) -> datetime:
     raise ValueError(f"cron expression {cron.expression!r} names no moment in {SEARCH_DAYS} days after {moment}")
 
 
-def latest_at(cron: Cron, moment: datetime, zone=UTC) -> datetime | None:
+def latest_at(cron: Cron, moment: datetime, zone: tzinfo = UTC) -> datetime | None:
     """The last moment at or before `moment` the expression names, in UTC; None if none in SEARCH_DAYS."""
     start = local_minute(moment + DST_MARGIN, zone)
     for wall in walls(cron, start, -1):
@@ -178,6 +179,6 @@ def latest_at(cron: Cron, moment: datetime, zone=UTC) -> datetime | None:
     return None
 
 
-def local_minute(moment: datetime, zone) -> datetime:
+def local_minute(moment: datetime, zone: tzinfo) -> datetime:
     """The naive wall time of `moment` in `zone`, to the minute."""
     return moment.astimezone(zone).replace(tzinfo=None, second=0, microsecond=0)

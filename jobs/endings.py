@@ -6,16 +6,24 @@ token and tells the job's chain or batch, as the runner's own settlements do.
 """
 
 import logging
+from collections.abc import Mapping
+from typing import Any
+
+import psycopg
 
 from . import store
+from .job import Job, Performer
 from .outcomes import Outcome, moved_flows_on, recorded_failure
 from .policies import policy_of
+from .runner import Counts
 
 log = logging.getLogger("jobs")
 LOST = Outcome("failed", "lost", logging.ERROR, "its worker stopped during the last attempt", final=True)
 
 
-def timed_out(db, job, performers, limit: float, counts) -> None:
+def timed_out(
+    db: psycopg.Connection[Any], job: Job, performers: Mapping[str, Performer], limit: float, counts: Counts
+) -> None:
     """Records that `job` ran past its timeout of `limit` seconds, on `db` (not its own thread's connection).
 
     The attempt fails with a TimeoutError, retried or ended by the job's policy as any
@@ -30,7 +38,7 @@ def timed_out(db, job, performers, limit: float, counts) -> None:
         log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message)
 
 
-def reaped(db, now: int | None = None) -> list[store.Job]:
+def reaped(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
     """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
 
     One transaction: the jobs leave the queue and their chains and batches hear of it

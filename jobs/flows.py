@@ -14,36 +14,59 @@ queries.sql). Callbacks are ordinary jobs on the batch's queue that know their b
 
 import contextlib
 import json
+from collections.abc import Iterable, Sequence
+from typing import Any, Protocol
 
+import psycopg
 from psycopg.rows import dict_row
 
 from . import arguments, store
-from .sql import queries
+from .job import Job
+from .sql import one, queries
+
+Step = tuple[str, dict[str, Any]]  # a job of a chain or a batch, or a callback: (name, args)
 
 
-def chain(db, queue: str, steps, on_failure=None) -> int:
+class Settled(Protocol):
+    """What `settled` reads of a settled job: a Job, or a row of a job's columns (control.py's cancels)."""
+
+    queue: str
+    batch: int | None
+    flow: dict[str, Any] | None
+
+
+def chain(db: psycopg.Connection[Any], queue: str, steps: Iterable[Step], on_failure: Step | None = None) -> int:
     """Queues `steps` ([(name, args), ...]) to run one after another on `queue`; returns the first's id.
 
     Each step runs only after the one before it succeeded, and is retried like any
     job. When a step fails for good, the steps after it never run and `on_failure`
     ((name, args), if given) is queued once. Written on db's current transaction.
     """
-    steps = [tuple(step) for step in steps]
+    steps = [(name, args) for name, args in steps]
     if not steps:
         raise ValueError("a chain needs at least one step")
-    for name, args in steps + ([tuple(on_failure)] if on_failure else []):
+    for name, args in steps + ([on_failure] if on_failure else []):
         arguments.encoded(queue, name, args)  # refuse a bad step now, before anything is written
     return queued_step(db, queue, steps, on_failure)
 
 
-def queued_step(db, queue, steps, on_failure) -> int:
+def queued_step(db: psycopg.Connection[Any], queue: str, steps: Sequence[Step], on_failure: Step | None) -> int:
     """Queues the first of `steps`, carrying the rest."""
     (name, args), rest = steps[0], steps[1:]
     flow = {"rest": [list(step) for step in rest], "on_failure": list(on_failure) if on_failure else None}
-    return store.later(db, queue, name, args, flow=flow)
+    job_id = store.later(db, queue, name, args, flow=flow)
+    assert job_id is not None, "a job without a unique key is always queued"
+    return job_id
 
 
-def batch(db, queue: str, members, on_success=None, on_failure=None, always=None) -> int:
+def batch(
+    db: psycopg.Connection[Any],
+    queue: str,
+    members: Iterable[Step],
+    on_success: Step | None = None,
+    on_failure: Step | None = None,
+    always: Step | None = None,
+) -> int:
     """Queues `members` ([(name, args), ...]) as a batch on `queue` and returns the batch's id.
 
     The jobs run side by side. Callbacks, each (name, args) or None: on_success when
@@ -51,14 +74,14 @@ def batch(db, queue: str, members, on_success=None, on_failure=None, always=None
     however many fail); always when every job has run, however it went. A batch with
     no jobs has succeeded at once. Written on db's current transaction.
     """
-    members = [tuple(member) for member in members]
+    members = [(name, args) for name, args in members]
     callbacks = {"on_success": on_success, "on_failure": on_failure, "always": always}
-    for name, args in members + [tuple(c) for c in callbacks.values() if c]:
+    for name, args in members + [c for c in callbacks.values() if c]:
         arguments.encoded(queue, name, args)
-    params = {"queue": queue, "total": len(members), "now": None}
+    params: dict[str, Any] = {"queue": queue, "total": len(members), "now": None}
     params.update({k: None if v is None else json.dumps(list(v)) for k, v in callbacks.items()})
     with one_transaction(db):  # the batch and its jobs, all or nothing
-        batch_id = db.execute(queries["new_batch"], params).fetchone()[0]
+        batch_id: int = one(db.execute(queries["new_batch"], params))[0]
         for name, args in members:
             store.later(db, queue, name, args, batch=batch_id)
         if not members:
@@ -66,12 +89,12 @@ def batch(db, queue: str, members, on_success=None, on_failure=None, always=None
     return batch_id
 
 
-def one_transaction(db):
+def one_transaction(db: psycopg.Connection[Any]) -> contextlib.AbstractContextManager[object]:
     """A transaction for an autocommit connection; the caller's own otherwise, left open for it."""
     return db.transaction() if db.autocommit else contextlib.nullcontext()
 
 
-def cancel_batch(db, batch_id: int) -> int:
+def cancel_batch(db: psycopg.Connection[Any], batch_id: int) -> int:
     """Cancels a batch: its jobs not yet started are skipped, those running finish.
 
     on_success will not be queued; always will, when the last running job settles
@@ -79,13 +102,13 @@ def cancel_batch(db, batch_id: int) -> int:
     """
     with one_transaction(db):
         row = db.execute(queries["cancel_batch"], {"id": batch_id, "now": None}).fetchone()
-        skipped = 0 if row is None else row[0]
+        skipped: int = 0 if row is None else row[0]
         if row is not None:
             counted(db, batch_id, settled=skipped, failed=0)
     return skipped
 
 
-def given_back(db, jobs: list, now: int | None = None) -> None:
+def given_back(db: psycopg.Connection[Any], jobs: list[Job], now: int | None = None) -> None:
     """Gives claimed jobs that never started back to the queue (store.released), in one transaction.
 
     Those of a batch cancelled while they waited in a worker's hand are skipped then,
@@ -103,19 +126,19 @@ def given_back(db, jobs: list, now: int | None = None) -> None:
                 counted(db, batch_id, settled=row[0], failed=0)
 
 
-def batch_status(db, batch_id: int) -> dict | None:
+def batch_status(db: psycopg.Connection[Any], batch_id: int) -> dict[str, Any] | None:
     """total, pending, failed, cancelled (jobs skipped), finished and cancelling; None if unknown."""
     with db.cursor(row_factory=dict_row) as cursor:
         return cursor.execute(queries["batch_status"], {"id": batch_id}).fetchone()
 
 
-def pruned(db, older_than: float) -> int:
+def pruned(db: psycopg.Connection[Any], older_than: float) -> int:
     """Deletes batches that finished more than `older_than` seconds ago; returns how many."""
     params = {"older_than": round(older_than * 1000), "now": None}
     return db.execute(queries["prune_batches"], params).rowcount
 
 
-def settled(db, done: list, failed_for_good: list) -> None:
+def settled(db: psycopg.Connection[Any], done: Sequence[Settled], failed_for_good: Sequence[Settled]) -> None:
     """Moves chains and batches on after jobs settled, on the settlement's transaction.
 
     Called by the runner with the jobs that succeeded and those that failed for good;
@@ -135,7 +158,7 @@ def settled(db, done: list, failed_for_good: list) -> None:
         counted(db, batch_id, *counts[batch_id])
 
 
-def chain_moved_on(db, job, flow, ok: bool) -> None:
+def chain_moved_on(db: psycopg.Connection[Any], job: Settled, flow: dict[str, Any], ok: bool) -> None:
     """Queues a chain's next step after a success, or its on_failure after a failure for good."""
     if ok and flow["rest"]:
         queued_step(db, job.queue, flow["rest"], flow["on_failure"])
@@ -144,7 +167,7 @@ def chain_moved_on(db, job, flow, ok: bool) -> None:
         store.later(db, job.queue, name, args)
 
 
-def counted(db, batch_id: int, settled: int, failed: int) -> None:
+def counted(db: psycopg.Connection[Any], batch_id: int, settled: int, failed: int) -> None:
     """Counts settled jobs of a batch, and queues the callbacks this count has earned."""
     params = {"id": batch_id, "settled": settled, "failed": failed, "now": None}
     row = db.execute(queries["batch_settled"], params).fetchone()

@@ -20,8 +20,8 @@ take LOOK_PATIENCE at most, so the look's cost is bounded however many entries t
 snapshot keeps: one cut off looks again from the bound it had, which seeks past the
 entries behind it, and moves the bound on to the first due job from there (cut off
 again, it keeps the bound). Dead entries pile up gradually, so a look from the front
-sets a bound while the snapshot is young, and the bound follows the queue afterwards. A drain (stop(drain=True)) drops every
-bound: it ends when nothing is due, and a job behind a bound is due.
+sets a bound while the snapshot is young, and the bound follows the queue afterwards. A drain
+(stop(drain=True)) drops every bound: it ends when nothing is due, and a job behind a bound is due.
 
 A bound is a guess made from one snapshot, so what it can miss is said here; each
 miss is found by the next look that walks from the front, within one poll interval
@@ -38,11 +38,13 @@ looks, and every row it skips is still in the index for the next look.
 import logging
 import threading
 import time
+from collections.abc import Iterable
+from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from .sql import queries
+from .sql import one, queries
 from .store import BOUND
 
 OLD_SNAPSHOT = 1.0  # seconds: a snapshot held longer may keep dead entries worth seeking past
@@ -56,7 +58,7 @@ log = logging.getLogger("jobs")
 class Frontiers:
     """The claim bound of each queue of one worker, set by its listener and read by its work threads."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._bounds: dict[str, tuple[int, int]] = {}  # queue -> (priority, run_at): its claims start there
         self._lock = threading.Lock()
         self._drained = False
@@ -69,13 +71,13 @@ class Frontiers:
         """Drops every bound for good: the worker drains, and must see every due job."""
         self._drained = True
 
-    def looked(self, db, queues) -> bool:
+    def looked(self, db: psycopg.Connection[Any], queues: Iterable[str]) -> bool:
         """Walks to the first due job of each queue while an old snapshot is held, and bounds the claims of slow walks.
 
         True when a bound moved back or went: a job the claims passed over is due, and
         a thread should be woken for it now rather than at its next poll.
         """
-        if self._drained or db.execute(queries["snapshot_held"]).fetchone()[0] <= OLD_SNAPSHOT:
+        if self._drained or one(db.execute(queries["snapshot_held"]))[0] <= OLD_SNAPSHOT:
             with self._lock:
                 had, self._bounds = bool(self._bounds), {}
             return had
@@ -92,7 +94,9 @@ class Frontiers:
             back = back or (earlier is not None and (now is None or now < earlier))
         return back
 
-    def _walked(self, db, queue: str, earlier: tuple[int, int] | None) -> tuple[int, int] | None:
+    def _walked(
+        self, db: psycopg.Connection[Any], queue: str, earlier: tuple[int, int] | None
+    ) -> tuple[int, int] | None:
         """The bound of `queue` after a walk to its first due job from the front, or from `earlier` when that
         ran out of patience (`earlier` itself when both did)."""
         try:
@@ -113,10 +117,12 @@ class Frontiers:
         return (earlier[0] if earlier else 0), database_now(db) - SLACK
 
 
-def patient_walk(db, queue: str, bound: tuple[int, int] | None):
+def patient_walk(
+    db: psycopg.Connection[Any], queue: str, bound: tuple[int, int] | None
+) -> tuple[tuple[int, int, int] | None, bool]:
     """The first due job of `queue` (from `bound` on, if given), and whether the walk took over SLOW_WALK;
     QueryCanceled when it took over LOOK_PATIENCE."""
-    params = {"queue": queue, "now": None}
+    params: dict[str, Any] = {"queue": queue, "now": None}
     if bound is not None:
         params["after_priority"], params["after_run_at"] = bound
     statement = sql.SQL(queries["first_due"]).format(bound=sql.SQL(BOUND if bound is not None else ""))
@@ -127,6 +133,7 @@ def patient_walk(db, queue: str, bound: tuple[int, int] | None):
         return first, time.perf_counter() - started > SLOW_WALK
 
 
-def database_now(db) -> int:
+def database_now(db: psycopg.Connection[Any]) -> int:
     """The database's moment, in ms since the epoch."""
-    return db.execute(queries["now"], {"now": None}).fetchone()[0]
+    now: int = one(db.execute(queries["now"], {"now": None}))[0]
+    return now

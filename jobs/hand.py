@@ -9,6 +9,7 @@ holds. A lock makes each job leave the hand once: run, given back or settled.
 
 import threading
 import time
+from collections.abc import Sequence
 
 from .job import Job
 
@@ -16,7 +17,7 @@ from .job import Job
 class Hand:
     """The jobs of one claim on their way through a work thread."""
 
-    def __init__(self, jobs: list[Job]):
+    def __init__(self, jobs: list[Job]) -> None:
         self._lock = threading.Lock()
         self._waiting = list(jobs)  # claimed, not started
         self.running: Job | None = None
@@ -41,6 +42,7 @@ class Hand:
             if quiet_success:
                 if not self._quiet:
                     self._quiet_since = time.monotonic()
+                assert self.running is not None, "a job ends after next() started it"
                 self._quiet.append(self.running)
             self.running = None
 
@@ -52,7 +54,7 @@ class Hand:
             taken, self._quiet = self._quiet, []
             return taken
 
-    def kept(self, waiting: list[Job] = (), quiet: list[Job] = ()) -> None:
+    def kept(self, waiting: Sequence[Job] = (), quiet: Sequence[Job] = ()) -> None:
         """Takes back jobs taken out to be given back or settled, when that failed: they are still held."""
         with self._lock:
             self._waiting[:0] = waiting

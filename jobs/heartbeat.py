@@ -11,9 +11,15 @@ lets it go (watch.py). When the worker has stopped it marks the row stopped.
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING, Any
+
+import psycopg
 
 from . import control, roster
 from .connections import closed, kept_running, opened
+
+if TYPE_CHECKING:  # workers.py imports this module
+    from .workers import Worker
 
 WATCH_INTERVAL = 0.1  # seconds between looks at the jobs in hand for one past its timeout or grace
 WATCH_LOCK_WAIT = 1.0  # seconds a statement of the watch may wait on a lock before it gives up, to try again later
@@ -22,9 +28,10 @@ log = logging.getLogger("jobs")
 
 
 class Heartbeat:
-    """Beats the row of `worker` (a Worker) and runs its watch until the worker has ended; `run` is the thread's body."""
+    """Beats the row of `worker` (a Worker) and runs its watch until the worker has ended; `run` is the thread's
+    body."""
 
-    def __init__(self, worker):
+    def __init__(self, worker: "Worker") -> None:
         self.worker = worker
         self._nudged = threading.Event()  # set to end a wait at once: a stop's grace began, or the worker ended
         self._next_beat = 0.0
@@ -45,7 +52,7 @@ class Heartbeat:
         """Ends the heartbeat's wait at once."""
         self._nudged.set()
 
-    def _registered(self, db) -> None:
+    def _registered(self, db: psycopg.Connection[Any]) -> None:
         """On a new connection: records the worker (or takes its row back), reads the paused queues, lets it claim."""
         worker = self.worker
         if worker.listen:  # not behind PgBouncer in transaction mode, where a session's setting reaches others
@@ -61,7 +68,7 @@ class Heartbeat:
         worker.registered()
         self._next_beat = time.monotonic() + worker.lease / roster.BEATS
 
-    def _step(self, db) -> None:
+    def _step(self, db: psycopg.Connection[Any]) -> None:
         """Waits for the next beat (or look of the watch), then beats when due and watches."""
         worker = self.worker
         # Every WATCH_INTERVAL, held jobs or not: a thread may claim one now, and the look
@@ -72,7 +79,7 @@ class Heartbeat:
             self._beat(db)
         worker.watch.watched(db)
 
-    def _beat(self, db) -> None:
+    def _beat(self, db: psycopg.Connection[Any]) -> None:
         worker = self.worker
         if not roster.beaten(db, worker.id):
             self._registered(db)  # a reaper took this worker for gone while it lived: it says so, and is back
@@ -84,7 +91,7 @@ class Heartbeat:
 
     def _signed_off(self) -> None:
         """Marks the worker's row stopped, on a connection of its own (the heartbeat's may be gone)."""
-        db = None
+        db: psycopg.Connection[Any] | None = None
         try:
             db = opened(self.worker.connect)
             roster.signed_off(db, self.worker.id)

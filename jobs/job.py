@@ -7,7 +7,16 @@ its performer through `current_job()`.
 import functools
 import operator
 import threading
+from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+from psycopg.cursor import BaseCursor
+from psycopg.rows import RowMaker
+
+# What runs a job: perform(db, args), `db` standing for the worker's connection (settlement.Touched),
+# `args` the job's arguments. It may carry a policy (policies.py).
+Performer = Callable[[Any, dict[str, Any]], object]
 
 
 @dataclass
@@ -23,14 +32,14 @@ class Job:
     id: int
     queue: str
     name: str
-    args: dict = field(repr=False)  # may hold secrets: left out of the job's repr, and so of logs
+    args: dict[str, Any] = field(repr=False)  # may hold secrets: left out of the job's repr, and so of logs
     priority: int
     due_at: int  # when it was due, before the claim moved run_at on
     attempt: int  # this attempt, counted from 1
     max_attempts: int
     key: str | None  # its concurrency key: one job of a key runs at a time
     batch: int | None  # the batch it belongs to, or whose callback it is
-    flow: dict | None = field(
+    flow: dict[str, Any] | None = field(
         repr=False
     )  # a chain's step: the steps after it and on_failure; a callback: {"callback": true}
     claim: int | None  # the token of the claim that holds it (None for a reaped job)
@@ -43,7 +52,7 @@ class Job:
     @property
     def cancelled(self) -> threading.Event:
         """Set when the job should stop. Made on first use: most jobs never need one, and a claim makes thousands."""
-        event = self.__dict__.get("_cancelled")
+        event: threading.Event | None = self.__dict__.get("_cancelled")
         if event is None:  # setdefault keeps the first one made, if two threads get here at once
             event = self.__dict__.setdefault("_cancelled", threading.Event())
         return event
@@ -54,7 +63,7 @@ CLAIMED = tuple(
 )  # a claim's columns
 
 
-def job_row(cursor):
+def job_row(cursor: BaseCursor[Any, Any]) -> RowMaker[Job]:
     """A psycopg row factory that makes a Job of each row, taking its columns by name.
 
     The columns are matched to Job's fields once per statement, and each row is then
@@ -62,15 +71,16 @@ def job_row(cursor):
     the order of RETURNING and of the fields), at a fraction of its cost per row.
     """
     result = cursor.pgresult  # its field names: cursor.description would build a Column object for each
+    assert result is not None, "psycopg asks for a row maker once a statement has a result"
     pick = picker(tuple(result.fname(n) for n in range(result.nfields)))
     return lambda values: Job(*pick(values))
 
 
 @functools.cache
-def picker(names: tuple[bytes, ...]):
+def picker(names: tuple[bytes, ...]) -> Callable[[Sequence[Any]], Any]:
     """What picks a Job's fields, in order, out of a row of columns `names`."""
-    names = [name.decode() for name in names]
-    missing = [name for name in CLAIMED if name not in names]
+    columns = [name.decode() for name in names]
+    missing = [name for name in CLAIMED if name not in columns]
     if missing:
         raise LookupError(f"the claim's statement returns no column for {', '.join(missing)} of a Job")
-    return operator.itemgetter(*(names.index(name) for name in CLAIMED))
+    return operator.itemgetter(*(columns.index(name) for name in CLAIMED))

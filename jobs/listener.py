@@ -13,11 +13,14 @@ import os
 import selectors
 import threading
 import time
+from typing import Any
 
 import psycopg
 
-from .complaints import kept
-from .connections import kept_running
+from .chores import Chore
+from .complaints import Complaints, kept
+from .connections import Connect, kept_running
+from .doorbell import Doorbell
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
 
@@ -32,10 +35,22 @@ class Listener:
     complaints: the worker's record of the database's refusals (complaints.py).
     """
 
-    def __init__(self, connect, queues, *, listen, chores, stopping: threading.Event, doorbell, complaints):
+    def __init__(
+        self,
+        connect: Connect,
+        queues: list[str],
+        *,
+        listen: bool,
+        chores: list[Chore],
+        stopping: threading.Event,
+        doorbell: Doorbell,
+        complaints: Complaints,
+    ) -> None:
         self.connect, self.queues, self.listen, self.chores = connect, queues, listen, chores
         self.stopping, self.doorbell, self.complaints = stopping, doorbell, complaints
-        self._wakeup_r, self._wakeup_w = os.pipe()  # a byte written here ends the wait in select
+        read, write = os.pipe()  # a byte written here ends the wait in select
+        self._wakeup_r = read
+        self._wakeup_w: int | None = write  # None once both ends are closed
         self._selector: selectors.BaseSelector | None = None
         self._fd: int | None = None
 
@@ -63,10 +78,11 @@ class Listener:
         if self._wakeup_w is not None:
             os.close(self._wakeup_r)
             os.close(self._wakeup_w)
-            self._wakeup_r = self._wakeup_w = None
+            self._wakeup_w = None
 
-    def _listening(self, db) -> None:
+    def _listening(self, db: psycopg.Connection[Any]) -> None:
         """On a new connection: LISTEN, and wake a thread, as a job may have come meanwhile."""
+        assert self._selector is not None, "run() made it"
         if self.listen:
             db.execute("LISTEN jobs")
             self._fd = db.fileno()
@@ -74,12 +90,14 @@ class Listener:
             self.doorbell.ring()
 
     def _unlistened(self) -> None:
+        assert self._selector is not None, "run() made it"
         if self._fd is not None:
             self._selector.unregister(self._fd)
             self._fd = None
 
-    def _step(self, db) -> None:
+    def _step(self, db: psycopg.Connection[Any]) -> None:
         """Waits for a notification or the next chore's moment, then does the chores that are due."""
+        assert self._selector is not None, "run() made it"
         timeout = max(0.0, min(chore.next_at for chore in self.chores) - time.monotonic()) if self.chores else None
         for key, _ in self._selector.select(timeout):
             if key.fd == self._wakeup_r:
@@ -90,8 +108,9 @@ class Listener:
                 self._done(chore, db)
         self._heard(db)  # the chores' own commits: a schedule's job queued on this connection
 
-    def _done(self, chore, db) -> None:
-        """Runs one chore alone: a refusal or a bug is logged and the next chores still run; a lost connection is raised."""
+    def _done(self, chore: Chore, db: psycopg.Connection[Any]) -> None:
+        """Runs one chore alone: a refusal or a bug is logged and the next chores still run; a lost connection is
+        raised."""
         who = f"worker's {chore.name}"
         try:
             chore.do(db)
@@ -106,7 +125,7 @@ class Listener:
         finally:
             chore.next_at = time.monotonic() + chore.every
 
-    def _heard(self, db) -> None:
+    def _heard(self, db: psycopg.Connection[Any]) -> None:
         """Rings once for each notification of one of the queues that has come in.
 
         psycopg takes a notification in whenever it reads from the connection, so one

@@ -12,8 +12,14 @@ a cancelled job goes (`cancelled_or_lost`): on the shelf, its chain or batch tol
 import contextlib
 import logging
 from dataclasses import dataclass
+from typing import Any
+
+import psycopg
 
 from . import control, flows, redaction, store
+from .job import Job
+from .policies import Policy
+from .settlement import JobTransaction
 
 log = logging.getLogger("jobs")
 
@@ -29,21 +35,21 @@ class Outcome:
     final: bool = False  # a failure for good
 
 
-def processed(job) -> Outcome:
+def processed(job: Job) -> Outcome:
     return Outcome("processed", f"ran {job.name}")
 
 
-def cancelled(job) -> Outcome:
+def cancelled(job: Job) -> Outcome:
     """The outcome of a job cancelled while held: nothing of it is kept, and it is on the shelf."""
     return Outcome("cancelled", f"cancelled {job.name}", logging.INFO, "was cancelled: its writes are undone")
 
 
-def taken_over(job) -> Outcome:
+def taken_over(job: Job) -> Outcome:
     """The outcome of a job that ran while another worker took it over: that worker settles it."""
     return Outcome("lease_lost", f"lease lost {job.name}", logging.WARNING, "ran, but another worker holds it now")
 
 
-def success_committed(transaction, job) -> Outcome:
+def success_committed(transaction: JobTransaction, job: Job) -> Outcome:
     """Deletes a job that wrote, moves its chain or batch on, and commits, all on its own transaction.
 
     When the row is no longer ours, or was cancelled meanwhile, the job's writes roll
@@ -62,7 +68,7 @@ def success_committed(transaction, job) -> Outcome:
     return cancelled_or_lost(db, job)
 
 
-def quiet_settled(db, jobs: list) -> list[tuple]:
+def quiet_settled(db: psycopg.Connection[Any], jobs: list[Job]) -> list[tuple[Job, Outcome]]:
     """Deletes successes that never touched the connection, in one statement; answers (job, Outcome) each.
 
     They wrote nothing, so there is nothing to commit with them but their deletion, and
@@ -80,7 +86,7 @@ def quiet_settled(db, jobs: list) -> list[tuple]:
     return [(job, processed(job) if job.id in kept else cancelled_or_lost(db, job)) for job in jobs]
 
 
-def cancelled_or_lost(db, job) -> Outcome:
+def cancelled_or_lost(db: psycopg.Connection[Any], job: Job) -> Outcome:
     """Settles a job whose row refused its settlement: cancelled by an operator, or taken by another worker.
 
     A row still under our claim but marked cancelled goes on the shelf as cancelled, and
@@ -97,7 +103,16 @@ def cancelled_or_lost(db, job) -> Outcome:
     return taken_over(job)
 
 
-def recorded_failure(db, job, policy, error, reason, trace, now, kind=None) -> Outcome:
+def recorded_failure(
+    db: psycopg.Connection[Any],
+    job: Job,
+    policy: Policy,
+    error: BaseException,
+    reason: str,
+    trace: str,
+    now: int | None,
+    kind: str | None = None,
+) -> Outcome:
     """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job.
 
     One statement, or one transaction with the chain or batch of a job that failed for good.
@@ -135,7 +150,7 @@ def recorded_failure(db, job, policy, error, reason, trace, now, kind=None) -> O
     return outcome
 
 
-def moved_flows_on(db, settled) -> None:
+def moved_flows_on(db: psycopg.Connection[Any], settled: list[tuple[Job, Outcome]]) -> None:
     """Lets chains and batches react to settlements, on the same transaction."""
     done = [job for job, outcome in settled if outcome.kind == "processed" and (job.batch or job.flow)]
     ended = [job for job, outcome in settled if outcome.final and (job.batch or job.flow)]

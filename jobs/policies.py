@@ -6,13 +6,17 @@ ATTEMPTS attempts, waiting attempts^4 + 2 seconds after each failure (3, 18, 83 
 258 s), as Rails' `polynomially_longer` does.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
+from .job import Job
 from .store import ATTEMPTS
 
 EXPONENTIAL_FIRST = 1.0  # seconds before the first retry of an exponential backoff
 EXPONENTIAL_CAP = 30.0  # seconds an exponential backoff never waits longer than
+
+P = TypeVar("P", bound=Callable[..., object])  # a performer, decorated
 
 
 def polynomial(attempt: int) -> float:
@@ -32,7 +36,7 @@ class intervals:
     `attempts` of its own allows exactly one attempt more than the list is long.
     """
 
-    def __init__(self, *seconds: float):
+    def __init__(self, *seconds: float) -> None:
         if not seconds or any(s < 0 for s in seconds):
             raise ValueError(f"intervals need one or more waits of 0 s or more, got {seconds!r}")
         self.seconds = tuple(seconds)
@@ -59,7 +63,7 @@ class Policy:
     attempts: int = ATTEMPTS
     backoff: Callable[[int], float | None] = polynomial
     retry_on: Sequence[type[BaseException]] = (Exception,)
-    on_error: Callable | None = None
+    on_error: Callable[[Job, BaseException], object] | None = None
     timeout: float | None = None
 
     def wait_after(self, attempt: int, error: BaseException) -> float | None:
@@ -77,7 +81,13 @@ DEFAULT = Policy()
 NO_RETRY = Policy(attempts=1)
 
 
-def policy(attempts: int | None = None, backoff=polynomial, retry_on=(Exception,), on_error=None, timeout=None):
+def policy(
+    attempts: int | None = None,
+    backoff: Callable[[int], float | None] = polynomial,
+    retry_on: Iterable[type[BaseException]] = (Exception,),
+    on_error: Callable[[Job, BaseException], object] | None = None,
+    timeout: float | None = None,
+) -> Callable[[P], P]:
     """Decorates a performer with its failure policy (see `Policy`)."""
     if attempts is None:
         attempts = len(backoff.seconds) + 1 if isinstance(backoff, intervals) else ATTEMPTS
@@ -87,13 +97,15 @@ def policy(attempts: int | None = None, backoff=polynomial, retry_on=(Exception,
         raise ValueError(f"a policy's timeout is a number of seconds above 0, got {timeout!r}")
     chosen = Policy(attempts, backoff, tuple(retry_on), on_error, timeout)
 
-    def decorate(perform):
-        perform.policy = chosen
+    def decorate(perform: P) -> P:
+        # A function takes attributes of its own, which a Callable's type cannot say.
+        perform.policy = chosen  # type: ignore[attr-defined]
         return perform
 
     return decorate
 
 
-def policy_of(perform) -> Policy:
+def policy_of(perform: object) -> Policy:
     """The policy a performer carries, or the default."""
-    return getattr(perform, "policy", DEFAULT)
+    chosen: Policy = getattr(perform, "policy", DEFAULT)
+    return chosen

@@ -8,13 +8,15 @@ failed shelf, `python -m jobs failed` and the log never hold them either.
 """
 
 import re
+from collections.abc import Collection
+from typing import Any
 
 HIDDEN = "[secret]"  # what a viewer shows in place of a secret argument, or of its value in a reason
 SECRET_RUN_MIN = 16  # characters of a run of letters, digits, "-" and "_" in a secret that is hidden on its own
 RUN = re.compile(rf"[A-Za-z0-9_-]{{{SECRET_RUN_MIN},}}")  # a token, a key, the signature of a signed link
 
 
-def declared(name: str, args: dict, secret) -> list[str] | None:
+def declared(name: str, args: dict[str, Any], secret: Collection[str] | None) -> list[str] | None:
     """The secret argument names of job `name`, checked: each a key of `args`; None when there are none."""
     if secret is None:
         return None
@@ -26,12 +28,12 @@ def declared(name: str, args: dict, secret) -> list[str] | None:
     return list(dict.fromkeys(secret)) or None
 
 
-def hidden(args: dict, secret: list[str] | None) -> dict:
+def hidden(args: dict[str, Any], secret: list[str] | None) -> dict[str, Any]:
     """`args` with the value of each secret argument replaced by HIDDEN."""
     return {key: HIDDEN if secret and key in secret else value for key, value in args.items()}
 
 
-def redacted(text: str, args: dict, secret: list[str] | None) -> str:
+def redacted(text: str, args: dict[str, Any], secret: list[str] | None) -> str:
     """`text` without the values of the secret arguments, nor any run of SECRET_RUN_MIN characters of them.
 
     A reason seldom quotes a whole value (a letter's body), but often a part of it (the
@@ -40,7 +42,7 @@ def redacted(text: str, args: dict, secret: list[str] | None) -> str:
     """
     if not secret or not text:
         return text
-    pieces = set()
+    pieces: set[str] = set()
     for key in secret:
         for value in strings(args.get(key)):
             pieces.add(value)
@@ -51,7 +53,7 @@ def redacted(text: str, args: dict, secret: list[str] | None) -> str:
     return text
 
 
-def strings(value) -> list[str]:
+def strings(value: Any) -> list[str]:
     """Every string in a JSON value: itself, or those inside its lists and dicts."""
     if isinstance(value, str):
         return [value]

@@ -9,17 +9,23 @@ run out then, so they come back within one lease of its last beat. It speaks SQL
 
 import os
 import socket
+from typing import TYPE_CHECKING, Any
 
+import psycopg
 from psycopg.rows import dict_row
 
-from .sql import queries
+from .job import Job
+from .sql import one, queries
+
+if TYPE_CHECKING:  # workers.py imports this module, through heartbeat.py
+    from .workers import Worker
 
 BEATS = 4  # heartbeats per lease; the reaper of each worker runs as often
 SILENT = 0.75  # of its lease: a worker whose last beat is older is taken for gone (three beats missed)
 KEPT = 3600.0  # seconds the row of a worker gone stays listed, before the reaper deletes it
 
 
-def registered(db, worker) -> str | None:
+def registered(db: psycopg.Connection[Any], worker: "Worker") -> str | None:
     """Writes `worker`'s row (or takes it back); answers how it had ended, when a reaper had marked it gone."""
     params = {
         "id": worker.id,
@@ -31,30 +37,32 @@ def registered(db, worker) -> str | None:
         "version": worker.version,
         "now": None,
     }
-    return db.execute(queries["register"], params).fetchone()[0]
+    ended: str | None = one(db.execute(queries["register"], params))[0]
+    return ended
 
 
-def beaten(db, worker_id: int) -> bool:
+def beaten(db: psycopg.Connection[Any], worker_id: int) -> bool:
     """Moves the worker's last beat to now; False when its row is gone or marked gone (register again)."""
     return db.execute(queries["beat"], {"id": worker_id, "now": None}).fetchone() is not None
 
 
-def signed_off(db, worker_id: int) -> None:
+def signed_off(db: psycopg.Connection[Any], worker_id: int) -> None:
     """Marks the worker's row stopped: a clean stop, with nothing held."""
     db.execute(queries["sign_off"], {"id": worker_id, "now": None})
 
 
-def orphans_lapsed(db, now: int | None = None) -> list[tuple[int, int]]:
-    """Takes silent workers for gone and lets the leases of jobs held by gone workers run out; answers (job, worker) pairs."""
+def orphans_lapsed(db: psycopg.Connection[Any], now: int | None = None) -> list[tuple[int, int]]:
+    """Takes silent workers for gone and lets the leases of jobs held by gone workers run out; answers (job, worker)
+    pairs."""
     return db.execute(queries["orphans"], {"silent": SILENT, "now": now}).fetchall()
 
 
-def pruned(db, now: int | None = None) -> int:
+def pruned(db: psycopg.Connection[Any], now: int | None = None) -> int:
     """Deletes the rows of workers gone for longer than KEPT; answers how many."""
     return db.execute(queries["workers_pruned"], {"kept": round(KEPT * 1000), "now": now}).rowcount
 
 
-def listed(db, now: int | None = None) -> list[dict]:
+def listed(db: psycopg.Connection[Any], now: int | None = None) -> list[dict[str, Any]]:
     """The workers at work and those gone within KEPT, newest first, as dicts (the columns of job_workers,
     `now` the database's moment, `holding` the jobs each holds, and `state`: working, silent, stopped or gone)."""
     with db.cursor(row_factory=dict_row) as cursor:
@@ -64,7 +72,7 @@ def listed(db, now: int | None = None) -> list[dict]:
     return rows
 
 
-def state_of(row: dict) -> str:
+def state_of(row: dict[str, Any]) -> str:
     """How a worker's row reads: "working", "silent" (not beating, not yet taken for gone), "stopped" or "gone"."""
     if row["ending"] == "stopped":
         return "stopped"
@@ -73,7 +81,7 @@ def state_of(row: dict) -> str:
     return "silent" if row["now"] - row["beat_at"] > row["lease"] * SILENT else "working"
 
 
-def taken(db, batches) -> set[int]:
+def taken(db: psycopg.Connection[Any], batches: list[list[Job]]) -> set[int]:
     """The ids of held jobs (lists of one claim each) that another worker has claimed since."""
     ids = [job.id for jobs in batches for job in jobs]
     if not ids:

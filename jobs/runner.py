@@ -13,10 +13,16 @@ import contextvars
 import logging
 import time
 import traceback
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import psycopg
 
 from . import flows, store
+from .backends import Backend
 from .hand import Hand
+from .job import Job, Performer
 from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
 from .policies import DEFAULT, NO_RETRY, policy_of
 from .settlement import JobTransaction
@@ -24,7 +30,7 @@ from .settlement import JobTransaction
 COMMIT_AFTER = 0.005  # seconds a success that wrote nothing waits to be deleted with the ones after it
 
 log = logging.getLogger("jobs")
-current: contextvars.ContextVar[store.Job] = contextvars.ContextVar("current job")
+current: contextvars.ContextVar[Job] = contextvars.ContextVar("current job")
 
 
 @dataclass
@@ -47,7 +53,7 @@ class TransactionEnded(RuntimeError):
     """A performer ended its job's transaction by a way the worker could not refuse (its raw connection)."""
 
 
-def current_job() -> store.Job:
+def current_job() -> Job:
     """The job being performed, for a performer that wants its id, attempt, queue or `final`.
 
     Raises LookupError outside a performer.
@@ -56,17 +62,17 @@ def current_job() -> store.Job:
 
 
 def performed(
-    db,
-    jobs,
-    performers,
+    db: psycopg.Connection[Any],
+    jobs: list[Job],
+    performers: Mapping[str, Performer],
     *,
-    now=None,
-    counts=None,
-    stopping=lambda: False,
-    timeout=None,
-    hand=None,
-    patience=None,
-    backend=None,
+    now: int | None = None,
+    counts: Counts | None = None,
+    stopping: Callable[[], bool] = lambda: False,
+    timeout: float | None = None,
+    hand: Hand | None = None,
+    patience: float | None = None,
+    backend: Backend | None = None,
 ) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
@@ -105,7 +111,7 @@ def performed(
     return [lines[job.id] for job in jobs if job.id in lines]
 
 
-def handed_back(db, hand: Hand, now=None) -> list:
+def handed_back(db: psycopg.Connection[Any], hand: Hand, now: int | None = None) -> list[Job]:
     """Gives back the jobs of `hand` not yet started (flows.given_back); returns them.
 
     When the statement fails (a lost connection), they stay in the hand, so that they
@@ -120,7 +126,13 @@ def handed_back(db, hand: Hand, now=None) -> list:
     return waiting
 
 
-def settled_quietly(db, jobs: list, counts: Counts, lines: dict | None = None, hand: Hand | None = None) -> None:
+def settled_quietly(
+    db: psycopg.Connection[Any],
+    jobs: list[Job],
+    counts: Counts,
+    lines: dict[int, str] | None = None,
+    hand: Hand | None = None,
+) -> None:
     """Deletes quiet successes together (outcomes.quiet_settled), then counts and logs each.
 
     When the statement fails, they go back into `hand`, if given, as still held.
@@ -137,13 +149,21 @@ def settled_quietly(db, jobs: list, counts: Counts, lines: dict | None = None, h
             lines[job.id] = outcome.line
 
 
-def told(job, outcome: Outcome, counts: Counts) -> None:
+def told(job: Job, outcome: Outcome, counts: Counts) -> None:
     """Counts a settled job's outcome and logs it."""
     counts.add(outcome.kind)
     log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
 
 
-def ran(db, job, performers, now, timeout=None, backend=None, cursor=None) -> tuple[Outcome, bool, float]:
+def ran(
+    db: psycopg.Connection[Any],
+    job: Job,
+    performers: Mapping[str, Performer],
+    now: int | None,
+    timeout: float | None = None,
+    backend: Backend | None = None,
+    cursor: psycopg.Cursor[Any] | None = None,
+) -> tuple[Outcome, bool, float]:
     """Performs one job and settles it, unless it is a quiet success.
 
     Answers its outcome, whether it is a quiet success, and the seconds its performer ran.

@@ -10,14 +10,19 @@ tick queues exactly one job, with no leader and nothing kept in memory (schedule
 import hashlib
 import json
 import logging
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, tzinfo
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import psycopg
 from psycopg.rows import dict_row
 
 from . import store
+from .arguments import encoded
 from .cron import Cron, latest_at, next_after, parsed
+from .sql import one
 from .sql import schedule_queries as queries
 
 MISSED = ("one", "skip", "all")  # what a schedule queues for ticks missed while no worker held it
@@ -39,11 +44,11 @@ class Schedule:
     key: str  # names the schedule in job_schedules: keep it when the expression changes
     queue: str
     name: str
-    args: dict = field(hash=False)
+    args: dict[str, Any] = field(hash=False)
     cron: Cron | None  # one of cron and interval is set
     interval: timedelta | None
     missed: str  # "one", "skip" or "all" (see MISSED)
-    zone: object  # the tzinfo the cron expression's wall times are in
+    zone: tzinfo  # the cron expression's wall times are in it
     priority: int = 0
 
     @property
@@ -51,6 +56,7 @@ class Schedule:
         """When it fires, as people read it: "17 3 * * * (Europe/Berlin)" or "every 30 s"."""
         if self.cron:
             return f"{self.cron.expression} ({self.zone})"
+        assert self.interval is not None, "one of cron and interval is set"
         return f"every {self.interval.total_seconds():g} s"
 
     @property
@@ -63,12 +69,14 @@ class Schedule:
         """The last tick at or before `moment`, in UTC."""
         if self.interval:
             return EPOCH + (moment - EPOCH) // self.interval * self.interval
+        assert self.cron is not None, "one of cron and interval is set"
         return latest_at(self.cron, moment, self.zone)
 
     def following(self, moment: datetime) -> datetime:
         """The first tick after `moment`, in UTC."""
         if self.interval:
             return EPOCH + ((moment - EPOCH) // self.interval + 1) * self.interval
+        assert self.cron is not None, "one of cron and interval is set"
         return next_after(self.cron, moment, self.zone)
 
     def earlier_than(self, tick: datetime, since: datetime) -> bool:
@@ -88,7 +96,9 @@ class Schedule:
         if self.missed == "all":
             ticks = [last]
             while len(ticks) < MISSED_ALL_MAX and self.earlier_than(ticks[-1], since):
-                ticks.append(self.latest(ticks[-1] - TINY))
+                earlier = self.latest(ticks[-1] - TINY)
+                assert earlier is not None, "earlier_than found it"
+                ticks.append(earlier)
             return ticks[::-1], last
         on_time = now - last <= timedelta(seconds=ON_TIME)
         return ([last] if on_time or self.missed == "one" else []), last
@@ -98,12 +108,12 @@ def every(
     key: str,
     *,
     cron: str | None = None,
-    every=None,
+    every: timedelta | float | None = None,
     queue: str,
     name: str,
-    args: dict | None = None,
+    args: dict[str, Any] | None = None,
     missed: str = "one",
-    tz=None,
+    tz: str | tzinfo | None = None,
     priority: int = 0,
 ) -> Schedule:
     """A schedule that queues job `name` with `args` on `queue` at each tick; hand it to a worker.
@@ -124,7 +134,7 @@ def every(
     if isinstance(priority, bool) or not isinstance(priority, int) or not PRIORITY[0] <= priority <= PRIORITY[1]:
         raise ValueError(f"schedule {key!r}: priority= is a whole number from {PRIORITY[0]} to {PRIORITY[1]}")
     try:
-        text = store.encoded(queue, name, {} if args is None else args)
+        text = encoded(queue, name, {} if args is None else args)
     except (TypeError, ValueError) as error:
         raise type(error)(f"schedule {key!r}: {error}") from None
     interval = None if every is None else interval_of(key, every)
@@ -137,7 +147,7 @@ def every(
     return Schedule(key, queue, name, json.loads(text), expression, interval, missed, zone_of(key, tz), priority)
 
 
-def interval_of(key: str, every) -> timedelta:
+def interval_of(key: str, every: timedelta | float) -> timedelta:
     """`every` (a timedelta or seconds) as a timedelta of at least EVERY_MIN."""
     if isinstance(every, bool) or not isinstance(every, timedelta | int | float):
         raise TypeError(f"schedule {key!r}: every= is a timedelta or seconds, not {type(every).__name__}")
@@ -149,7 +159,7 @@ def interval_of(key: str, every) -> timedelta:
     return interval
 
 
-def zone_of(key: str, tz):
+def zone_of(key: str, tz: str | tzinfo | None) -> tzinfo:
     """The tzinfo `tz` names: UTC for None, a ZoneInfo for a name."""
     if tz is None:
         return UTC
@@ -161,7 +171,7 @@ def zone_of(key: str, tz):
     return tz
 
 
-def held(schedules) -> tuple[Schedule, ...]:
+def held(schedules: Iterable[Schedule] | None) -> tuple[Schedule, ...]:
     """The schedules a worker is handed, checked: Schedules with distinct keys."""
     schedules = tuple(schedules or ())
     keys = [schedule.key for schedule in schedules if isinstance(schedule, Schedule)]
@@ -173,7 +183,7 @@ def held(schedules) -> tuple[Schedule, ...]:
     return schedules
 
 
-def fired(db, schedules) -> int:
+def fired(db: psycopg.Connection[Any], schedules: Sequence[Schedule]) -> int:
     """Queues the job of each due tick of `schedules`, once across all workers; returns how many it queued.
 
     The worker's listener calls it once per poll interval on its autocommit connection.
@@ -187,14 +197,16 @@ def fired(db, schedules) -> int:
         schedule = by_key[row["key"]]
         try:
             if row["created_at"] is None or row["fingerprint"] != schedule.fingerprint or stale(row):
-                row = cursor.execute(
-                    queries["schedule_seen"],
-                    {
-                        "key": schedule.key,
-                        "fingerprint": schedule.fingerprint,
-                        "definition": schedule.definition,
-                    },
-                ).fetchone()
+                row = one(
+                    cursor.execute(
+                        queries["schedule_seen"],
+                        {
+                            "key": schedule.key,
+                            "fingerprint": schedule.fingerprint,
+                            "definition": schedule.definition,
+                        },
+                    )
+                )
             queued += tick_fired(db, schedule, row)
         except Exception:
             if db.closed or db.broken:
@@ -205,12 +217,13 @@ def fired(db, schedules) -> int:
     return queued
 
 
-def stale(row: dict) -> bool:
+def stale(row: dict[str, Any]) -> bool:
     """Whether no worker has said it holds the schedule for SEEN_EVERY."""
-    return row["now"] - row["seen_at"] > timedelta(seconds=SEEN_EVERY)
+    unseen: timedelta = row["now"] - row["seen_at"]
+    return unseen > timedelta(seconds=SEEN_EVERY)
 
 
-def tick_fired(db, schedule: Schedule, row: dict) -> int:
+def tick_fired(db: psycopg.Connection[Any], schedule: Schedule, row: dict[str, Any]) -> int:
     """Queues the jobs of the schedule's due ticks, if this worker is the one to; returns how many."""
     since = row["last_tick"] or row["created_at"]
     due = schedule.due(since, row["now"])
@@ -240,7 +253,7 @@ def ms(moment: datetime) -> int:
     return (moment - EPOCH) // timedelta(milliseconds=1)
 
 
-def recorded(db, schedules=None) -> list[dict]:
+def recorded(db: psycopg.Connection[Any], schedules: Iterable[Schedule] | None = None) -> list[dict[str, Any]]:
     """Each schedule in job_schedules (and each of `schedules` not yet there), for the command line and dashboard.
 
     Each dict holds key, definition, last_tick, seen_at, and, for the schedules given,
@@ -248,7 +261,7 @@ def recorded(db, schedules=None) -> list[dict]:
     """
     cursor = db.cursor(row_factory=dict_row)
     rows = {row["key"]: row for row in cursor.execute(queries["schedules_recorded"])}
-    now = cursor.execute(queries["database_now"]).fetchone()["now"]
+    now = one(cursor.execute(queries["database_now"]))["now"]
     for schedule in schedules or ():
         row = rows.setdefault(schedule.key, {"key": schedule.key, "last_tick": None, "seen_at": None})
         row.update(definition=schedule.definition, next_tick=schedule.following(now))

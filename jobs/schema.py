@@ -10,11 +10,12 @@ guestbook's tables are made the same way.
 import logging
 import time
 from pathlib import Path
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
 
-from .sql import load
+from .sql import load, one
 
 LOCK_TIMEOUT = 0.1  # seconds a step's statement waits for a lock before the step rolls back to try again
 UPGRADE_PAUSE_FIRST = 0.1  # seconds before a step that timed out is tried again; doubles up to UPGRADE_PAUSE_MAX
@@ -28,6 +29,7 @@ UPGRADE_LOCK = 7468021459
 statements = load(Path(__file__).with_name("schema.sql"))
 
 log = logging.getLogger("jobs")
+C = TypeVar("C", bound=psycopg.Connection[Any])  # the connection `prepared` answers, as it was given
 
 
 class SchemaError(Exception):
@@ -48,26 +50,27 @@ class Steps:
     by. owner: what a role that may not change the tables should run instead.
     """
 
-    def __init__(self, what: str, steps: dict[int, str], record: str, lock: int, owner: str):
+    def __init__(self, what: str, steps: dict[int, str], record: str, lock: int, owner: str) -> None:
         self.what, self.steps, self.record, self.lock, self.owner = what, steps, record, lock, owner
         self.needed = max(steps)  # the version this code needs: the number of its last step
         self._version = sql.SQL(statements["version"]).format(record=sql.Identifier(record))
         self._record = sql.SQL(statements["record"]).format(record=sql.Identifier(record))
 
-    def prepared(self, db):
+    def prepared(self, db: C) -> C:
         """Takes the steps `db` lacks, if any; on a current database only reads the record (see `prepared`)."""
         if self.version(db) < self.needed:
             self.upgraded(db)
         return db
 
-    def version(self, db) -> int:
+    def version(self, db: psycopg.Connection[Any]) -> int:
         """The last step this database has taken; 0 when it keeps no record."""
         with db.transaction():
-            if not db.execute(statements["recorded"], {"record": self.record}).fetchone()[0]:
+            if not one(db.execute(statements["recorded"], {"record": self.record}))[0]:
                 return 0
-            return db.execute(self._version).fetchone()[0]
+            taken: int = one(db.execute(self._version))[0]
+            return taken
 
-    def upgraded(self, db, target: int | None = None) -> int:
+    def upgraded(self, db: psycopg.Connection[Any], target: int | None = None) -> int:
         """Takes the steps up to `target` (all) that `db` has not taken; returns the version (see `upgraded`)."""
         target = self.needed if target is None else target
         taken, pause = self.version(db), UPGRADE_PAUSE_FIRST
@@ -97,7 +100,7 @@ class Steps:
                 ) from error
         return taken
 
-    def stepped(self, db, step: int) -> int:
+    def stepped(self, db: psycopg.Connection[Any], step: int) -> int:
         """Takes one step unless another process took it first; returns the version now."""
         with db.transaction():
             db.execute(statements["lock_timeout"], {"timeout": f"{round(LOCK_TIMEOUT * 1000)}ms"})
@@ -122,7 +125,7 @@ TABLES = Steps(
 )
 
 
-def prepared(db):
+def prepared(db: C) -> C:
     """Makes the queue's tables, or brings them up to VERSION, when they are behind; returns `db`.
 
     When the database is current it only reads job_schema (a catalogue look-up and
@@ -136,12 +139,12 @@ def prepared(db):
     return TABLES.prepared(db)
 
 
-def version(db) -> int:
+def version(db: psycopg.Connection[Any]) -> int:
     """The last step of schema.sql this database has taken; 0 when it keeps no record."""
     return TABLES.version(db)
 
 
-def upgraded(db, target: int = VERSION) -> int:
+def upgraded(db: psycopg.Connection[Any], target: int = VERSION) -> int:
     """Takes the steps of schema.sql up to `target` that `db` has not taken; returns the version.
 
     Each step is one transaction whose statements wait at most LOCK_TIMEOUT for a

@@ -9,10 +9,15 @@ an API) begins nothing and pays nothing: the runner settles it with its neighbou
 
 import functools
 import re
+from collections.abc import Iterator
+from typing import Any
 
 import psycopg
 from psycopg import sql
+from psycopg.abc import Query
 from psycopg.pq import TransactionStatus
+
+from .backends import Backend
 
 FORBIDDEN = ("commit", "rollback", "close")  # what a performer may not do to the worker's connection
 CHECKED_TEXTS = 512  # statement texts whose check for a transaction's end is remembered (most recent first)
@@ -36,7 +41,9 @@ class JobTransaction:
     more than sending the statement does.
     """
 
-    def __init__(self, db, backend=None, cursor=None):
+    def __init__(
+        self, db: psycopg.Connection[Any], backend: Backend | None = None, cursor: psycopg.Cursor[Any] | None = None
+    ) -> None:
         self.db, self.backend = db, backend
         self.cursor = cursor if cursor is not None else db.cursor()
         self.begun = False
@@ -76,7 +83,7 @@ class JobTransaction:
         return self.begun and self.db.info.transaction_status == TransactionStatus.IDLE
 
 
-def ends_transaction(query) -> bool:
+def ends_transaction(query: object) -> bool:
     """Whether `query` (text, bytes or a psycopg sql object) holds a statement that ends a transaction."""
     if isinstance(query, bytes):
         query = query.decode(errors="replace")
@@ -101,24 +108,24 @@ class Touched:
     TRANSACTION): the job's writes commit with its settlement, or not at all.
     """
 
-    def __init__(self, transaction: JobTransaction):
+    def __init__(self, transaction: JobTransaction) -> None:
         self._transaction = transaction
 
     @property
-    def connection(self):
+    def connection(self) -> psycopg.Connection[Any]:
         self._transaction.begin()
         return self._transaction.db
 
-    def execute(self, query, *args, **kwargs):
+    def execute(self, query: Query, *args: Any, **kwargs: Any) -> psycopg.Cursor[Any]:
         refused_if_ending(query, self._transaction.db)
         self._transaction.begin()
         return self._transaction.db.execute(query, *args, **kwargs)
 
-    def cursor(self, *args, **kwargs):
+    def cursor(self, *args: Any, **kwargs: Any) -> "GuardedCursor":
         self._transaction.begin()
         return GuardedCursor(self._transaction.db.cursor(*args, **kwargs))
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         if name in FORBIDDEN:
             raise psycopg.ProgrammingError(
                 f"a performer may not {name} the worker's connection: its writes commit with its job's settlement"
@@ -130,29 +137,29 @@ class Touched:
 class GuardedCursor:
     """A cursor of the worker's connection that refuses the statements that would end the job's transaction."""
 
-    def __init__(self, cursor):
+    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
         self._cursor = cursor
 
-    def execute(self, query, *args, **kwargs):
+    def execute(self, query: Query, *args: Any, **kwargs: Any) -> "GuardedCursor":
         refused_if_ending(query, self._cursor.connection)
         self._cursor.execute(query, *args, **kwargs)
         return self
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self._cursor, name)
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[Any]:
         return iter(self._cursor)
 
-    def __enter__(self):
+    def __enter__(self) -> "GuardedCursor":
         self._cursor.__enter__()
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         return self._cursor.__exit__(*exc)
 
 
-def refused_if_ending(query, db) -> None:
+def refused_if_ending(query: Query, db: psycopg.Connection[Any]) -> None:
     """Raises ProgrammingError, sending nothing, when `query` would end the job's transaction."""
     if isinstance(query, sql.Composable):
         query = query.as_string(db)

@@ -8,7 +8,9 @@ discard` prints them. All of it stays quick beside a million failed or waiting j
 The shelf's statements are its own, named in queries.sql.
 """
 
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -23,7 +25,9 @@ STATUS_EXACT = 10_000  # jobs of a state a queue's status counts one by one; pas
 ESTIMATED_FROM = {"due": "jobs_ready", "scheduled": "jobs_scheduled", "failed": "jobs_shelf"}  # index per state
 
 
-def failed(db, queue: str | None = None, *, limit: int = PAGE, after: int | None = None) -> list[dict]:
+def failed(
+    db: psycopg.Connection[Any], queue: str | None = None, *, limit: int = PAGE, after: int | None = None
+) -> list[dict[str, Any]]:
     """A page of the jobs that failed for good, on every queue or on `queue`, newest first.
 
     `limit` jobs at most (PAGE, 50, by default); for the next page, pass the id of the
@@ -47,7 +51,7 @@ def failed(db, queue: str | None = None, *, limit: int = PAGE, after: int | None
         return cursor.execute(statement, {"queue": queue, "before": after}).fetchall()
 
 
-def retried(db, *ids: int, every: bool = False, now: int | None = None) -> int:
+def retried(db: psycopg.Connection[Any], *ids: int, every: bool = False, now: int | None = None) -> int:
     """Puts jobs from the shelf back in the queue, due at `now` (ms; the database's clock when None).
 
     Name the jobs by id, `retried(db, 7)` or `retried(db, 7, 9)`, or take the whole shelf
@@ -72,7 +76,7 @@ def retried(db, *ids: int, every: bool = False, now: int | None = None) -> int:
     )
 
 
-def put_back(db, params: dict) -> int:
+def put_back(db: psycopg.Connection[Any], params: dict[str, Any]) -> int:
     """Runs the retry statement on a transaction (or savepoint) of its own; returns how many went back."""
     try:
         with db.transaction():
@@ -84,7 +88,7 @@ def put_back(db, params: dict) -> int:
             return len(db.execute(queries["retry"], params).fetchall())
 
 
-def discarded(db, *ids: int, every: bool = False) -> int:
+def discarded(db: psycopg.Connection[Any], *ids: int, every: bool = False) -> int:
     """Deletes jobs from the shelf for good and returns how many; name them as for `retried`.
 
     `every=True` deletes SHELF_BATCH jobs per transaction, as `retried` puts them back.
@@ -96,21 +100,21 @@ def discarded(db, *ids: int, every: bool = False) -> int:
     return total
 
 
-def chosen(ids: tuple, every: bool) -> list[int] | None:
+def chosen(ids: tuple[int, ...], every: bool) -> list[int] | None:
     """The ids a shelf operation names, or None for the whole shelf; refuses anything unclear."""
     if every == bool(ids):
         raise ValueError("name the jobs by id, or pass every=True for the whole shelf (not both)")
     return None if every else [job_id(id) for id in ids]
 
 
-def job_id(id) -> int:
+def job_id(id: object) -> int:
     """`id` when it is a job's id (an int, not a bool); a TypeError naming it otherwise."""
     if not isinstance(id, int) or isinstance(id, bool):
         raise TypeError(f"job ids are integers, got {id!r}")
     return id
 
 
-def batches(db, ids: list[int] | None):
+def batches(db: psycopg.Connection[Any], ids: list[int] | None) -> Iterator[list[int]]:
     """The named ids as one batch, or the whole shelf's ids SHELF_BATCH at a time, oldest first.
 
     Each batch is read after the one before was changed, so the shelf is walked by
@@ -125,7 +129,7 @@ def batches(db, ids: list[int] | None):
         after = some[-1]
 
 
-def status(db, now: int | None = None) -> list[dict]:
+def status(db: psycopg.Connection[Any], now: int | None = None) -> list[dict[str, Any]]:
     """Each queue's jobs counted by state at `now` (ms; the database's clock when None), by queue name.
 
     One dict per queue that has any job or is paused: queue; due (may run now, including
@@ -153,7 +157,7 @@ def status(db, now: int | None = None) -> list[dict]:
 
 
 @contextmanager
-def planned_without_jit(db):
+def planned_without_jit(db: psycopg.Connection[Any]) -> Iterator[None]:
     """A transaction of its own (a savepoint inside the caller's), with JIT off, rolled back at the end.
 
     For reads the planner prices far above what they cost: status's per-queue counts
@@ -161,15 +165,15 @@ def planned_without_jit(db):
     recursive scan, more for job_paused_queues, never analysed, and the claimed rows),
     not by the handful there are. On a server with `jit = on` (Debian's, Ubuntu's, most
     managed services') that price passes jit_above_cost, and compiling the plan takes
-    half a second where running it takes milliseconds. SET LOCAL ends with the transaction, so it holds behind PgBouncer in
-    transaction mode too, and rolling back leaves the caller's settings as they were.
+    half a second where running it takes milliseconds. SET LOCAL ends with the transaction, so it holds behind
+    PgBouncer in transaction mode too, and rolling back leaves the caller's settings as they were.
     """
     with db.transaction(force_rollback=True):
         db.execute("SET LOCAL jit = off")
         yield
 
 
-def estimated(db, figures: list[dict]) -> None:
+def estimated(db: psycopg.Connection[Any], figures: list[dict[str, Any]]) -> None:
     """Replaces each count past STATUS_EXACT with its estimate from the index's size (see `status`)."""
     entries = dict(db.execute(queries["index_sizes"]).fetchall())
     for state, index in ESTIMATED_FROM.items():

@@ -6,9 +6,15 @@ Two words stand for the moment a statement works at, so that every worker on eve
 machine reads one clock, the database's: `{now}` is the caller's %(now)s when it fixes
 one (tests, a caller's own loop) and else the statement's start, and `{clock}` the
 same but read when the row is written (for a lease that must run from then).
+`one` reads the row of a statement that always answers one.
 """
 
 from pathlib import Path
+from typing import TypeVar
+
+import psycopg
+
+R = TypeVar("R")  # a row, as the cursor's row factory makes it
 
 QUERIES = Path(__file__).with_name("queries.sql")
 # The words, and the SQL each stands for: integer ms since the epoch, rounded down as
@@ -38,6 +44,14 @@ def moments_written(text: str) -> str:
     for word, moment in MOMENTS.items():
         text = text.replace(word, moment)
     return text
+
+
+def one(cursor: psycopg.Cursor[R]) -> R:
+    """The row of a statement that always answers one (a count, an upsert's RETURNING); a LookupError if none came."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError(f"a statement that always answers a row answered none ({cursor.statusmessage})")
+    return row
 
 
 queries = load()

@@ -11,6 +11,8 @@ import functools
 import json
 import secrets
 import time
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -18,8 +20,8 @@ from psycopg.rows import dict_row
 
 from . import redaction
 from .arguments import encoded, encoded_args, named
-from .job import Job, job_row
-from .sql import queries
+from .job import Job, Performer, job_row
+from .sql import one, queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
 ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise; written on every insert
@@ -37,18 +39,18 @@ def now_ms() -> int:
 
 
 def later(
-    db,
+    db: psycopg.Connection[Any],
     queue: str,
     name: str,
-    args: dict,
+    args: dict[str, Any],
     at: int | None = None,
     *,
     priority: int = 0,
     unique: str | None = None,
     key: str | None = None,
     batch: int | None = None,
-    flow: dict | None = None,
-    secret=None,
+    flow: dict[str, Any] | None = None,
+    secret: Collection[str] | None = None,
 ) -> int | None:
     """Queues job `name` with `args` on `queue` to run at `at` (ms since the epoch) or after.
 
@@ -90,7 +92,16 @@ def later(
     return None if row is None else row[0]
 
 
-def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, priority: int = 0, secret=None) -> int:
+def later_many(
+    db: psycopg.Connection[Any],
+    queue: str,
+    name: str,
+    many_args: Iterable[dict[str, Any]],
+    at: int | None = None,
+    *,
+    priority: int = 0,
+    secret: Collection[str] | None = None,
+) -> int:
     """Queues job `name` once for each dict in `many_args`, in one COPY; returns how many.
 
     Every argument is checked before anything is written, so one bad dict refuses
@@ -103,22 +114,22 @@ def later_many(db, queue: str, name: str, many_args, at: int | None = None, *, p
     texts = [encoded_args(name, args) for args in many_args]
     secrets_of = [redaction.declared(name, args, secret) for args in many_args]
     with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
-        now = cursor.execute(queries["now"], {"now": None}).fetchone()[0]
+        now = one(cursor.execute(queries["now"], {"now": None}))[0]
         run_at, later_on = (now, False) if at is None else (at, at > now)
         with cursor.copy(queries["later_many"]) as copy:
-            for text, hidden in zip(texts, secrets_of):
+            for text, hidden in zip(texts, secrets_of, strict=True):
                 copy.write_row((queue, name, text, run_at, later_on, priority, ATTEMPTS, hidden))
         cursor.execute(queries["notify"], {"queue": queue})
     return len(texts)
 
 
-def promoted(db, now: int | None = None) -> list[str]:
+def promoted(db: psycopg.Connection[Any], now: int | None = None) -> list[str]:
     """Lets jobs scheduled for `now` or before be claimed; returns the queues that got some."""
     return [row[0] for row in db.execute(queries["promote"], {"now": now})]
 
 
 def claimed(
-    db,
+    db: psycopg.Connection[Any],
     queue: str,
     now: int | None = None,
     *,
@@ -169,7 +180,7 @@ def claimed(
     return jobs
 
 
-def budgets_of(performers: dict) -> str:
+def budgets_of(performers: Mapping[str, Performer]) -> str:
     """The attempts each performer's own policy allows, as the claim reads them: a JSON object by job name.
 
     Performers without a policy of their own are left out: their rows keep the
@@ -177,9 +188,9 @@ def budgets_of(performers: dict) -> str:
     """
     return json.dumps(
         {
-            name: perform.policy.attempts
+            name: policy.attempts
             for name, perform in performers.items()
-            if getattr(perform, "policy", None) is not None
+            if (policy := getattr(perform, "policy", None)) is not None
         }
     )
 
@@ -195,7 +206,7 @@ def claim_statement(limit: int, bounded: bool = False) -> sql.Composed:
     return sql.SQL(queries["claim"]).format(limit=sql.Literal(limit), bound=sql.SQL(BOUND if bounded else ""))
 
 
-def finished(db, jobs: list[Job]) -> set[int]:
+def finished(db: psycopg.Connection[Any], jobs: list[Job]) -> set[int]:
     """Deletes the rows of jobs that succeeded, on db's transaction; returns the ids still ours."""
     if not jobs:
         return set()
@@ -203,15 +214,22 @@ def finished(db, jobs: list[Job]) -> set[int]:
     return {row[0] for row in rows}
 
 
-def finished_one(db, job: Job) -> bool:
+def finished_one(db: psycopg.Connection[Any] | psycopg.Cursor[Any], job: Job) -> bool:
     """Deletes one succeeded job's row on the transaction of `db` (a connection or cursor); False if not ours."""
     return db.execute(queries["finish_one"], {"id": job.id, "claim": job.claim}).rowcount == 1
 
 
 def attempt_failed(
-    db, job: Job, reason: str, traceback: str, wait: int, max_attempts: int, now: int | None = None
+    db: psycopg.Connection[Any],
+    job: Job,
+    reason: str,
+    traceback: str,
+    wait: int,
+    max_attempts: int,
+    now: int | None = None,
 ) -> bool:
-    """Records a failed attempt, due again `wait` ms after `now`, on db's transaction; False when the claim was no longer ours."""
+    """Records a failed attempt, due again `wait` ms after `now`, on db's transaction; False when the claim was
+    no longer ours."""
     params = {
         "id": job.id,
         "claim": job.claim,
@@ -224,20 +242,20 @@ def attempt_failed(
     return db.execute(queries["fail"], params).rowcount == 1
 
 
-def secret_of(db, job: Job) -> list[str] | None:
+def secret_of(db: psycopg.Connection[Any], job: Job) -> list[str] | None:
     """The names of `job`'s secret arguments, as its caller gave them to `later`; None when it has none."""
     row = db.execute(queries["secret_of"], {"id": job.id}).fetchone()
     return row[0] if row else None
 
 
-def released(db, jobs: list[Job], now: int | None = None) -> None:
+def released(db: psycopg.Connection[Any], jobs: list[Job], now: int | None = None) -> None:
     """Gives claimed jobs that never started back to the queue, due again as they were before the claim."""
     if jobs:
         params = {"ids": [job.id for job in jobs], "due_ats": [job.due_at for job in jobs], "claim": jobs[0].claim}
         db.execute(queries["release"], params | {"now": now})
 
 
-def announced(db, queues) -> None:
+def announced(db: psycopg.Connection[Any], queues: Iterable[str]) -> None:
     """Wakes the workers of `queues`, as `later` does: jobs are due on them again."""
     for queue in sorted(queues):
         db.execute(queries["notify"], {"queue": queue})
@@ -248,18 +266,18 @@ def new_claim() -> int:
     return secrets.randbits(63)
 
 
-def unheard_given_back(db, claim: int, now: int | None = None) -> int:
+def unheard_given_back(db: psycopg.Connection[Any], claim: int, now: int | None = None) -> int:
     """Gives back whatever a claim took whose answer was lost with its connection; answers how many rows."""
     return db.execute(queries["unheard_claim_given_back"], {"claim": claim, "now": now}).rowcount
 
 
-def lapsed(db, jobs: list[Job], now: int | None = None) -> None:
+def lapsed(db: psycopg.Connection[Any], jobs: list[Job], now: int | None = None) -> None:
     """Lets the leases of jobs a worker was cut off from run out now (see lapse in queries.sql)."""
     if jobs:
         db.execute(queries["lapse"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now})
 
 
-def listed(db, queue: str | None = None) -> list[dict]:
+def listed(db: psycopg.Connection[Any], queue: str | None = None) -> list[dict[str, Any]]:
     """Every job still in the table (waiting, leased or failed for good), in the order queued.
 
     Each is a dict with id, queue, name, args, priority, run_at, scheduled, attempts,
@@ -269,17 +287,18 @@ def listed(db, queue: str | None = None) -> list[dict]:
         return cursor.execute(queries["listed"], {"queue": queue}).fetchall()
 
 
-def outstanding(db, queues: list[str], now: int | None = None) -> int:
+def outstanding(db: psycopg.Connection[Any], queues: list[str], now: int | None = None) -> int:
     """How many jobs of `queues` are due at `now` or held under a lease that has not run out."""
-    return db.execute(queries["outstanding"], {"queues": queues, "now": now}).fetchone()[0]
+    count: int = one(db.execute(queries["outstanding"], {"queues": queues, "now": now}))[0]
+    return count
 
 
-def keys_freed(db, now: int | None = None) -> int:
+def keys_freed(db: psycopg.Connection[Any], now: int | None = None) -> int:
     """Frees the concurrency keys of keyed jobs whose lease ran out; returns how many."""
     return db.execute(queries["expire"], {"now": now}).rowcount
 
 
-def reaped(db, now: int | None = None) -> list[Job]:
+def reaped(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
     """Marks jobs whose worker died on their last attempt as failed for good; returns them.
 
     Call it through `endings.reaped`, which lets their chains and batches hear of it

@@ -4,23 +4,24 @@ The commands (commands.py) print what they found with these, and never a job's a
 """
 
 from datetime import UTC, datetime
+from typing import Any
 
 REASON_WIDTH = 60  # characters of a reason the `failed` table shows; --full shows all of it
 
 
-def table(headers: list[str], rows: list[list]) -> str:
+def table(headers: list[str], rows: list[list[Any]]) -> str:
     """Rows under their headers in plain-text columns, numbers aligned right."""
     right = [all(isinstance(row[n], int) or str(row[n]).startswith("~") for row in rows) for n in range(len(headers))]
     cells = [[str(value) for value in row] for row in [headers, *rows]]
     widths = [max(len(row[n]) for row in cells) for n in range(len(headers))]
     lines = [
-        "  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(row, widths, right)).rstrip()
+        "  ".join(cell.rjust(w) if r else cell.ljust(w) for cell, w, r in zip(row, widths, right, strict=True)).rstrip()
         for row in cells
     ]
     return "\n".join(lines)
 
 
-def in_full(job: dict) -> str:
+def in_full(job: dict[str, Any]) -> str:
     """One failed job with every reason and its last traceback, for `failed --full`."""
     lines = [
         f"job {job['id']}: {job['name']} on {job['queue']}, failed for good at "

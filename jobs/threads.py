@@ -10,12 +10,19 @@ connection is lost gives back what it held as soon as it has a new one.
 
 import logging
 import threading
+from typing import TYPE_CHECKING, Any
+
+import psycopg
 
 from . import store
 from .backends import Backend, told
 from .connections import kept_running
 from .hand import Hand
+from .job import Job
 from .runner import performed
+
+if TYPE_CHECKING:  # workers.py imports this module
+    from .workers import Worker
 
 BATCH_MAX = 100  # jobs one claim may take at the most
 BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back (or a claim
@@ -27,12 +34,12 @@ log = logging.getLogger("jobs")
 class WorkThread:
     """Work thread `n` of `worker`; `start` runs it, `abandon` lets it go."""
 
-    def __init__(self, worker, n: int):
+    def __init__(self, worker: "Worker", n: int) -> None:
         self.worker, self.n = worker, n
         self.ending = threading.Event()  # set when the worker stops, or abandons this thread
         self.abandoned = False
         self.hand = Hand([])  # the jobs of its last claim not yet settled or given back
-        self.cut_off: list[store.Job] = []  # what it held when its connection was lost, to give back
+        self.cut_off: list[Job] = []  # what it held when its connection was lost, to give back
         self.unheard: int | None = None  # the token of a claim sent whose answer never came back
         self.backend: Backend | None = None  # the server process of this thread's connection (backends.py)
         self.limit = 1  # how many jobs the next claim may take
@@ -49,11 +56,11 @@ class WorkThread:
         hand, self.hand = self.hand, Hand([])
         return hand
 
-    def held(self) -> list[store.Job]:
+    def held(self) -> list[Job]:
         """The claimed jobs not yet settled or given back, for the heartbeat."""
         return self.hand.held()
 
-    def overdue(self, now: float) -> store.Job | None:
+    def overdue(self, now: float) -> Job | None:
         """The job whose performer is still running past its deadline (a time.monotonic() moment), if any."""
         job = self.hand.running
         return job if job is not None and job.deadline is not None and job.deadline <= now else None
@@ -73,7 +80,7 @@ class WorkThread:
             if not self.abandoned:
                 self.worker.thread_ended(self)
 
-    def _opened(self, db) -> None:
+    def _opened(self, db: psycopg.Connection[Any]) -> None:
         """On a new connection: lets the leases of what the lost one held run out now (none of it runs)."""
         self.backend = Backend(db)
         told(self.worker, self.backend)
@@ -94,7 +101,7 @@ class WorkThread:
     def _lost(self) -> None:
         self.hand = Hand([])
 
-    def _claimed_and_ran(self, db) -> bool:
+    def _claimed_and_ran(self, db: psycopg.Connection[Any]) -> bool:
         """One pass over the queues: claim, run, settle; waits when nothing was due. False ends the thread."""
         worker = self.worker
         busy = False
@@ -125,7 +132,7 @@ class WorkThread:
             worker.doorbell.wait(worker.poll)
         return not self.abandoned
 
-    def _ran_batch(self, db, jobs: list) -> int:
+    def _ran_batch(self, db: psycopg.Connection[Any], jobs: list[Job]) -> int:
         """Runs a claimed batch and returns how many jobs the next claim may take.
 
         Batches grow while their jobs are quick, and fall back to one job as soon as

@@ -16,13 +16,21 @@ done: a connection lost midway leaves it for the next look.
 import logging
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import psycopg
 
 from . import flows, store
-from .backends import ended
+from .backends import Backend, ended
 from .endings import timed_out
+from .hand import Hand
+from .job import Job
 from .policies import policy_of
 from .runner import settled_quietly
-from .threads import BATCH_TIME
+from .threads import BATCH_TIME, WorkThread
+
+if TYPE_CHECKING:  # workers.py imports this module
+    from .workers import Worker
 
 TERMINATE_WAIT = 1.0  # seconds the watch waits for the server to end a let-go thread's connection
 
@@ -33,15 +41,15 @@ log = logging.getLogger("jobs")
 class GiveBack:
     """What a thread let go owes: its connection ended, its jobs told, the overdue one failed, the rest given back."""
 
-    backend: object  # the let-go thread's server process (backends.Backend), None when it never connected
-    held: list
-    quiet: list  # its jobs that ran, wrote nothing and succeeded: to be deleted, not given back
-    overdue: store.Job | None  # None once its timeout is recorded
+    backend: Backend | None  # the let-go thread's server process, None when it never connected
+    held: list[Job]
+    quiet: list[Job]  # its jobs that ran, wrote nothing and succeeded: to be deleted, not given back
+    overdue: Job | None  # None once its timeout is recorded
     told: bool = False  # its connection ended and its jobs' `cancelled` set
     said: bool = False  # the give-back logged
-    failed: list = field(default_factory=list)  # the overdue job, which is failed rather than given back
+    failed: list[Job] = field(default_factory=list)  # the overdue job, which is failed rather than given back
 
-    def __post_init__(self):
+    def __post_init__(self) -> None:
         if self.overdue is not None:
             self.failed.append(self.overdue)
 
@@ -49,7 +57,7 @@ class GiveBack:
 class Watch:
     """The watch of `worker` (a Worker): `watched(db)` is one look, on the heartbeat's connection."""
 
-    def __init__(self, worker):
+    def __init__(self, worker: "Worker") -> None:
         self.worker = worker
         self._owed: list[GiveBack] = []  # threads let go whose jobs are not all given back yet
 
@@ -57,7 +65,7 @@ class Watch:
         """Whether a thread let go still has jobs to give back (its give-back was cut off)."""
         return bool(self._owed)
 
-    def watched(self, db) -> None:
+    def watched(self, db: psycopg.Connection[Any]) -> None:
         """Lets go of threads whose job ran past its timeout or grace, after finishing what is owed."""
         self._given_back(db)
         now = time.monotonic()
@@ -75,7 +83,7 @@ class Watch:
             ):
                 self._handed_on(db, work.hand)
 
-    def _handed_on(self, db, hand) -> None:
+    def _handed_on(self, db: psycopg.Connection[Any], hand: Hand) -> None:
         """Gives back the jobs of `hand` not yet started, and deletes the quiet successes that ran before.
 
         Those successes wrote nothing: deleting them now, not after the slow job, means a
@@ -95,7 +103,7 @@ class Watch:
             )
             self.worker.doorbell.ring()
 
-    def _let_go(self, db, work, overdue: store.Job | None) -> None:
+    def _let_go(self, db: psycopg.Connection[Any], work: WorkThread, overdue: Job | None) -> None:
         """Replaces thread `work`, then gives back what it held (failing `overdue` with its timeout)."""
         last = self.worker.replaced(work)
         if last is None:
@@ -109,7 +117,7 @@ class Watch:
             if last:
                 self.worker.thread_ended(work)
 
-    def _given_back(self, db) -> None:
+    def _given_back(self, db: psycopg.Connection[Any]) -> None:
         """Does what the threads let go still owe, oldest first; a statement that fails leaves the rest owed."""
         while self._owed:
             owed = self._owed[0]
@@ -149,7 +157,9 @@ class Watch:
             flows.given_back(db, rest)
             self._owed.pop(0)
 
-    def _limit_of(self, job: store.Job) -> float:
+    def _limit_of(self, job: Job) -> float:
         """The timeout that applies to `job`: its policy's, or the worker's."""
         limit = policy_of(self.worker.performers.get(job.name)).timeout
-        return limit if limit is not None else self.worker.timeout
+        limit = limit if limit is not None else self.worker.timeout
+        assert limit is not None, "only a job with a timeout has a deadline to run past"
+        return limit

@@ -23,6 +23,10 @@ import socket
 import threading
 import time
 import weakref
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
 
 log = logging.getLogger("jobs")
 
@@ -30,16 +34,20 @@ log = logging.getLogger("jobs")
 class Watchdog:
     """Cuts the connections it watches once one of their waits for an answer passes `within` seconds."""
 
-    def __init__(self, within: float, *, exempt=lambda: False, on_cut=lambda: None):
+    def __init__(
+        self, within: float, *, exempt: Callable[[], bool] = lambda: False, on_cut: Callable[[], None] = lambda: None
+    ) -> None:
         if not within > 0:
             raise ValueError(f"a watchdog needs a bound of more than 0 s, not {within!r}")
         self.within, self.exempt, self.on_cut = within, exempt, on_cut
         self._lock = threading.Lock()
-        self._watched: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # connection -> Wait
+        self._watched: weakref.WeakKeyDictionary[psycopg.Connection[Any], Wait] = (
+            weakref.WeakKeyDictionary()
+        )  # connection -> Wait
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def watched(self, db):
+    def watched(self, db: psycopg.Connection[Any]) -> psycopg.Connection[Any]:
         """Watches `db`'s waits for answers from now on; returns `db`."""
         wait, mark = db.wait, Wait()
         with self._lock:
@@ -47,7 +55,7 @@ class Watchdog:
 
         # Every statement passes here, so a wait takes no lock: it writes its mark's state
         # as one tuple, which the watchdog's thread reads whole.
-        def waited(*args, **kwargs):
+        def waited(*args: Any, **kwargs: Any) -> Any:
             answered = mark.state[2]
             mark.state = (None, True, answered) if self.exempt() else (time.monotonic(), False, answered)
             try:
@@ -55,11 +63,12 @@ class Watchdog:
             finally:
                 mark.state = (None, False, time.monotonic())
 
-        db.wait = waited
+        # A method replaced on one connection, on purpose: mypy knows methods as the class's alone.
+        db.wait = waited  # type: ignore[method-assign]
         self._started()
         return db
 
-    def connecting(self, connect):
+    def connecting(self, connect: Callable[[], psycopg.Connection[Any]]) -> Callable[[], psycopg.Connection[Any]]:
         """`connect`, with each connection it opens watched."""
         return lambda: self.watched(connect())
 
@@ -87,8 +96,9 @@ class Watchdog:
             if silent:
                 self.on_cut()
 
-    def _silent(self) -> list:
-        """The connections to cut now, with when the silence began: those waiting past the bound, and all unheard since."""
+    def _silent(self) -> list[tuple[psycopg.Connection[Any], float]]:
+        """The connections to cut now, with when the silence began: those waiting past the bound, and all unheard
+        since."""
         now = time.monotonic()
         with self._lock:
             states = [(db, mark.state) for db, mark in list(self._watched.items())]
@@ -114,11 +124,11 @@ class Wait:
     when it last had an answer.
     """
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.state: tuple[float | None, bool, float] = (None, False, time.monotonic())
 
 
-def cut(db) -> None:
+def cut(db: psycopg.Connection[Any]) -> None:
     """Shuts down `db`'s socket, so that whatever waits on it, now or next, fails at once."""
     try:
         fd = db.fileno()
@@ -133,7 +143,7 @@ def cut(db) -> None:
         pass  # the connection ended meanwhile
 
 
-def backend_of(db):
+def backend_of(db: psycopg.Connection[Any]) -> int | str:
     """The server process of `db`, for the log."""
     try:
         return db.info.backend_pid

@@ -13,18 +13,21 @@ import logging
 import secrets
 import threading
 import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 import psycopg
 
 from . import chores, schema, store
 from .complaints import Complaints
-from .connections import SILENT_AFTER
+from .connections import SILENT_AFTER, Connect
 from .doorbell import Doorbell
 from .frontier import Frontiers
 from .heartbeat import Heartbeat
+from .job import Job, Performer
 from .listener import POLL_INTERVAL, Listener
 from .runner import Counts, current, performed
-from .schedules import held
+from .schedules import Schedule, held
 from .threads import WorkThread
 from .watch import Watch
 from .watchdog import Watchdog
@@ -32,9 +35,17 @@ from .watchdog import Watchdog
 UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
 
 log = logging.getLogger("jobs")
+T = TypeVar("T")  # what `beside`'s serve() answers
 
 
-def worked(db, queue: str, performers: dict, now: int | None = None, *, lease: float = UNWATCHED_LEASE) -> str | None:
+def worked(
+    db: psycopg.Connection[Any],
+    queue: str,
+    performers: Mapping[str, Performer],
+    now: int | None = None,
+    *,
+    lease: float = UNWATCHED_LEASE,
+) -> str | None:
     """Claims one job of `queue` due at `now` (ms; the database's clock when None), runs it and settles it.
 
     Answers what happened, as one line: "ran NAME", or "failed NAME on attempt N:
@@ -69,18 +80,18 @@ class Worker:
 
     def __init__(
         self,
-        connect,
-        queues,
-        performers,
+        connect: Connect,
+        queues: str | Iterable[str],
+        performers: Mapping[str, Performer],
         *,
-        threads=1,
-        lease=store.LEASE,
-        poll=POLL_INTERVAL,
-        listen=True,
-        timeout=None,
-        schedules=(),
-        silent_after=SILENT_AFTER,
-    ):
+        threads: int = 1,
+        lease: float = store.LEASE,
+        poll: float = POLL_INTERVAL,
+        listen: bool = True,
+        timeout: float | None = None,
+        schedules: Iterable[Schedule] = (),
+        silent_after: float = SILENT_AFTER,
+    ) -> None:
         if isinstance(queues, str):
             queues = [queues]
         if not queues or threads < 1 or lease <= 0 or (timeout is not None and not timeout > 0):
@@ -228,7 +239,7 @@ class Worker:
         with self._lock:
             return list(self._work)
 
-    def batches_held(self) -> list[list[store.Job]]:
+    def batches_held(self) -> list[list[Job]]:
         """The jobs each work thread holds now (claimed, not yet settled or given back)."""
         return [held for held in (work.held() for work in self._work_threads()) if held]
 
@@ -255,12 +266,22 @@ class Worker:
         return self._grace_ends is not None and now >= self._grace_ends
 
 
-def worker(connect, queues, performers, **options) -> Worker:
+def worker(
+    connect: Connect, queues: str | Iterable[str], performers: Mapping[str, Performer], **options: Any
+) -> Worker:
     """Starts a worker on `queues` (see Worker for the options) and returns it; call .stop() to end it."""
     return Worker(connect, queues, performers, **options).start()
 
 
-def beside(connect, queue: str, performers: dict, serve, *, on_start=None, **options):
+def beside(
+    connect: Connect,
+    queue: str,
+    performers: Mapping[str, Performer],
+    serve: Callable[[], T],
+    *,
+    on_start: Callable[[Worker], object] | None = None,
+    **options: Any,
+) -> T:
     """Runs `serve()` (a web server, say) with a worker on `queue` in threads beside it.
 
     The worker makes the jobs table first when it is missing, and works on

@@ -9,10 +9,16 @@ html.py     the pages' HTML; static/ holds the one stylesheet and the one script
 
 import re
 import secrets as randomness
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+from wsgiref.types import WSGIEnvironment
 
-from ..schedules import held
+from ..schedules import Schedule, held
 from . import actions, csrf, metrics, pages
-from .wsgi import Dashboard, Route
+from .wsgi import Answer, Dashboard, Opens, Route
+
+if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
+    from ..workers import Worker
 
 # The header the queues page's script sends with each look it takes on its own, every
 # REFRESH_EVERY seconds: an app may leave such looks out of a session's activity, so an
@@ -22,14 +28,14 @@ REFRESH_HEADER = "X-Jobs-Refresh"
 
 
 def app(
-    connect,
-    authorize=None,
+    connect: Opens,
+    authorize: Callable[[WSGIEnvironment], bool] | None = None,
     *,
     development: bool = False,
-    worker=None,
-    schedules=(),
-    secret=None,
-    session=None,
+    worker: "Worker | None" = None,
+    schedules: Iterable[Schedule] = (),
+    secret: str | bytes | None = None,
+    session: Callable[[WSGIEnvironment], str] | None = None,
     origin: str | None = None,
 ) -> Dashboard:
     """The dashboard as a WSGI app, reading and writing the jobs table through `connect()`.
@@ -74,12 +80,12 @@ def app(
     )
 
 
-def everyone(environ) -> bool:
+def everyone(environ: WSGIEnvironment) -> bool:
     """Lets every request in: development's authorize, and only development's."""
     return True
 
 
-def route(pattern: str, method: str, handler, *, database: bool = True) -> Route:
+def route(pattern: str, method: str, handler: Callable[..., Answer], *, database: bool = True) -> Route:
     return Route(re.compile(pattern), method, handler, database)
 
 

@@ -6,25 +6,30 @@ a queue. By the time one runs, wsgi.py has authorized the request and checked it
 CSRF token; the ids are checked here (params.py) before anything is written.
 """
 
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+
 from .. import control, shelf
 from . import html, params
 from .html import escaped
 from .pages import queries
-from .wsgi import Answer
+from .wsgi import Answer, Dashboard, Request
 
 
-def answered(request, title: str, lines: list[str], back: tuple[str, str]) -> Answer:
+def answered(request: Request, title: str, lines: list[str], back: tuple[str, str]) -> Answer:
     """A page saying what an action changed, line by line, with a link back."""
     body = html.note("<br>".join(lines)) + f"<p>{html.link(request, back[0], back[1])}</p>"
     return Answer(html.page(request, title, body))
 
 
-def listed(ids) -> str:
+def listed(ids: Iterable[int]) -> str:
     """Job ids as a short list in words."""
     return ", ".join(str(id) for id in ids)
 
 
-def retry(dashboard, request, db) -> Answer:
+def retry(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """Puts the chosen jobs from the shelf back in the queue; says which went back and which stayed."""
     chosen = params.ids(request.form)
     back = shelf.retried(db, *chosen)
@@ -37,7 +42,7 @@ def retry(dashboard, request, db) -> Answer:
     return answered(request, "Retried", lines, ("/failed", "Back to the failed jobs"))
 
 
-def discard(dashboard, request, db) -> Answer:
+def discard(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """Deletes the chosen jobs from the shelf; says how many."""
     chosen = params.ids(request.form)
     gone = shelf.discarded(db, *chosen)
@@ -47,7 +52,7 @@ def discard(dashboard, request, db) -> Answer:
     return answered(request, "Discarded", lines, ("/failed", "Back to the failed jobs"))
 
 
-def cancel(dashboard, request, db) -> Answer:
+def cancel(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """Cancels the chosen jobs; says which were waiting and which running."""
     chosen = params.ids(request.form)
     done = control.cancelled(db, *chosen)
@@ -65,7 +70,7 @@ def cancel(dashboard, request, db) -> Answer:
     return answered(request, "Cancelled", lines, ("/", "Back to the queues"))
 
 
-def pause(dashboard, request, db) -> Answer:
+def pause(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """Pauses a queue."""
     queue = params.queue(request.form)
     line = (
@@ -76,7 +81,7 @@ def pause(dashboard, request, db) -> Answer:
     return answered(request, "Paused", [line], ("/", "Back to the queues"))
 
 
-def resume(dashboard, request, db) -> Answer:
+def resume(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """Resumes a queue."""
     queue = params.queue(request.form)
     line = (

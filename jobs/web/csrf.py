@@ -20,6 +20,10 @@ mount the dashboard; an app that has sessions binds the token to them.
 import hashlib
 import hmac
 import secrets
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # wsgi.py imports this module
+    from .wsgi import Dashboard, Request
 
 COOKIE = "jobs_csrf"  # the cookie that holds the nonce
 FIELD = "csrf"  # the form field that holds the nonce and its HMAC
@@ -27,7 +31,7 @@ TOKEN_BYTES = 32  # random bytes of a nonce, and of the secret made when the app
 SALT = b"jobs.web csrf"  # what sets the dashboard's HMACs apart from anything else the app's secret signs
 
 
-def token(dashboard, request) -> tuple[str, str | None]:
+def token(dashboard: "Dashboard", request: "Request") -> tuple[str, str | None]:
     """The page's token for its forms, and the Set-Cookie header value that gives a new nonce (None when it has one)."""
     nonce = request.cookies.get(COOKIE, "")
     cookie = None
@@ -38,7 +42,7 @@ def token(dashboard, request) -> tuple[str, str | None]:
     return f"{nonce}.{signature(dashboard, request, nonce)}", cookie
 
 
-def passed(dashboard, request) -> bool:
+def passed(dashboard: "Dashboard", request: "Request") -> bool:
     """Whether a POST's form carries the cookie's nonce, signed for this session."""
     held = request.cookies.get(COOKIE, "")
     nonce, _, signed = request.form.get(FIELD, [""])[0].partition(".")
@@ -49,20 +53,21 @@ def passed(dashboard, request) -> bool:
     )
 
 
-def same_site(dashboard, request) -> bool:
-    """Whether a POST comes from the dashboard's own site, as far as the browser says (a client that says nothing does).
+def same_site(dashboard: "Dashboard", request: "Request") -> bool:
+    """Whether a POST comes from the dashboard's own site, as far as the browser says (a client that says nothing
+    does).
 
     Origin decides when it names a site. A browser sends "null" instead where the page's
     Referrer-Policy is no-referrer (as the guestbook's is), and then Sec-Fetch-Site,
     which no policy hides, says whether the form was the site's own.
     """
-    sent = request.environ.get("HTTP_ORIGIN", "null")
+    sent: str = request.environ.get("HTTP_ORIGIN", "null")
     if sent != "null":
         return sent == origin(dashboard, request)
     return request.environ.get("HTTP_SEC_FETCH_SITE", "same-origin") in ("same-origin", "none")
 
 
-def origin(dashboard, request) -> str:
+def origin(dashboard: "Dashboard", request: "Request") -> str:
     """The site's origin as browsers see it: the one the app declared, else the request's own scheme and Host."""
     if dashboard.origin:
         return dashboard.origin
@@ -70,7 +75,7 @@ def origin(dashboard, request) -> str:
     return f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST') or environ.get('SERVER_NAME', '')}"
 
 
-def signature(dashboard, request, nonce: str) -> str:
+def signature(dashboard: "Dashboard", request: "Request", nonce: str) -> str:
     """The HMAC of `nonce` and the visitor's session under the app's secret."""
     bound = dashboard.session(request.environ) if dashboard.session else ""
     message = SALT + b"\x00" + nonce.encode() + b"\x00" + str(bound).encode()

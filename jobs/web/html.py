@@ -9,9 +9,13 @@ the dashboard itself.
 import html
 from datetime import UTC, datetime
 from string import Template
+from typing import TYPE_CHECKING
 
 from ..tables import age as age  # the command line's, so both say a duration alike (pages.py calls html.age)
 from . import csrf
+
+if TYPE_CHECKING:  # wsgi.py imports this module
+    from .wsgi import Request
 
 LAYOUT = Template("""<!doctype html>
 <html lang="en">
@@ -35,18 +39,18 @@ $script
 """)
 
 
-def escaped(value) -> str:
+def escaped(value: object) -> str:
     """`value` as text safe inside HTML, quotes included."""
     return html.escape(str(value), quote=True)
 
 
-def page(request, title: str, body: str, *, refreshing: bool = False) -> str:
+def page(request: "Request", title: str, body: str, *, refreshing: bool = False) -> str:
     """A whole page: the layout around `body` (HTML already), with the refresh script when asked."""
     script = f'<script src="{escaped(request.root)}/refresh.js"></script>' if refreshing else ""
     return LAYOUT.substitute(title=escaped(title), root=escaped(request.root), body=body, script=script)
 
 
-def table(headers: list[str], rows: list[list[str]], numeric: frozenset = frozenset()) -> str:
+def table(headers: list[str], rows: list[list[str]], numeric: frozenset[str] = frozenset()) -> str:
     """A table of cells that are HTML already; the columns named in `numeric` align right.
 
     Each cell carries its column's name (data-label), which a narrow screen shows beside
@@ -59,11 +63,13 @@ def table(headers: list[str], rows: list[list[str]], numeric: frozenset = frozen
         return f"<{tag}{number}{label}>{content}</{tag}>"
 
     head = "".join(cell("th", h, escaped(h)) for h in headers)
-    body = "".join("<tr>" + "".join(cell("td", h, c) for h, c in zip(headers, row)) + "</tr>" for row in rows)
+    body = "".join(
+        "<tr>" + "".join(cell("td", h, c) for h, c in zip(headers, row, strict=True)) + "</tr>" for row in rows
+    )
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def button(request, action: str, label: str, fields: dict, *, danger: bool = False) -> str:
+def button(request: "Request", action: str, label: str, fields: dict[str, object], *, danger: bool = False) -> str:
     """A POST form of one button, to `action`, with hidden `fields` and the page's CSRF token."""
     hidden = "".join(f'<input type="hidden" name="{escaped(k)}" value="{escaped(v)}">' for k, v in fields.items())
     style = ' class="danger"' if danger else ""
@@ -73,12 +79,12 @@ def button(request, action: str, label: str, fields: dict, *, danger: bool = Fal
     )
 
 
-def token_field(request) -> str:
+def token_field(request: "Request") -> str:
     """The hidden field that carries the page's CSRF token in a form."""
     return f'<input type="hidden" name="{csrf.FIELD}" value="{escaped(request.csrf)}">'
 
 
-def link(request, path: str, text, **params) -> str:
+def link(request: "Request", path: str, text: object, **params: object) -> str:
     """A link to a page of the dashboard."""
     return f'<a href="{escaped(request.url(path, **params))}">{escaped(text)}</a>'
 

@@ -7,15 +7,18 @@ and which of its queues it has heard are paused (it looks every POLL_INTERVAL).
 """
 
 from dataclasses import fields
+from typing import Any
+
+import psycopg
 
 from .. import shelf
-from .wsgi import Answer
+from .wsgi import Answer, Dashboard, Request
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus' text exposition format
 STATES = ("due", "scheduled", "in_work", "failed")
 
 
-def metrics(dashboard, request, db) -> Answer:
+def metrics(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """Every figure, one line each under its HELP and TYPE."""
     figures = shelf.status(db)
     lines = ["# HELP jobs_count Jobs in the table by queue and state.", "# TYPE jobs_count gauge"]

@@ -1,23 +1,26 @@
 """The dashboard's pages, each a GET that only reads: the queues, the failed shelf, a job, batches, schedules, workers.
 
 Each reads what it shows through shelf.py, control.py, schedules.py and roster.py (or
-web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however many
-jobs the table holds. A job's arguments may hold secrets and show only when asked, and
+web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however
+many jobs the table holds. A job's arguments may hold secrets and show only when asked, and
 those its caller named secret (redaction.py) never show, even then.
 """
 
 import json
 from pathlib import Path
+from typing import Any
 
+import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
 from .. import redaction, roster, shelf, store
 from .. import schedules as schedule_rows
 from ..sql import load
+from ..tables import age  # the command line's, so both say a duration alike
 from . import html, params
 from .html import escaped
-from .wsgi import Answer, Refused
+from .wsgi import Answer, Dashboard, Refused, Request
 
 queries = load(Path(__file__).with_name("queries.sql"))
 STATIC = Path(__file__).with_name("static")
@@ -26,7 +29,7 @@ REFRESH_EVERY = 5  # seconds between two looks of the queues page at its table
 COUNTS = ("due", "scheduled", "in_work", "failed")
 
 
-def queues(dashboard, request, db) -> Answer:
+def queues(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """The queues page: each queue's figures, refreshed in place every REFRESH_EVERY seconds.
 
     Below the table, a form pauses a queue by name: one with no job yet is not in the
@@ -40,12 +43,12 @@ def queues(dashboard, request, db) -> Answer:
     return Answer(html.page(request, "Queues", body, refreshing=True))
 
 
-def queues_fragment(dashboard, request, db) -> Answer:
+def queues_fragment(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """The queues page's table alone, for the page's script to put in place of the old one."""
     return Answer(queues_table(request, shelf.status(db)))
 
 
-def queues_table(request, figures: list[dict]) -> str:
+def queues_table(request: Request, figures: list[dict[str, Any]]) -> str:
     """Each queue's counts by state, its oldest due job's age and its pause or resume button."""
     if not figures:
         return "<p>No jobs, and no queue is paused.</p>"
@@ -58,7 +61,7 @@ def queues_table(request, figures: list[dict]) -> str:
             [
                 escaped(queue["queue"]),
                 *counts,
-                html.age(queue["oldest_due_age"]),
+                age(queue["oldest_due_age"]),
                 "yes" if queue["paused"] else "no",
                 html.button(request, action[0], action[1], {"queue": queue["queue"]}),
             ]
@@ -76,7 +79,7 @@ def queues_table(request, figures: list[dict]) -> str:
     )
 
 
-def pause_form(request) -> str:
+def pause_form(request: Request) -> str:
     """A form that pauses the queue whose name is typed in."""
     return (
         f'<form class="actions" method="post" action="{escaped(request.root)}/pause">{html.token_field(request)}'
@@ -85,7 +88,7 @@ def pause_form(request) -> str:
     )
 
 
-def failed(dashboard, request, db) -> Answer:
+def failed(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """The failed shelf, newest first, a page at a time, with retry and discard for a selection or all shown."""
     queue = request.query.get("queue", [""])[0] or None
     after = params.optional(request.query, "after", "after")
@@ -129,7 +132,7 @@ def failed(dashboard, request, db) -> Answer:
     return Answer(html.page(request, title, body))
 
 
-def reasons(job: dict) -> str:
+def reasons(job: dict[str, Any]) -> str:
     """A failed job's last reason, with its earlier reasons and its traceback behind a click."""
     earlier = job["reasons"][:-1]
     parts = [escaped(html.first_line(job["failure"]))]
@@ -141,7 +144,7 @@ def reasons(job: dict) -> str:
     return f"<div>{''.join(parts)}</div>"
 
 
-def job(dashboard, request, db, id_text: str) -> Answer:
+def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:
     """A job's page: its state, attempts, reasons and traceback, and what may be done with it."""
     id = params.whole(id_text, "a job's id", status=404)
     with db.cursor(row_factory=dict_row) as cursor:
@@ -187,7 +190,7 @@ def job(dashboard, request, db, id_text: str) -> Answer:
     return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
 
 
-def batches(dashboard, request, db) -> Answer:
+def batches(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """The batches, newest first, with their progress."""
     after = params.optional(request.query, "after", "after")
     statement = sql.SQL(queries["batches"]).format(limit=sql.Literal(shelf.PAGE))
@@ -221,7 +224,7 @@ def batches(dashboard, request, db) -> Answer:
     return Answer(html.page(request, "Batches", table + more))
 
 
-def schedules(dashboard, request, db) -> Answer:
+def schedules(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """Each schedule job_schedules records, with its last run, and its next run when the app holds it.
 
     job_schedules has a row per schedule a worker ever held, so the page reads it whole.
@@ -248,7 +251,7 @@ def schedules(dashboard, request, db) -> Answer:
     return Answer(html.page(request, "Schedules", html.table(headers, table) + note))
 
 
-def workers(dashboard, request, db) -> Answer:
+def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """The workers at work and those gone within roster.KEPT: where each runs, what it works, its last beat."""
     rows = roster.listed(db)
     if not rows:
@@ -262,7 +265,7 @@ def workers(dashboard, request, db) -> Answer:
             str(row["threads"]),
             str(row["version"]),
             html.moment(row["started_at"]),
-            html.age((row["now"] - row["beat_at"]) / 1000) + " ago",
+            age((row["now"] - row["beat_at"]) / 1000) + " ago",
             row["state"] + (f" at {html.moment(row['ended_at'])}" if row["ended_at"] else ""),
             f"{row['holding']:,}",
         ]
@@ -278,6 +281,6 @@ def workers(dashboard, request, db) -> Answer:
     )
 
 
-def asset(dashboard, request, db, name: str) -> Answer:
-    """The stylesheet or the refresh script, from static/."""
+def asset(dashboard: Dashboard, request: Request, db: None, name: str) -> Answer:
+    """The stylesheet or the refresh script, from static/ (a route with database=False: `db` is None)."""
     return Answer((STATIC / name).read_bytes(), content_type=ASSETS[name])

@@ -21,13 +21,13 @@ def whole(text: str, what: str, status: int = 400, *, largest: int = BIGINT_MAX)
     return int(text)
 
 
-def optional(values: dict, name: str, what: str, *, largest: int = BIGINT_MAX) -> int | None:
+def optional(values: dict[str, list[str]], name: str, what: str, *, largest: int = BIGINT_MAX) -> int | None:
     """The whole number the field `name` gives, or None when it is missing or empty."""
     text = values.get(name, [""])[0]
     return whole(text, what, largest=largest) if text else None
 
 
-def ids(form: dict) -> list[int]:
+def ids(form: dict[str, list[str]]) -> list[int]:
     """The job ids a form names: the ticked `id` boxes, or every `shown` id when `all_shown` is set."""
     chosen = form.get("shown" if form.get("all_shown") else "id", [])
     if not chosen:
@@ -35,7 +35,7 @@ def ids(form: dict) -> list[int]:
     return [whole(text, "a job's id") for text in dict.fromkeys(chosen)]
 
 
-def queue(form: dict) -> str:
+def queue(form: dict[str, list[str]]) -> str:
     """The queue a form names."""
     name = form.get("queue", [""])[0]
     if not name.strip() or "\x00" in name or len(name) > 200:

@@ -9,13 +9,21 @@ A bad request gets a page saying what was wrong with a 4xx status, and writes no
 
 import logging
 import re
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode
+from wsgiref.types import StartResponse, WSGIEnvironment
 
 import psycopg
 
+from ..schedules import Schedule
 from . import csrf, html
+
+if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
+    from ..workers import Worker
 
 FORM_MAX = 256 * 1024  # bytes of a POST's body the dashboard reads at most; a larger one is refused
 REASONS = {
@@ -31,11 +39,15 @@ REASONS = {
 
 log = logging.getLogger("jobs.web")
 
+# How the dashboard opens the connection of a request: a function answering a new psycopg
+# connection, or what a `with` ends as a pool's `connection` does (it gives the connection back).
+Opens = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
+
 
 class Refused(Exception):
     """A request the dashboard will not answer as asked: its status and what was wrong, in words."""
 
-    def __init__(self, status: int, message: str, allow: str | None = None):
+    def __init__(self, status: int, message: str, allow: str | None = None) -> None:
         super().__init__(message)
         self.status, self.message, self.allow = status, message, allow
 
@@ -44,7 +56,7 @@ class Refused(Exception):
 class Request:
     """What a page or an action needs of the WSGI environ."""
 
-    environ: dict
+    environ: WSGIEnvironment
     method: str
     path: str  # below the mount: "/", "/failed", "/job/7"
     root: str  # where the dashboard is mounted (SCRIPT_NAME): "" or "/jobs"
@@ -54,7 +66,7 @@ class Request:
     csrf: str = ""  # the page's CSRF token, for its forms
 
     @classmethod
-    def read(cls, environ: dict) -> "Request":
+    def read(cls, environ: WSGIEnvironment) -> "Request":
         """The request in `environ`; its form is read later, once the request has been authorized."""
         try:
             jar = SimpleCookie(environ.get("HTTP_COOKIE", ""))
@@ -83,7 +95,7 @@ class Request:
         except UnicodeDecodeError:
             raise Refused(400, "the form is not UTF-8 text") from None
 
-    def url(self, path: str, **params) -> str:
+    def url(self, path: str, **params: object) -> str:
         """The address of a page of the dashboard, with the query `params` that are not None."""
         given = {name: value for name, value in params.items() if value is not None}
         return self.root + path + (f"?{urlencode(given)}" if given else "")
@@ -103,9 +115,9 @@ class Answer:
 class Route:
     """A path of the dashboard: a pattern whose groups are the handler's arguments, and who answers it."""
 
-    pattern: re.Pattern
+    pattern: re.Pattern[str]
     method: str  # "GET" (HEAD too) or "POST"
-    handler: object  # handler(dashboard, request, db, *groups) -> Answer
+    handler: Callable[..., Answer]  # handler(dashboard, request, db, *groups) -> Answer
     database: bool = True  # whether it needs a connection
 
 
@@ -129,21 +141,21 @@ class Dashboard:
 
     def __init__(
         self,
-        connect,
-        authorize,
+        connect: Opens,
+        authorize: Callable[[WSGIEnvironment], bool],
         routes: list[Route],
-        worker=None,
-        schedules: tuple = (),
+        worker: "Worker | None" = None,
+        schedules: tuple[Schedule, ...] = (),
         *,
         secret: bytes,
-        session=None,
+        session: Callable[[WSGIEnvironment], str] | None = None,
         origin: str | None = None,
-    ):
+    ) -> None:
         self.connect, self.authorize, self.routes, self.worker = connect, authorize, routes, worker
         self.schedules = schedules
         self.secret, self.session, self.origin = secret, session, origin  # the CSRF token's (csrf.py)
 
-    def __call__(self, environ, start_response):
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
         request = Request.read(environ)
         try:
             answer = self.answered(request)
@@ -184,7 +196,7 @@ class Dashboard:
             answer.headers.append(("Set-Cookie", cookie))
         return answer
 
-    def route(self, request: Request) -> tuple[Route, tuple]:
+    def route(self, request: Request) -> tuple[Route, tuple[str, ...]]:
         """The route of the request's path and method, and the groups its pattern matched."""
         matching = [(route, match) for route in self.routes if (match := route.pattern.fullmatch(request.path))]
         if not matching:

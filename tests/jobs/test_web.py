@@ -306,6 +306,18 @@ def test_the_app_refuses_schedules_not_made_by_every(connect):
         jobs.web.app(connect, development=True, schedules=["nightly"])
 
 
+def test_the_workers_page_shows_each_worker_s_last_beat_as_an_age(client, db):
+    now = jobs.now_ms()
+    db.execute(
+        "INSERT INTO job_workers (id, host, pid, queues, threads, lease, version, started_at, beat_at) "
+        "VALUES (7, 'box', 42, '{mail}', 2, 30000, 1, %s, %s)",
+        (now - 3_600_000, now - 150_000),
+    )
+    page = get(client, "/workers")
+    assert page.status_code == 200
+    assert re.search(r'data-label="Last beat">2 min ago<', page.text)
+
+
 def test_metrics_give_each_queue_s_figures_and_the_worker_s_counters(connect, table):
     class Held:  # what the dashboard reads of a worker
         counts = jobs.Counts(processed=7, failed=1)
