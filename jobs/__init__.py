@@ -15,14 +15,16 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
   heartbeat.py    beside it, the heartbeat records the worker in job_workers and beats
                   its row (roster.py, SQL); the watch lets go of a thread whose job ran
                   past its timeout (watch.py).
-  workers.py      a work thread claims a batch of due jobs and hands it to the runner;
-                  `worked` does the same once, for a caller's own loop.
+  workers.py      a Worker's work threads (threads.py) claim batches of due jobs and
+                  hand them to the runner; starting.py starts one, or one `beside` a
+                  server; `worked` (once.py) does a thread's step once, for a caller's loop.
   connections.py  the loop that keeps each of those threads' connections open, and
                   notices one gone silent (with watchdog.py); complaints.py says
                   why when the database refuses a statement.
-  runner.py       each job runs in a savepoint of a settlement transaction
-                  (settlement.py): success deletes the row, failure keeps its reason
-                  and schedules a retry (policies.py); outcomes.py ends the group.
+  runner.py       a job that touches the connection runs on a transaction of its own
+                  (settlement.py), on which success deletes its row, or failure keeps
+                  its reason and schedules a retry (policies.py); successes that wrote
+                  nothing are deleted together in one statement (outcomes.py).
   flows.py        SQL: on that same transaction, a chain queues its next step and a
                   batch counts down, the last job queueing its callbacks.
   schedules.py    SQL: the listener also queues the job of each due tick of a worker's
@@ -46,14 +48,16 @@ from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, 
 from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .job import Job
 from .listener import POLL_INTERVAL
+from .once import worked
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .runner import Counts, current_job
 from .schedules import Schedule, every
 from .schema import SchemaError, prepared
 from .shelf import PAGE, discarded, failed, retried, status
 from .sql import load as load_queries
+from .starting import beside, worker
 from .store import ATTEMPTS, LEASE, later, later_many, listed, now_ms
-from .workers import Worker, beside, worked, worker
+from .workers import Worker
 
 __all__ = [
     "ATTEMPTS",

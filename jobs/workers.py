@@ -5,18 +5,15 @@ a listener thread (listener.py) that wakes them when jobs come and does the chor
 a heartbeat thread (heartbeat.py) that records the worker as alive in job_workers and
 watches the jobs in hand for one past its timeout (watch.py). A work thread claims a
 batch, hands it to the runner (runner.py) and waits when nothing is due; it never dies
-of a job's failure or of a lost connection (connections.py). `worked` is the same
-step, once, for a caller's own loop.
+of a job's failure or of a lost connection (connections.py). `worked` (once.py) is the
+same step, once, for a caller's own loop; `worker` and `beside` (starting.py) start one.
 """
 
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
-
-import psycopg
+from collections.abc import Iterable, Mapping
 
 from . import chores, schema, store
 from .complaints import Complaints
@@ -26,41 +23,13 @@ from .frontier import Frontiers
 from .heartbeat import Heartbeat
 from .job import Job, Performer
 from .listener import POLL_INTERVAL, Listener
-from .runner import Counts, current, performed
+from .runner import Counts, current
 from .schedules import Schedule, held
 from .threads import WorkThread
 from .watch import Watch
 from .watchdog import Watchdog
 
-UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
-
 log = logging.getLogger("jobs")
-T = TypeVar("T")  # what `beside`'s serve() answers
-
-
-def worked(
-    db: psycopg.Connection[Any],
-    queue: str,
-    performers: Mapping[str, Performer],
-    now: int | None = None,
-    *,
-    lease: float = UNWATCHED_LEASE,
-) -> str | None:
-    """Claims one job of `queue` due at `now` (ms; the database's clock when None), runs it and settles it.
-
-    Answers what happened, as one line: "ran NAME", or "failed NAME on attempt N:
-    REASON"; None when nothing was due. `db` must not be inside a transaction: the
-    claim commits before the job runs, and the settlement commits after. No heartbeat
-    runs here, so the lease is UNWATCHED_LEASE unless `lease` says otherwise.
-    """
-    if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
-    with db.transaction():
-        store.promoted(db, now)
-    claimed = store.claimed(db, queue, now, limit=1, lease=lease, budgets=store.budgets_of(performers))
-    if not claimed:
-        return None
-    return performed(db, claimed, performers, now=now)[0]
 
 
 class Worker:
@@ -264,39 +233,3 @@ class Worker:
     def grace_over(self, now: float) -> bool:
         """Whether a stop's grace period has run out at `now` (time.monotonic())."""
         return self._grace_ends is not None and now >= self._grace_ends
-
-
-def worker(
-    connect: Connect, queues: str | Iterable[str], performers: Mapping[str, Performer], **options: Any
-) -> Worker:
-    """Starts a worker on `queues` (see Worker for the options) and returns it; call .stop() to end it."""
-    return Worker(connect, queues, performers, **options).start()
-
-
-def beside(
-    connect: Connect,
-    queue: str,
-    performers: Mapping[str, Performer],
-    serve: Callable[[], T],
-    *,
-    on_start: Callable[[Worker], object] | None = None,
-    **options: Any,
-) -> T:
-    """Runs `serve()` (a web server, say) with a worker on `queue` in threads beside it.
-
-    The worker makes the jobs table first when it is missing, and works on
-    connections of its own. `on_start(worker)`, when given, is called with the running
-    worker before `serve()` (to hand it to a dashboard, say). When `serve` returns or
-    raises, the worker stops (the job in hand finishes) and `beside` returns or raises
-    what `serve` did.
-    """
-    with connect() as db:
-        schema.prepared(db)
-    running = worker(connect, [queue], performers, **options)
-    try:
-        if on_start is not None:
-            on_start(running)
-        return serve()
-    finally:
-        running.stop()
-        running.join()
