@@ -12,12 +12,12 @@ How a letter travels, file by file:
 It needs the standard library and `jobs` only, so it can be copied into an app.
 """
 
-from .later import QUEUE, Undeliverable, delivered_later, performers_for, performers_from_environment
+from .later import QUEUE, Performer, Undeliverable, delivered_later, performers_for, performers_from_environment
 from .letters import BODY_MAX, Letter, Refused, is_address, message, refusal, url_for
 from .transports import TIMEOUT, delivered, outbox_folder
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> dict[str, Performer]:
     """`mail.performers`, made when asked for (as `jobs work --performers mail:performers` does).
 
     It is made from MAIL_RETRY_INTERVALS then, not when `mail` is imported, so a bad

@@ -7,7 +7,11 @@ deliver_later does; a worker running `performers` sends it with `delivered`.
 
 import os
 import smtplib
+from collections.abc import Callable
 from dataclasses import asdict
+from typing import Any
+
+import psycopg
 
 import jobs
 
@@ -22,12 +26,16 @@ SECRET_ARGS = (
     "body",
 )  # a letter's body carries its links, live secrets until they expire: no viewer of the queue shows it
 
+# A job of the queue, as a worker runs it: perform(db, args), `db` standing for the worker's
+# connection (jobs hands a guarded stand-in for it), `args` the job's arguments.
+Performer = Callable[[Any, dict[str, Any]], None]
+
 
 class Undeliverable(Exception):
     """The mail server refused the letter for good (a 5xx answer): another attempt would not help."""
 
 
-def delivered_later(db, m: Letter) -> int:
+def delivered_later(db: psycopg.Connection[Any], m: Letter) -> int:
     """Queues `m` to be sent by a worker on the `mail` queue, and returns the job's id.
 
     The job is written on `db`'s current transaction: if that rolls back, the letter
@@ -39,10 +47,12 @@ def delivered_later(db, m: Letter) -> int:
     reason = refusal(m)
     if reason:
         raise Refused(reason)
-    return jobs.later(db, QUEUE, "deliver", asdict(m), secret=SECRET_ARGS)
+    job = jobs.later(db, QUEUE, "deliver", asdict(m), secret=SECRET_ARGS)
+    assert job is not None  # jobs.later answers None only for a job with a unique key, and this one has none
+    return job
 
 
-def deliver(db, args: dict) -> None:
+def deliver(db: object, args: dict[str, Any]) -> None:
     """The `deliver` job: sends the letter its arguments hold.
 
     A server that is down, slow or answers 4xx raises an OSError (smtplib's errors are
@@ -66,7 +76,7 @@ def deliver(db, args: dict) -> None:
         raise
 
 
-def performers_for(intervals: str) -> dict:
+def performers_for(intervals: str) -> dict[str, Performer]:
     """The performers of the `mail` queue, with the retry schedule `intervals` describes.
 
     `intervals` is the waits after each failed attempt, in seconds, separated by
@@ -75,6 +85,7 @@ def performers_for(intervals: str) -> dict:
     way only OSErrors (a server down or saying "try later", or an attempt that ran
     past DELIVER_TIMEOUT) are retried.
     """
+    backoff: Callable[[int], float | None]
     if not intervals.strip():
         backoff = jobs.polynomial
     else:
@@ -84,13 +95,13 @@ def performers_for(intervals: str) -> dict:
             raise ValueError(f"MAIL_RETRY_INTERVALS takes seconds separated by commas, got {intervals!r}") from None
 
     @jobs.policy(backoff=backoff, retry_on=(OSError,), timeout=DELIVER_TIMEOUT)
-    def deliver_on_schedule(db, args: dict) -> None:
+    def deliver_on_schedule(db: object, args: dict[str, Any]) -> None:
         """The `deliver` job, retried on the schedule given."""
         deliver(db, args)
 
     return {"deliver": deliver_on_schedule}
 
 
-def performers_from_environment() -> dict:
+def performers_from_environment() -> dict[str, Performer]:
     """The performers of the `mail` queue, on the schedule MAIL_RETRY_INTERVALS gives (ValueError when it is bad)."""
     return performers_for(os.environ.get("MAIL_RETRY_INTERVALS", ""))

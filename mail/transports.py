@@ -65,6 +65,7 @@ def sent(email: EmailMessage, url: str, m: Letter) -> None:
         )
     port = parts.port or PORTS[parts.scheme]
     tls = ssl.create_default_context()
+    server: smtplib.SMTP  # SMTP_SSL is an SMTP whose socket is TLS from the start
     if parts.scheme == "smtps":
         server = smtplib.SMTP_SSL(parts.hostname, port, timeout=TIMEOUT, context=tls)
     else:
