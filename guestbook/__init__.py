@@ -89,7 +89,8 @@ def create_app(config: dict | None = None) -> Flask:
     app.register_error_handler(HTTPException, error_page)
     headers.init_app(app)
     if app.config["DEVELOPMENT"]:  # outermost: no part of the app, the dashboard included, sees another Host
-        app.wsgi_app = development.hosts_checked(app.wsgi_app, local_hosts())
+        # Flask's documented way to wrap an app in middleware, which mypy reads as assigning to a method.
+        app.wsgi_app = development.hosts_checked(app.wsgi_app, local_hosts())  # type: ignore[method-assign]
     return app
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import psycopg
-import waitress
+import waitress.server
 from psycopg.rows import namedtuple_row
 
 import jobs
@@ -121,8 +121,11 @@ def serve_command(args) -> int:
     except ValueError as error:
         print(f"guestbook: {error}", file=sys.stderr)
         return 2
-    database = None if os.environ.get("DATABASE_URL") else embedded.server(embedded.RUN_DATA)  # kept till exit
-    url = os.environ.get("DATABASE_URL") or database.get_uri()
+    url = os.environ.get("DATABASE_URL")
+    database = None  # the embedded server, when DATABASE_URL is not set: kept till exit
+    if not url:
+        database = embedded.server(embedded.RUN_DATA)
+        url = database.get_uri()
     port = args.port or int(os.environ.get("PORT") or DEFAULT_PORT)
     base = os.environ.setdefault("BASE_URL", f"http://127.0.0.1:{port}")  # mail.url_for reads it
     app = create_app(
@@ -132,7 +135,7 @@ def serve_command(args) -> int:
             "DEVELOPMENT": args.development,
         }
     )
-    server = waitress.create_server(  # listens now
+    server = waitress.server.create_server(  # listens now
         app,
         host=HOSTS[args.development],
         port=port,
@@ -147,6 +150,7 @@ def serve_command(args) -> int:
         # the proxy would count as the proxy.
         clear_untrusted_proxy_headers=False,
     )
+    assert isinstance(server, waitress.server.BaseWSGIServer)  # one host and port: one socket, served by one server
     server.channel_class = connections.guarded(capped=not app.config["TRUSTED_PROXIES"])  # for every accept from now
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     if args.development:  # the outbox and the dashboard show live links: for the person who started it only

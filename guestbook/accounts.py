@@ -33,8 +33,11 @@ def by_id(db, account_id: int):
 def for_token(db, purpose: str, token: str):
     """The account a token for `purpose` was made for, while the token is genuine, unexpired and fits; else None."""
     found = tokens.opened(purpose, token)
-    account = by_id(db, found[0]) if found else None
-    if account is None or not tokens.fits(purpose, found[1], account):
+    if found is None:
+        return None
+    account_id, print_ = found
+    account = by_id(db, account_id)
+    if account is None or not tokens.fits(purpose, print_, account):
         return None
     return account
 

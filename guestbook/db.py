@@ -45,7 +45,7 @@ def init_app(app) -> None:
     # thread of its own: each found cut is replaced, so no request is handed it, and
     # none waits out the pool's backoff between the checks that fail.
     watchdog = Watchdog(silent_after, on_cut=lambda: threading.Thread(target=pool.check, daemon=True).start())
-    pool = ConnectionPool(
+    pool: ConnectionPool = ConnectionPool(
         app.config["DATABASE_URL"],
         min_size=POOL_MIN,
         max_size=POOL_MAX,

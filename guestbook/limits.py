@@ -44,7 +44,9 @@ def counted() -> None:
         return
     db = get_db()
     params = {"client": client(request.remote_addr), "window": CLIENT_WINDOW}
-    tries, wait = db.execute(queries["client_tried"], params).fetchone()
+    row = db.execute(queries["client_tried"], params).fetchone()
+    assert row is not None  # an upsert with RETURNING always returns its row
+    tries, wait = row
     db.execute(queries["client_tries_forgotten"], {"window": CLIENT_WINDOW, "batch": FORGET_BATCH})
     if tries > CLIENT_TRIES:
         wait = max(wait, 1)

@@ -94,9 +94,11 @@ def reset_asked(db, account) -> int:
     reason = mail.refusal(letter)
     if reason:
         raise mail.Refused(reason)
-    return jobs.later(
+    job = jobs.later(
         db, mail.QUEUE, "reset_letter", {"account": account.id, "letter": asdict(letter)}, secret=RESET_SECRET_ARGS
     )
+    assert job is not None  # jobs.later answers None only for a job with a unique key, and this one has none
+    return job
 
 
 def reset_letter(db, args: dict) -> None:

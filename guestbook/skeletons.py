@@ -23,7 +23,7 @@ def prototypes() -> dict[str, str]:
     the only sequences in it), else an ASCII character when it has one, for skeletons
     a person can read; the choice changes no comparison, as every member gets the same.
     """
-    group = {}  # each string, mapped to a member of its group, which leads to the group's root
+    group: dict[str, str] = {}  # each string, mapped to a member of its group, which leads to the group's root
 
     def root(text: str) -> str:
         while group.setdefault(text, text) != text:
@@ -37,7 +37,7 @@ def prototypes() -> dict[str, str]:
     members: dict[str, list[str]] = {}
     for text in group:
         members.setdefault(root(text), []).append(text)
-    chosen = {}
+    chosen: dict[str, str] = {}
     for texts in members.values():
         longer = [text for text in texts if len(text) > 1]
         prototype = longer[0] if longer else min(texts, key=lambda text: (not text.isascii(), text))

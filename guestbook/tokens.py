@@ -53,10 +53,16 @@ def state(purpose: str, account) -> str:
     return account.password_digest  # "reset", and the session (see auth.load_signed_in_account)
 
 
+def secret_key() -> bytes:
+    """SECRET_KEY, as bytes; create_app refuses to make an app without one."""
+    key = current_app.secret_key
+    assert key is not None, "the app has no SECRET_KEY"  # create_app checks it, so only a hand-made app lacks one
+    return key.encode() if isinstance(key, str) else key
+
+
 def fingerprint(purpose: str, value: str) -> str:
     """An HMAC of `value` under SECRET_KEY and `purpose`: it tells values apart and reveals none."""
-    key = current_app.secret_key.encode() if isinstance(current_app.secret_key, str) else current_app.secret_key
-    return hmac.new(key, f"{purpose}\x00{value}".encode(), hashlib.sha256).hexdigest()
+    return hmac.new(secret_key(), f"{purpose}\x00{value}".encode(), hashlib.sha256).hexdigest()
 
 
 def max_age(purpose: str) -> int:
@@ -68,4 +74,4 @@ def max_age(purpose: str) -> int:
 
 def serializer(purpose: str) -> URLSafeTimedSerializer:
     """The signer for `purpose`: SECRET_KEY, with that purpose's own salt."""
-    return URLSafeTimedSerializer(current_app.secret_key, salt=SALTS[purpose])
+    return URLSafeTimedSerializer(secret_key(), salt=SALTS[purpose])
