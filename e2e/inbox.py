@@ -99,9 +99,11 @@ class Inbox:
 def letter_of(content: bytes) -> Letter:
     """The Letter that the raw message `content` holds."""
     message = message_from_bytes(content, policy=default)
+    body = message.get_body(("plain",))
+    assert body is not None, f"the letter {message['Subject']!r} has no plain-text part"
     return Letter(
         to=str(message["To"]),
         subject=str(message["Subject"]),
         date=message["Date"].datetime,
-        body=message.get_body(("plain",)).get_content(),
+        body=body.get_content(),
     )

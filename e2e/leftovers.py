@@ -35,7 +35,7 @@ def swept(base: Path | None = None) -> list[Path]:
     Linux only, where /proc tells a server's data folder, so that no other process is stopped.
     """
     base = Path(base or tempfile.gettempdir())
-    gone = []
+    gone: list[Path] = []
     if not Path("/proc/self").exists():
         return gone
     for prefix, data in FOLDERS.items():

@@ -168,7 +168,10 @@ def no_stray_guestbook(database_url: str) -> None:
 def emptied(database_url: str) -> None:
     """Empties the guestbook's tables and the job queue's where they exist, so that each spec starts afresh."""
     with psycopg.connect(database_url, autocommit=True) as db:
-        present = [table for table in TABLES if db.execute("SELECT to_regclass(%s)", [table]).fetchone()[0]]
+        found = db.execute(
+            "SELECT name FROM unnest(%s::text[]) AS name WHERE to_regclass(name) IS NOT NULL", [list(TABLES)]
+        )
+        present = [name for (name,) in found]
         if present:
             names = sql.SQL(", ").join(sql.Identifier(table) for table in present)
             db.execute(sql.SQL("TRUNCATE {} RESTART IDENTITY CASCADE").format(names))

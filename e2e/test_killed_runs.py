@@ -53,7 +53,9 @@ GONE_WITHIN = STOP_TIMEOUT + 5.0  # seconds the guestbook may take to die once i
 def connections(database_url: str, name: str) -> int:
     """How many connections named `name` the database has."""
     with psycopg.connect(database_url, autocommit=True) as db:
-        return db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [name]).fetchone()[0]
+        row = db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", [name]).fetchone()
+        assert row is not None  # count(*) answers one row
+        return row[0]
 
 
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])

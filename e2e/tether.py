@@ -85,7 +85,7 @@ class Tether:
 
     def __init__(self, command: list[str], grace: float):
         self.command, self.grace = command, grace
-        self.child = None
+        self.child: subprocess.Popen[bytes] | None = None  # COMMAND, once started
         self.stopping = False
 
     def run(self) -> int:
@@ -102,11 +102,11 @@ class Tether:
         if os.getppid() != parent:  # orphaned before the tie was made
             return 1
         self.child = subprocess.Popen(self.command)
-        status = self.reaped()
+        status = self.reaped(self.child)
         return status if status >= 0 else 128 - status
 
-    def reaped(self) -> int:
-        """Reaps every child, adopted ones too, until none is left; answers COMMAND's exit status."""
+    def reaped(self, child: subprocess.Popen[bytes]) -> int:
+        """Reaps every child, adopted ones too, until none is left; answers the exit status of `child`, COMMAND."""
         status = 1
         while True:
             try:
@@ -114,8 +114,8 @@ class Tether:
             except ChildProcessError:
                 signal.setitimer(signal.ITIMER_REAL, 0)
                 return status
-            if pid == self.child.pid:
-                status = self.child.returncode = os.waitstatus_to_exitcode(code)
+            if pid == child.pid:
+                status = child.returncode = os.waitstatus_to_exitcode(code)
                 self.stop()  # whatever COMMAND left running goes with it
 
     def stop(self, *_) -> None:

@@ -74,7 +74,8 @@ def slug(heading: str) -> str:
 
 def anchors(path: Path) -> set[str]:
     """The anchors of a Markdown file: one per heading (a repeated one gets -1, -2, ...), and HTML ones."""
-    found, seen = set(), {}
+    found: set[str] = set()
+    seen: dict[str, int] = {}
     text = prose(path.read_text())
     for heading in HEADING.findall(text):
         base = slug(heading)
@@ -102,7 +103,7 @@ def broken_links(path: Path) -> list[str]:
 @functools.cache
 def assignments() -> dict[str, list[tuple[str, str, str]]]:
     """Each name given a value at the top of a module of the packages: (package, module, the line's comment)."""
-    found = {}
+    found: dict[str, list[tuple[str, str, str]]] = {}
     for package in PACKAGES:
         for source in sorted((ROOT / package).rglob("*.py")):
             lines = source.read_text().splitlines()

@@ -13,6 +13,8 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
+from typing import Any
 
 from . import checks, database, plain, plot, pressure, queue, report, shelf, timing, writing
 
@@ -261,7 +263,7 @@ def database_at(url: str | None):
     from guestbook import embedded  # only a run without a database needs it
 
     with tempfile.TemporaryDirectory(prefix="jobs-benchmark-") as folder:
-        yield embedded.server(os.path.join(folder, "pgdata"), throwaway=True).get_uri()
+        yield embedded.server(Path(folder) / "pgdata", throwaway=True).get_uri()
 
 
 def main(argv=None) -> int:
@@ -269,7 +271,8 @@ def main(argv=None) -> int:
     args = parser().parse_args(argv)
     if args.jobs < 100 or args.rounds < 1 or not args.pressure_seconds > 0:
         parser().error("--jobs takes 100 or more, --rounds 1 or more, and --pressure-seconds more than 0")
-    sizes, figures = sized(args.jobs, args.rounds, args.pressure_seconds, args.pressure_processes), {}
+    sizes = sized(args.jobs, args.rounds, args.pressure_seconds, args.pressure_processes)
+    figures: dict[str, Any] = {}
     chosen = [name for name in COLUMNS if not args.only or name in args.only]
     with database_at(args.database_url) as url:
         database.made(url)

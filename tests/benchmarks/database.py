@@ -6,6 +6,7 @@ away from any jobs table the database already holds. The schema goes when the ru
 """
 
 import json
+from typing import Any
 
 import psycopg
 from psycopg import sql
@@ -25,6 +26,13 @@ def connected(url: str, *, autocommit: bool = True) -> psycopg.Connection:
     )
 
 
+def scalar(db: psycopg.Connection, query: str) -> Any:
+    """The one value `query` answers (a SHOW, a count)."""
+    row = db.execute(query).fetchone()
+    assert row is not None, f"no row for {query}"
+    return row[0]
+
+
 def connector(url: str):
     """A zero-argument function that opens connections in the benchmark's schema, as a Worker takes."""
     return lambda: connected(url, autocommit=False)
@@ -41,12 +49,12 @@ def made(url: str) -> None:
 def described(url: str) -> str:
     """The server and the settings a figure depends on, in a few words."""
     with connected(url) as db:
-        version = db.execute("SHOW server_version").fetchone()[0]
-        commit = db.execute("SHOW synchronous_commit").fetchone()[0]
+        version = scalar(db, "SHOW server_version")
+        commit = scalar(db, "SHOW synchronous_commit")
         # The embedded server is built without JIT; Debian's and most managed services' have it on.
-        jit = db.execute(
-            "SELECT CASE WHEN NOT pg_jit_available() THEN 'no JIT' ELSE 'jit ' || current_setting('jit') END"
-        ).fetchone()[0]
+        jit = scalar(
+            db, "SELECT CASE WHEN NOT pg_jit_available() THEN 'no JIT' ELSE 'jit ' || current_setting('jit') END"
+        )
     return f"PostgreSQL {version.split()[0]}, synchronous_commit {commit}, {jit}"
 
 

@@ -9,6 +9,7 @@ size. It is the measurement behind the fillfactor that step 4 of jobs/schema.sql
 import argparse
 import os
 import tempfile
+from pathlib import Path
 
 from psycopg import sql
 
@@ -50,7 +51,7 @@ def main(argv=None) -> int:
         if not url:
             from guestbook import embedded  # only a run without a database needs it
 
-            url = embedded.server(os.path.join(folder, "pgdata"), throwaway=True).get_uri()
+            url = embedded.server(Path(folder) / "pgdata", throwaway=True).get_uri()
         database.made(url)
         try:
             with database.connected(url) as db:

@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from pathlib import Path
 
 import jobs
 from jobs import store
@@ -35,7 +36,8 @@ class Claims:
     """Times every claim that found jobs, by the minute of the run it fell in."""
 
     def __init__(self, began: float):
-        self.began, self.by_minute, self._real = began, {}, store.claimed
+        self.began, self._real = began, store.claimed
+        self.by_minute: dict[int, list[float]] = {}
         self._lock = threading.Lock()
 
     def claimed(self, *args, **kwargs):
@@ -105,9 +107,10 @@ def run(url: str, minutes: float, readers: int) -> dict:
             for thread in side:
                 thread.join()
             end_backlog = backlog(db)
-            dead = db.execute(
-                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'jobs' AND schemaname = current_schema()"
-            ).fetchone()[0]
+            dead = database.scalar(
+                db,
+                "SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'jobs' AND schemaname = current_schema()",
+            )
     finally:
         worker.stop()
         worker.join(30)
@@ -141,7 +144,7 @@ def main(argv=None) -> int:
         if not url:
             from guestbook import embedded
 
-            url = embedded.server(os.path.join(folder, "pgdata"), throwaway=True).get_uri()
+            url = embedded.server(Path(folder) / "pgdata", throwaway=True).get_uri()
         print(
             f"{database.described(url)}, {os.cpu_count()} cores; {RATE} jobs/s offered, {args.minutes:g} min a run",
             file=sys.stderr,

@@ -340,7 +340,7 @@ def shelf_goals(shelf: dict) -> list[list[str]]:
         for name, value in shelf.items()
         if name != "status" and isinstance(value, float) and not name.endswith("(every=True)")
     }
-    slowest = max(pages, key=pages.get)
+    slowest = max(pages, key=pages.__getitem__)
     rows.append(
         [
             f"every page beside them <= {ms(PAGE_TIME)} (slowest: {slowest})",

@@ -45,7 +45,9 @@ class Resets(Served):
         """Seconds one reset request's POST takes to answer (a new visitor: its form first, untimed)."""
         form = self.opened(urllib.request.Request(self.base + "/resets/new"))
         cookie = form.headers["Set-Cookie"].split(";", 1)[0]
-        token = re.search(r'name="csrf_token" value="([^"]+)"', form.read().decode()).group(1)
+        found = re.search(r'name="csrf_token" value="([^"]+)"', form.read().decode())
+        assert found, "the reset form carries no CSRF token"
+        token = found.group(1)
         visitor = ipaddress.ip_address(FIRST_VISITOR) + next(self.visitors)
         request = urllib.request.Request(
             self.base + "/resets/new",

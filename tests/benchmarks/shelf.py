@@ -9,6 +9,7 @@ discard are timed once each, end to end.
 
 import time
 from io import BytesIO
+from typing import Any
 
 import jobs
 import jobs.web
@@ -44,7 +45,7 @@ def shelf(url: str, count: int, pages=None) -> dict:
             "failed, a page in the middle": lambda: jobs.failed(db, after=middle),
             "failed, one queue's first page": lambda: jobs.failed(db, database.QUEUE),
         } | {name: (lambda page=page: page(db)) for name, page in (pages or {}).items()}
-        figures = {name: median_seconds(read) for name, read in reads.items()}
+        figures: dict[str, Any] = {name: median_seconds(read) for name, read in reads.items()}
         figures["status, estimated"] = [{state: q[state] for state in q["estimated"]} for q in jobs.status(db)]
         figures["retried(every=True)"] = seconds(lambda: jobs.retried(db, every=True))
         db.execute("UPDATE jobs SET max_attempts = attempts WHERE NOT scheduled")  # back on the shelf

@@ -73,6 +73,7 @@ class Served:
             text=True,
             preexec_fn=dying_with_this_thread(),
         )  # dies with the benchmark
+        assert self.process.stdout is not None  # a pipe, as asked
         self.process.stdout.readline()  # the address line: the server listens from then on
         self.opener = urllib.request.build_opener(NoRedirect)
         self.visitors = itertools.count(1)
@@ -81,7 +82,9 @@ class Served:
         """Seconds one sign-up's POST takes to answer (a new visitor: its form first, untimed)."""
         form = self.opened(urllib.request.Request(self.base + "/signup"))
         cookie = form.headers["Set-Cookie"].split(";", 1)[0]
-        token = re.search(r'name="csrf_token" value="([^"]+)"', form.read().decode()).group(1)
+        found = re.search(r'name="csrf_token" value="([^"]+)"', form.read().decode())
+        assert found, "the sign-up form carries no CSRF token"
+        token = found.group(1)
         fields = {"csrf_token": token, "email": f"bench-{uuid.uuid4().hex[:12]}@example.com", "password": PASSWORD}
         visitor = ipaddress.ip_address(FIRST_VISITOR) + next(self.visitors)  # as the proxy in front names it
         headers = {"Cookie": cookie, "X-Forwarded-For": str(visitor)}
@@ -102,6 +105,7 @@ class Served:
     def stop(self) -> None:
         self.process.send_signal(signal.SIGTERM)
         self.process.wait(STOP_WAIT)
+        assert self.process.stdout is not None  # a pipe, as asked
         self.process.stdout.close()
 
 

@@ -73,6 +73,7 @@ def checked(url: str, settled: int, count: int, who: str) -> None:
     """Refuses a run that did not settle every job, or did not write each job's row once."""
     with database.connected(url) as db:
         rows = db.execute("SELECT count(*), count(DISTINCT n) FROM written").fetchone()
+    assert rows is not None  # counts answer one row
     if settled != count or rows != (count, count):
         raise RuntimeError(
             f"{who} writing jobs settled {settled} of {count} jobs and wrote {rows[0]} rows ({rows[1]} distinct)"

@@ -96,7 +96,9 @@ class Visitor:
     def csrf_token(self) -> str:
         """The token the session's forms carry, read from a rendered form."""
         page = self.client.get("/signin").get_data(as_text=True)
-        return re.search(r'name="csrf_token" value="([^"]+)"', page).group(1)
+        found = re.search(r'name="csrf_token" value="([^"]+)"', page)
+        assert found, "the sign-in page carries no CSRF token"
+        return found.group(1)
 
     def signup(self, email: str, password: str = PASSWORD):
         return self.submit("/signup", email=email, password=password)

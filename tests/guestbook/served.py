@@ -14,6 +14,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from email.message import Message
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -95,8 +96,9 @@ class Visitor:
     """One visitor of the server at `base`, keeping its cookies (the session, the dashboard's, the key) as a browser would."""
 
     def __init__(self, base: str):
-        self.base, self.cookies = base, {}
-        self.headers = {}  # the headers of the last answer
+        self.base = base
+        self.cookies: dict[str, str] = {}
+        self.headers: Message = Message()  # the headers of the last answer
 
     def request(self, path, fields=None, *, headers=None, csrf=True):
         """GETs `path`, or POSTs `fields` (with the session's CSRF token, if `csrf`); returns (status, page)."""
@@ -123,7 +125,9 @@ class Visitor:
         return "; ".join(f"{name}={value}" for name, value in self.cookies.items())
 
     def csrf_token(self) -> str:
-        return re.search(r'name="csrf_token" value="([^"]+)"', self.request("/signin")[1]).group(1)
+        found = re.search(r'name="csrf_token" value="([^"]+)"', self.request("/signin")[1])
+        assert found, "the sign-in page carries no CSRF token"
+        return found.group(1)
 
 
 def eventually(check, timeout: float = WAIT, pause: float = 0.05) -> bool:

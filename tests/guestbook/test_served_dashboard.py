@@ -46,7 +46,9 @@ def letter_to(smtp, to: str) -> str:
     with smtp.inbox.arrived:
         assert smtp.inbox.arrived.wait_for(lambda: any(m["To"] == to for m in smtp.letters), WAIT)
     letter = [m for m in smtp.letters if m["To"] == to][-1]
-    return re.search(re.escape(SITE) + r"(/\S+)", body_of(letter)).group(1)
+    found = re.search(re.escape(SITE) + r"(/\S+)", body_of(letter))
+    assert found, f"the letter to {to} carries no link"
+    return found.group(1)
 
 
 @pytest.fixture
@@ -92,7 +94,9 @@ def admin(production, database_url):
 
 
 def dashboard_token(visitor) -> str:
-    return re.search(r'name="csrf" value="([^"]+)"', visitor.request("/jobs/")[1]).group(1)
+    found = re.search(r'name="csrf" value="([^"]+)"', visitor.request("/jobs/")[1])
+    assert found, "the dashboard carries no CSRF token"
+    return found.group(1)
 
 
 @pytest.mark.slow

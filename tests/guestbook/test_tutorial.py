@@ -30,7 +30,8 @@ HEADER = re.compile(r"(?:#|--) (?:(?P<excerpt>from) )?(?P<path>[\w/.]+)(?P<conti
 
 def blocks() -> tuple[dict[str, str], list[tuple[str, str]]]:
     """The tutorial's files, path to source, and its excerpts, as (path, text)."""
-    files, excerpts = {}, []
+    files: dict[str, str] = {}
+    excerpts: list[tuple[str, str]] = []
     for block in BLOCK.findall(TUTORIAL.read_text()):
         first, _, rest = block.partition("\n")
         header = HEADER.fullmatch(first)

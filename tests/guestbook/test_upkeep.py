@@ -121,6 +121,7 @@ def test_ended_sessions_are_pruned_and_live_ones_kept(app, db, visitor):
 def failed_letter(db, to: str, failed_ago: float) -> int:
     """A letter on the failed shelf that failed `failed_ago` seconds ago."""
     job = jobs.later(db, upkeep.QUEUE, "deliver", {"to": to})
+    assert job is not None  # no unique key, so always queued
     db.execute(
         "UPDATE jobs SET attempts = max_attempts, failure = 'refused', run_at = %s WHERE id = %s",
         [jobs.now_ms() - int(failed_ago * 1000), job],

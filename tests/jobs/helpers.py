@@ -23,8 +23,8 @@ WAIT = 30.0  # seconds a test waits on a condition before it fails
 PRIVATE = "jobs_private"  # the schema of a test's own tables (the private_url fixture)
 APP_ROLE = "jobs_app"  # the role of an app that may only SELECT, INSERT, UPDATE and DELETE (app_role)
 STRAY_WAIT = 5.0  # seconds a stopped worker's connections may take to close before they count as a stray's
-STARTED = weakref.WeakSet()  # the worker processes this test run started
-CHECKED = set()  # the addresses no_stray_worker has found free of strays in this run
+STARTED: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()  # the worker processes this test run started
+CHECKED: set[str] = set()  # the addresses no_stray_worker has found free of strays in this run
 
 
 def start_worker(database_url, queue, *options, env=None):
@@ -139,8 +139,15 @@ def worker_log(process) -> str:
     return os.pread(fd, os.fstat(fd).st_size, 0).decode("utf-8", "replace")
 
 
-def walk(plan: dict) -> dict | None:
+def walk(plan: dict) -> dict:
     """The LockRows node of the claim: the walk over due jobs, under the join that updates what it took."""
+    found = lock_rows(plan)
+    assert found is not None, f"the claim's plan has no LockRows node: {plan}"
+    return found
+
+
+def lock_rows(plan: dict) -> dict | None:
+    """The LockRows node of `plan` or of the plans under it; None when there is none."""
     if plan["Node Type"] == "LockRows":
         return plan
-    return next((found for child in plan.get("Plans", []) if (found := walk(child))), None)
+    return next((found for child in plan.get("Plans", []) if (found := lock_rows(child))), None)

@@ -58,7 +58,7 @@ class PgBouncer:
             )
             + "\n"
         )
-        self.process = None
+        self.process: subprocess.Popen[bytes] | None = None  # started by `start`
 
     def start(self) -> "PgBouncer":
         user = server_user()  # PgBouncer refuses to run as root
@@ -96,6 +96,7 @@ def program() -> str:
 
 def waited_until_up(bouncer: PgBouncer) -> None:
     """Returns once a query passes through `bouncer`; fails with its log when it exited or never answered."""
+    assert bouncer.process is not None, "waited_until_up is for a PgBouncer started"
     deadline = time.monotonic() + READY
     while True:
         if bouncer.process.poll() is not None:

@@ -33,6 +33,10 @@ class Background:
         self._thread.start()
         return self
 
+    def _run(self) -> None:
+        """The thread's work, until `_stop` is set: each kind of Background has its own."""
+        raise NotImplementedError
+
     def stop(self) -> None:
         self._stop.set()
         self._thread.join()
@@ -69,7 +73,8 @@ class Producer(Background):
             except psycopg.Error:
                 self.failures += 1
                 self.uncertain += batch
-                db = closed(db)
+                closed(db)
+                db = None
         closed(db)
 
 
@@ -94,7 +99,8 @@ class Watcher(Background):
                     db = psycopg.connect(self.url, autocommit=True, connect_timeout=2, application_name="watcher")
                 self.samples.append((time.time(), db.execute(self.QUERY).fetchall()))
             except psycopg.Error:
-                db = closed(db)
+                closed(db)
+                db = None
         closed(db)
 
     def lock_waits(self) -> collections.Counter:

@@ -27,6 +27,7 @@ def cli(database_url, *args):
 def shelved(db, queue="default", args=None, unique=None) -> int:
     """Queues a job that fails for good on its first attempt, works it at T, and returns its id."""
     job = jobs.later(db, queue, "doomed", args or {}, T, unique=unique)
+    assert job is not None, "queued"
     assert jobs.worked(db, queue, {"doomed": doomed}, T) == "failed doomed on attempt 1: doomed"
     return job
 

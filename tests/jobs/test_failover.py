@@ -64,7 +64,8 @@ class Producer:
     """Queues a job RATE times a second on `url`, reconnecting when cut off; `committed` lists those whose commit returned."""
 
     def __init__(self, url: str):
-        self.url, self.committed = url, []
+        self.url = url
+        self.committed: list[int | None] = []  # the ids jobs.later returned (None only for a unique key, never here)
         self.stopping = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
 

@@ -11,7 +11,11 @@ from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import NOTES, RUNS, performers
 from tests.jobs.test_processes import worker_connections
 
-CALLBACKS = {"on_success": ("done", {}), "on_failure": ("failed", {}), "always": ("finished", {})}
+CALLBACKS: dict[str, tuple[str, dict]] = {
+    "on_success": ("done", {}),
+    "on_failure": ("failed", {}),
+    "always": ("finished", {}),
+}
 
 
 @pytest.fixture

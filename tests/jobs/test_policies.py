@@ -29,9 +29,11 @@ def failing(error=RuntimeError, policy=None):
 def worked_until_failed_for_good(db, perform) -> tuple[list[float], int]:
     """Works one job of `perform` at each moment it is due again; returns the waits in seconds and the attempts made."""
     job = jobs.later(db, "default", "job", {}, T)
-    waits, moment = [], T
+    waits: list[float] = []
+    moment = T
     while True:
-        assert jobs.worked(db, "default", {"job": perform}, moment).startswith("failed job")
+        outcome = jobs.worked(db, "default", {"job": perform}, moment)
+        assert outcome and outcome.startswith("failed job"), outcome
         (row,) = jobs.listed(db)
         if row["attempts"] >= row["max_attempts"]:
             assert [j["id"] for j in jobs.failed(db)] == [job]

@@ -6,7 +6,7 @@ T = 1_000_000
 SOON = [T, T, T, T, T + 3000, T + 60000, T + 60000, T + 60000]
 APART = [T + d for d in (1_000_000, 1_000_000, 10_000_000, 10_000_000, 100_000_000, 100_000_000)]
 
-greeted = []
+greeted: list[str] = []
 
 
 def greet(db, args):

@@ -32,8 +32,10 @@ MENDED = {"broken": fine, "doomed": fine, "fine": fine}  # the same jobs once th
 def shelved(db, queue="default", **options) -> int:
     """Queues a `broken` job and works it at T and T + 5 s, when it fails for good; returns its id."""
     job = jobs.later(db, queue, "broken", {}, T, **options)
+    assert job is not None, "queued"
     for moment in (T, T + 5000):
-        assert jobs.worked(db, queue, PERFORMERS, moment).startswith("failed broken")
+        outcome = jobs.worked(db, queue, PERFORMERS, moment)
+        assert outcome and outcome.startswith("failed broken"), outcome
     return job
 
 

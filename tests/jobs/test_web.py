@@ -63,7 +63,9 @@ def posted(client, path, data):
 def shelved(db, queue="mail", args=None) -> int:
     """Queues a job that fails for good on its first attempt, works it at T, and returns its id."""
     job = jobs.later(db, queue, "doomed", args or {}, T)
-    assert jobs.worked(db, queue, {"doomed": doomed}, T).startswith("failed doomed")
+    assert job is not None, "queued"
+    outcome = jobs.worked(db, queue, {"doomed": doomed}, T)
+    assert outcome and outcome.startswith("failed doomed"), outcome
     return job
 
 

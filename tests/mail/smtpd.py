@@ -63,4 +63,6 @@ class SMTPServer:
 
 def body_of(letter: EmailMessage) -> str:
     """The plain-text body of a received letter, with the wire's CRLF line ends made LF."""
-    return letter.get_body(("plain",)).get_content().replace("\r\n", "\n")
+    body = letter.get_body(("plain",))
+    assert body is not None, f"the letter {letter['Subject']!r} has no plain-text part"
+    return body.get_content().replace("\r\n", "\n")
