@@ -101,7 +101,8 @@ def guestbook(database_url, guestbook_settings, tmp_path):
 
 @pytest.fixture
 def page(page, guestbook):
-    """pytest-playwright's page, in a browser that opened the link the guestbook printed, as the person who ran it does."""
+    """pytest-playwright's page, in a browser that opened the link the guestbook printed, as the person who ran it
+    does."""
     page.goto(guestbook.key_link)
     return page
 

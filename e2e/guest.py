@@ -7,7 +7,8 @@ words below are the guestbook's, as its pages and letters show them.
 
 from playwright.sync_api import Page, expect
 
-PASSWORD = "correct horse battery staple"  # a password the guestbook takes (12 to 128 characters, not a common one, not holding the address)
+PASSWORD = "correct horse battery staple"  # a password the guestbook takes (12 to 128 characters, not a common one,
+# not holding the address)
 CONFIRMATION = "Confirm your guestbook account"  # the subject of the letter a sign-up sends
 SIGNIN_FAILED = "Sign-in failed"  # how the one answer to every refused sign-in begins
 

@@ -98,12 +98,14 @@ def nobody(email: str):
 
 
 def confirmation_claimed(db, account) -> bool:
-    """Whether a new confirmation letter may go to the unconfirmed account now (none asked for in CONFIRM_EVERY); notes it if so."""
+    """Whether a new confirmation letter may go to the unconfirmed account now (none asked for in CONFIRM_EVERY);
+    notes it if so."""
     return db.execute(queries["confirmation_claimed"], {"id": account.id, "every": CONFIRM_EVERY}).rowcount == 1
 
 
 def signup_again_claimed(db, email: str) -> bool:
-    """Whether the account of `email` may be told now that it was signed up again (not in SIGNUP_AGAIN_EVERY); notes it if so."""
+    """Whether the account of `email` may be told now that it was signed up again (not in SIGNUP_AGAIN_EVERY);
+    notes it if so."""
     return db.execute(queries["signup_again_claimed"], {"email": email, "every": SIGNUP_AGAIN_EVERY}).rowcount == 1
 
 

@@ -21,14 +21,16 @@ from waitress.channel import HTTPChannel
 
 from .limits import client
 
-REQUEST_DEADLINE = 10  # seconds a request may take to arrive whole from its first byte: 50 B/s for a head, 6 KiB/s for the biggest form
+REQUEST_DEADLINE = 10  # seconds a request may take to arrive whole from its first byte: 50 B/s for a head,
+# 6 KiB/s for the biggest form
 CLIENT_CONNECTIONS = (
     50  # connections one client may hold at once: a browser opens 6 to a site, and an office shares an address
 )
 
 
 def guarded(capped: bool) -> type:
-    """waitress's connection with the deadline, and with the cap per client unless `capped` is False (behind proxies)."""
+    """waitress's connection with the deadline, and with the cap per client unless `capped` is False (behind
+    proxies)."""
     return type("GuardedChannel", (GuardedChannel,), {"cap": CLIENT_CONNECTIONS if capped else None, "held": Counter()})
 
 

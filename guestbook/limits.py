@@ -31,7 +31,8 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}  # methods that only read, never count
 
 
 def init_app(app) -> None:
-    """Counts every post to a LIMITED view before it runs, and reads client addresses through TRUSTED_PROXIES proxies."""
+    """Counts every post to a LIMITED view before it runs, and reads client addresses through TRUSTED_PROXIES
+    proxies."""
     proxies = app.config["TRUSTED_PROXIES"]
     if proxies:
         app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=0, x_host=0, x_port=0, x_prefix=0)

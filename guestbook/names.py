@@ -32,7 +32,8 @@ SPACES = re.compile(r" +")  # a page shows a run of spaces as one (other white s
 
 
 def posted() -> str:
-    """The posted `name` field, in NFC, trimmed, its runs of spaces made one; "" when the form has none (it is optional)."""
+    """The posted `name` field, in NFC, trimmed, its runs of spaces made one; "" when the form has none (it is
+    optional)."""
     if "name" not in request.form:
         return ""
     return SPACES.sub(" ", unicodedata.normalize("NFC", field("name", NAME_MAX))).strip()

@@ -66,7 +66,10 @@ def problem(password: str, email: str) -> str:
         return "That password is one of the most common ones, which are tried first by anyone guessing. Choose another."
     name = email.partition("@")[0].lower()
     if len(name) >= LOCAL_PART_MIN and name in password.lower():  # a shorter name cannot equal 12 characters either
-        return f"Choose a password without “{name}” in it: the name your address begins with is the first thing anyone would try."
+        return (
+            f"Choose a password without “{name}” in it: "
+            "the name your address begins with is the first thing anyone would try."
+        )
     if zxcvbn(password[:SCORED_LENGTH], user_inputs=SITE_WORDS)["score"] < SCORE_MIN:
         return (
             "That password follows a pattern that guessers try early: a repeat, a sequence, a common word "

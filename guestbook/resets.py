@@ -23,7 +23,8 @@ INVALID = "This reset link is not valid: it has expired or was used already. Ask
 
 @bp.route("/new", methods=("GET", "POST"))
 def new():
-    """Queues the reset letter of the address given, which the worker sends when it has an account and had none lately."""
+    """Queues the reset letter of the address given, which the worker sends when it has an account and had none
+    lately."""
     if request.method != "POST":
         return render_template("resets/new.html")
     email = email_field()

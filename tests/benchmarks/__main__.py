@@ -88,7 +88,8 @@ def drain_at_one(url: str, sizes: Sizes, figures: dict) -> None:
 
 
 def writing_jobs(url: str, sizes: Sizes, figures: dict) -> None:
-    """Jobs that each INSERT a row, with 1 and writing.WRITING_THREADS work threads; plain SQL, a transaction per job."""
+    """Jobs that each INSERT a row, with 1 and writing.WRITING_THREADS work threads; plain SQL, a transaction per
+    job."""
     measured(
         figures,
         sizes.rounds,
@@ -143,7 +144,8 @@ def scale(url: str, sizes: Sizes, figures: dict) -> None:
 
 
 def shelf_at_scale(url: str, sizes: Sizes, figures: dict) -> None:
-    """status, the shelf's pages, the dashboard's and the whole-shelf operations beside `waiting` failed and as many scheduled jobs."""
+    """status, the shelf's pages, the dashboard's and the whole-shelf operations beside `waiting` failed and as many
+    scheduled jobs."""
     pages = shelf.dashboard_pages(url, sizes.waiting)
     measured(figures, 1, [("shelf", partial(shelf.shelf, url, sizes.waiting, pages))])
 

@@ -359,7 +359,7 @@ def best_drain(figures: dict) -> tuple[float, int]:
 def aligned(rows: list[list[str]]) -> str:
     """Rows of cells as text in columns, the first row underlined as the heading."""
     widths = [max(len(row[n]) for row in rows) for n in range(len(rows[0]))]
-    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip() for row in rows]
+    lines = ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
     return "\n".join([lines[0], "-" * max(len(line) for line in lines), *lines[1:]])
 
 

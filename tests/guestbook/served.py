@@ -93,7 +93,8 @@ class Served:
 
 
 class Visitor:
-    """One visitor of the server at `base`, keeping its cookies (the session, the dashboard's, the key) as a browser would."""
+    """One visitor of the server at `base`, keeping its cookies (the session, the dashboard's, the key) as a browser
+    would."""
 
     def __init__(self, base: str):
         self.base = base

@@ -150,7 +150,9 @@ def everything_said_of(client, token, job, database_url) -> list[str]:
     seen = [client.get(path) for path in pages]
     assert client.post("/jobs/cancel", data={"csrf": token, "id": str(job)}).status_code == 200  # onto the shelf
     seen += [client.get(path) for path in pages]
-    assert [(path, answer.status_code) for path, answer in zip(pages * 2, seen)] == [(path, 200) for path in pages * 2]
+    assert [(path, answer.status_code) for path, answer in zip(pages * 2, seen, strict=True)] == [
+        (path, 200) for path in pages * 2
+    ]
     said = [
         subprocess.run(
             [sys.executable, "-m", "jobs", *command],

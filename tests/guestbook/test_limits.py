@@ -1,4 +1,5 @@
-"""One client's sign-ins, sign-ups and reset requests: CLIENT_TRIES a CLIENT_WINDOW, then a 429 saying when to try again."""
+"""One client's sign-ins, sign-ups and reset requests: CLIENT_TRIES a CLIENT_WINDOW, then a 429 saying when to try
+again."""
 
 import pytest
 

@@ -45,7 +45,9 @@ def test_the_right_password_hashed_while_a_lock_lands_is_refused(served, db, con
     visitors = [served.visitor() for _ in range(GUESSES)]
     for visitor in visitors:
         visitor.csrf_token()  # each has its session before the race
-    guess = lambda visitor, password: visitor.request("/signin", {"email": "ada@example.com", "password": password})[0]
+
+    def guess(visitor, password):
+        return visitor.request("/signin", {"email": "ada@example.com", "password": password})[0]
 
     with ThreadPoolExecutor(GUESSES) as pool, connect() as tenth:
         # The tenth wrong guess takes the row first and holds it, uncommitted.

@@ -1,4 +1,5 @@
-"""The dashboard and the accounts that may see it, tried from outside: a served guestbook, over HTTP, as an attacker would.
+"""The dashboard and the accounts that may see it, tried from outside: a served guestbook, over HTTP, as an
+attacker would.
 
 A production process (an https BASE_URL, as behind a TLS proxy) and a development
 one, each a real `guestbook serve`, with a real SMTP server: pre-registering an

@@ -170,7 +170,8 @@ def test_behind_a_trusted_proxy_each_client_it_names_has_a_limit_of_its_own(data
             connection = connected(
                 served,
                 (
-                    "POST /resets/new HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-www-form-urlencoded\r\n"
+                    "POST /resets/new HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    "Content-Type: application/x-www-form-urlencoded\r\n"
                     f"Cookie: {visitor.cookie}\r\nX-Forwarded-For: 10.0.0.{n + 1}\r\nConnection: close\r\n"
                     f"Content-Length: {len(body := f'csrf_token={token}&email=ada%40example.com')}\r\n\r\n{body}"
                 ).encode(),

@@ -1,4 +1,5 @@
-"""The guestbook's upkeep on a schedule: accounts whose confirmation link expired unused, and finished batches, pruned."""
+"""The guestbook's upkeep on a schedule: accounts whose confirmation link expired unused, and finished batches,
+pruned."""
 
 import pytest
 
@@ -93,7 +94,10 @@ def test_the_procfiles_worker_holds_the_upkeep_schedules(app, db, fresh_schedule
     worker_line = (PROJECT / "Procfile").read_text().split("worker: python -m jobs work mail ")[1].split()
     worker = start_worker(database_url, "mail", *worker_line)  # its --performers comes last, and wins
     try:
-        keys = lambda: [row[0] for row in db.execute("SELECT key FROM job_schedules ORDER BY key")]  # noqa: E731
+
+        def keys():
+            return [row[0] for row in db.execute("SELECT key FROM job_schedules ORDER BY key")]
+
         wait_for(
             lambda: keys() == sorted(every.key for every in upkeep.schedules), "the worker to record its schedules"
         )

@@ -1,5 +1,6 @@
 """Fixtures of the queue's deployment and chaos tests: tables of their own, a role that may only
-read and write, and a PostgreSQL of the test's own for tests that restart or break it.
+read and write, and a PostgreSQL of the test's own for tests that restart or break it; and
+`runs`, the table the worker processes' performers record their runs in.
 
 Tests that break the tables (drop a column, take a step back) do it in a schema of
 their own, reached through the connection's search_path, so the shared tables stay whole.
@@ -16,6 +17,14 @@ import jobs
 from tests.jobs.helpers import APP_ROLE, PRIVATE
 from tests.jobs.performers import EFFECTS, RUNS
 from tests.jobs.private_pg import removed, started
+
+
+@pytest.fixture
+def runs(db):
+    """The table the test performers record their runs in, empty."""
+    db.execute(RUNS)
+    db.execute("TRUNCATE runs")
+    return db
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ CHECKED: set[str] = set()  # the addresses no_stray_worker has found free of str
 
 
 def start_worker(database_url, queue, *options, env=None):
-    """Starts `python -m jobs work` on `queue` with the test performers, as its own process; `env` adds to its environment."""
+    """Starts `python -m jobs work` on `queue` with the test performers, as its own process; `env` adds to its
+    environment."""
     no_stray_worker(database_url)
     process = start_command(
         database_url, "work", queue, "--performers", "tests.jobs.performers:performers", *options, env=env

@@ -146,7 +146,8 @@ performers["tick"] = tick
 
 
 EFFECTS = """CREATE TABLE IF NOT EXISTS effects (
-    n int PRIMARY KEY, runs int NOT NULL DEFAULT 1, pid int NOT NULL, done_at timestamptz NOT NULL DEFAULT clock_timestamp())"""
+    n int PRIMARY KEY, runs int NOT NULL DEFAULT 1, pid int NOT NULL,
+    done_at timestamptz NOT NULL DEFAULT clock_timestamp())"""
 
 
 def effect(db, args):

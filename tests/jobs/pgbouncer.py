@@ -81,7 +81,8 @@ class PgBouncer:
             self.process.wait(timeout=READY)
 
     def connect(self, **options) -> psycopg.Connection:
-        """A connection through PgBouncer, with psycopg's prepared statements off (see "Behind PgBouncer" in jobs/README.md)."""
+        """A connection through PgBouncer, with psycopg's prepared statements off (see "Behind PgBouncer" in
+        jobs/README.md)."""
         return psycopg.connect(self.url, autocommit=True, prepare_threshold=None, **options)
 
     def logged(self) -> str:

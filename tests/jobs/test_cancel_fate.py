@@ -65,7 +65,8 @@ def test_a_job_cancelled_after_its_performer_returned_keeps_no_write_and_its_cha
 
 
 def listener_shelves_it_first(monkeypatch, connect):
-    """Makes the listener's look at cancelled jobs, and an operator's cancel, land just before the settlement's deletion."""
+    """Makes the listener's look at cancelled jobs, and an operator's cancel, land just before the settlement's
+    deletion."""
     finished = store.finished_one  # the deletion of a job that wrote, on its own transaction
 
     def cancelled_first(conn, job):

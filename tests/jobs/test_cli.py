@@ -179,7 +179,7 @@ def test_retry_all_says_which_jobs_stayed_for_their_unique_key(db, database_url)
 
 
 def test_discard_deletes_jobs_from_the_shelf_and_exits_1_when_none_was_there(db, database_url):
-    first, second, third = shelved(db), shelved(db), shelved(db)
+    first, _, _ = shelved(db), shelved(db), shelved(db)
     answer = cli(database_url, "discard", str(first), "999")
     assert (answer.returncode, answer.stdout) == (0, "1 job discarded\n1 job not on the failed shelf\n")
     answer = cli(database_url, "discard", "--all")

@@ -2,7 +2,7 @@
 
 import jobs
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
-from tests.jobs.test_processes import runs, worker_connections  # noqa: F401 (fixture)
+from tests.jobs.test_processes import worker_connections
 
 
 @jobs.policy(backoff=jobs.intervals(3600))
@@ -28,7 +28,7 @@ def test_counts_tell_what_a_worker_did(db, connect):
     assert worker.counts == jobs.Counts(processed=3, rescheduled=1, failed=1, dropped=1, lease_lost=0)
 
 
-def test_a_worker_with_eight_threads_holds_at_most_ten_connections(runs, database_url):  # noqa: F811
+def test_a_worker_with_eight_threads_holds_at_most_ten_connections(runs, database_url):
     worker = start_worker(database_url, "default", "--threads", "8")
     held = []
     try:

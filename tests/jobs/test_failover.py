@@ -61,7 +61,8 @@ def either(primary, standby) -> str:
 
 
 class Producer:
-    """Queues a job RATE times a second on `url`, reconnecting when cut off; `committed` lists those whose commit returned."""
+    """Queues a job RATE times a second on `url`, reconnecting when cut off; `committed` lists those whose commit
+    returned."""
 
     def __init__(self, url: str):
         self.url = url

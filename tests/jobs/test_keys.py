@@ -5,7 +5,7 @@ import threading
 import jobs
 from jobs import store
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
-from tests.jobs.test_processes import runs, worker_connections  # noqa: F401 (fixture)
+from tests.jobs.test_processes import worker_connections
 
 
 def test_a_second_job_with_a_waiting_unique_key_is_not_queued(db):
@@ -50,7 +50,7 @@ def test_jobs_sharing_a_concurrency_key_never_run_at_once_across_six_workers(run
         with runs.transaction():
             for n in range(40):
                 jobs.later(runs, "default", "span", {"seconds": 0.02}, key=f"account-{n % 2}")
-            for n in range(20):
+            for _ in range(20):
                 jobs.later(runs, "default", "span", {"seconds": 0.02})
         wait_for(lambda: scalar(runs, "SELECT count(*) FROM jobs") == 0, "the queue to drain")
     finally:

@@ -2,19 +2,9 @@
 
 import signal
 
-import pytest
-
 import jobs
 from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
-from tests.jobs.performers import RUNS, STARTS
-
-
-@pytest.fixture
-def runs(db):
-    """The table the test performers record their runs in, empty."""
-    db.execute(RUNS)
-    db.execute("TRUNCATE runs")
-    return db
+from tests.jobs.performers import STARTS
 
 
 def worker_connections(db):

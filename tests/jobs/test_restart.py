@@ -77,7 +77,10 @@ def test_a_listener_cut_off_alone_wakes_its_worker_again_within_two_seconds(priv
     server = private_postgres
     starts = Starts()
     # Each thread's connection is named after the thread, so the listener's backend can be told apart.
-    connect = lambda: psycopg.connect(server.url, application_name=threading.current_thread().name)
+
+    def connect():
+        return psycopg.connect(server.url, application_name=threading.current_thread().name)
+
     worker = jobs.worker(connect, "default", {"begun": starts.begun}, threads=2)
     with server.connect() as db:
         try:

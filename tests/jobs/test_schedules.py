@@ -157,7 +157,10 @@ def test_a_skipped_tick_on_time_fires_and_one_long_past_does_not():
 
 def test_a_removed_schedule_stops_firing_and_the_kept_one_carries_on(ticks, connect):
     kept, removed = ticking("kept", every=1), ticking("removed", every=1)
-    count = lambda key: scalar(ticks, "SELECT count(*) FROM ticks WHERE schedule = %s", (key,))  # noqa: E731
+
+    def count(key):
+        return scalar(ticks, "SELECT count(*) FROM ticks WHERE schedule = %s", (key,))
+
     worker = jobs.worker(connect, [QUEUE], performers, schedules=[kept, removed])
     try:
         wait_for(lambda: count("kept") >= 2 and count("removed") >= 2, "both schedules to tick")
@@ -227,8 +230,13 @@ def worker_connections(db):
 
 def test_four_worker_processes_holding_a_one_second_schedule_queue_one_job_per_tick(ticks, database_url):
     """About 30 s: one worker restarts after 10 ticks, all four after 20; ticks missed meanwhile come back."""
-    start = lambda: start_worker(database_url, QUEUE, "--schedules", "tests.jobs.timetable:each_second")  # noqa: E731
-    count = lambda: scalar(ticks, "SELECT count(*) FROM ticks")  # noqa: E731
+
+    def start():
+        return start_worker(database_url, QUEUE, "--schedules", "tests.jobs.timetable:each_second")
+
+    def count():
+        return scalar(ticks, "SELECT count(*) FROM ticks")
+
     workers = [start() for _ in range(4)]
     outputs = []
     try:
@@ -267,7 +275,9 @@ def test_a_broken_schedule_is_logged_and_the_others_still_fire(ticks, caplog):
 
 
 def test_a_worker_beside_a_server_fires_the_schedules_it_is_handed(ticks, connect):
-    count = lambda: scalar(ticks, "SELECT count(*) FROM ticks WHERE schedule = 'beside'")  # noqa: E731
+    def count():
+        return scalar(ticks, "SELECT count(*) FROM ticks WHERE schedule = 'beside'")
+
     served = jobs.beside(
         connect,
         QUEUE,

@@ -105,8 +105,9 @@ def test_a_retried_job_wakes_an_idle_worker_at_once(db, connect):
     worker = jobs.worker(connect, "default", {"broken": lambda *_: ran.set()}, poll=60)
     try:
         idle = """SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs tests' AND state = 'idle'
-            AND (query = 'LISTEN jobs' OR query LIKE '%%SET scheduled = false%%' OR query LIKE '%%FOR UPDATE SKIP LOCKED%%'
-                 OR query LIKE '%%job_paused_queues%%' OR query LIKE '%%job_workers%%'
+            AND (query = 'LISTEN jobs' OR query LIKE '%%SET scheduled = false%%'
+                 OR query LIKE '%%FOR UPDATE SKIP LOCKED%%' OR query LIKE '%%job_paused_queues%%'
+                 OR query LIKE '%%job_workers%%'
                  OR query LIKE '%%pg_stat_activity%%' OR query LIKE '%%SELECT priority, run_at, id%%')"""
         # the listener, the heartbeat and the work thread
         wait_for(lambda: scalar(db, idle) == 3, "the worker to listen, look once and find nothing due")

@@ -339,7 +339,9 @@ def test_metrics_give_each_queue_s_figures_and_the_worker_s_counters(connect, ta
 
 
 def test_a_database_out_of_reach_gets_a_503_page():
-    unreachable = lambda: psycopg.connect("postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=5")  # noqa: E731
+    def unreachable():
+        return psycopg.connect("postgresql://nobody@127.0.0.1:1/nothing?connect_timeout=5")
+
     answer = Client(jobs.web.app(unreachable, development=True)).get("/")
     assert answer.status_code == 503
     assert "could not be reached" in answer.text
