@@ -1,6 +1,8 @@
-# The two commands of the README, and the benchmark.
+# The two commands of the README, the contributors' checks, and the benchmark.
 #   make run    the guestbook, with its mail worker beside it
 #   make test   every test: unit, integration (real PostgreSQL, real SMTP) and browser specs
+#   make check  the linter, the formatter (checking only: it changes no file) and the type checker,
+#               as pyproject.toml configures them; CI runs it before the tests
 #   make bench  the job queue's benchmark (not part of the tests)
 # Each makes or updates the virtual environment in .venv first.
 
@@ -9,7 +11,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test bench
+.PHONY: run test check bench
 
 run: $(STAMP)
 	$(PY) -m guestbook serve --development
@@ -17,6 +19,11 @@ run: $(STAMP)
 test: $(STAMP)
 	@[ -n "$$CHROMIUM_PATH" ] || [ -x /usr/bin/chromium ] || $(PY) -m playwright install chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+check: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 bench: $(STAMP)
 	$(PY) -m tests.benchmarks $(BENCH_ARGS)
