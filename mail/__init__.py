@@ -9,7 +9,7 @@ How a letter travels, file by file:
   transports.py  `delivered` sends it through the SMTP server MAIL_URL names, or
                  writes it to the outbox folder when there is none.
 
-It needs the standard library and `jobs` only, so it can be copied into an app.
+It needs the standard library and `jobs` (with its psycopg) only, so it can be copied into an app.
 """
 
 from .later import QUEUE, Performer, Undeliverable, delivered_later, performers_for, performers_from_environment
