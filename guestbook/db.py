@@ -45,13 +45,18 @@ def init_app(app) -> None:
     # thread of its own: each found cut is replaced, so no request is handed it, and
     # none waits out the pool's backoff between the checks that fail.
     watchdog = Watchdog(silent_after, on_cut=lambda: threading.Thread(target=pool.check, daemon=True).start())
+
+    def watched(db: psycopg.Connection) -> None:
+        """Each connection the pool opens, watched (the pool's configure answers nothing; `watched` answers `db`)."""
+        watchdog.watched(db)
+
     pool: ConnectionPool = ConnectionPool(
         app.config["DATABASE_URL"],
         min_size=POOL_MIN,
         max_size=POOL_MAX,
         timeout=POOL_WAIT,
         kwargs={"autocommit": True, "row_factory": namedtuple_row} | jobs.keepalives(silent_after),
-        configure=watchdog.watched,
+        configure=watched,
         check=ConnectionPool.check_connection,
         name="guestbook",
         open=True,
