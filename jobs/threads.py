@@ -107,7 +107,8 @@ class WorkThread:
         busy = False
         # A drain ends the thread only after a pass that began once the drain was asked:
         # a claim already under way then may still have read the bound the drain drops.
-        draining = worker.draining
+        # Nor while the watch gives jobs back from a hand: they are due once back.
+        draining = worker.draining and not worker.watch.owed()
         for queue in worker.claimable():
             self.unheard = claim = store.new_claim()  # until its answer comes: see _opened
             jobs = store.claimed(

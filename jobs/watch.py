@@ -60,10 +60,14 @@ class Watch:
     def __init__(self, worker: "Worker") -> None:
         self.worker = worker
         self._owed: list[GiveBack] = []  # threads let go whose jobs are not all given back yet
+        self._taking = False  # jobs are leaving a hand, and are not yet owed
 
     def owed(self) -> bool:
-        """Whether a thread let go still has jobs to give back (its give-back was cut off)."""
-        return bool(self._owed)
+        """Whether jobs are on their way back to the queue: taken from a hand, or owed (a give-back cut off).
+
+        A drain ends no thread meanwhile (threads.py): those jobs are due once given back.
+        """
+        return self._taking or bool(self._owed)
 
     def watched(self, db: psycopg.Connection[Any]) -> None:
         """Lets go of threads whose job ran past its timeout or grace, after finishing what is owed."""
@@ -89,11 +93,15 @@ class Watch:
         Those successes wrote nothing: deleting them now, not after the slow job, means a
         crash meanwhile cannot run them (and send their letters) again.
         """
-        quiet, waiting = hand.quiet(), hand.waiting()
-        if not quiet and not waiting:
-            return
-        # Owed like a let-go thread's jobs: a statement cut off leaves them for the next look.
-        self._owed.append(GiveBack(None, waiting, quiet, None, told=True, said=True))
+        self._taking = True  # from before the jobs leave the hand until they are owed: see owed()
+        try:
+            quiet, waiting = hand.quiet(), hand.waiting()
+            if not quiet and not waiting:
+                return
+            # Owed like a let-go thread's jobs: a statement cut off leaves them for the next look.
+            self._owed.append(GiveBack(None, waiting, quiet, None, told=True, said=True))
+        finally:
+            self._taking = False
         self._given_back(db)
         if waiting:
             store.announced(db, {job.queue for job in waiting})  # for idle workers elsewhere too
@@ -105,12 +113,16 @@ class Watch:
 
     def _let_go(self, db: psycopg.Connection[Any], work: WorkThread, overdue: Job | None) -> None:
         """Replaces thread `work`, then gives back what it held (failing `overdue` with its timeout)."""
-        last = self.worker.replaced(work)
-        if last is None:
-            return
-        hand = work.abandon()
-        quiet = hand.quiet()
-        self._owed.append(GiveBack(work.backend, hand.held(), quiet, overdue))  # held: waiting and running
+        self._taking = True  # its replacement starts now, and must not take the jobs' way back for a drain's end
+        try:
+            last = self.worker.replaced(work)
+            if last is None:
+                return
+            hand = work.abandon()
+            quiet = hand.quiet()
+            self._owed.append(GiveBack(work.backend, hand.held(), quiet, overdue))  # held: waiting and running
+        finally:
+            self._taking = False
         try:
             self._given_back(db)
         finally:

@@ -162,3 +162,38 @@ def test_a_thread_gives_back_what_it_claimed_after_a_performer_that_ran_longer_t
     lines = runner.performed(db, held, {"slow": slow, "quick": lambda conn, args: None}, patience=0.01)
     assert lines == ["ran slow"]
     assert [job.id for job in store.claimed(db, "default", limit=4)] == later_ones, "due again, in their order"
+
+
+def test_a_drain_ends_only_once_the_jobs_the_watch_gives_back_are_run(db, connect, monkeypatch):
+    runs = Runs()
+    worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
+    found_nothing = threading.Event()
+    claimed, given_back = store.claimed, flows.given_back
+
+    def claimed_noting(*args, **kwargs):
+        got = claimed(*args, **kwargs)
+        if not got and runs.let_go.is_set():
+            found_nothing.set()
+        return got
+
+    def given_back_late(conn, held, *args, **kwargs):
+        if held and not runs.let_go.is_set():  # the watch's give-back of the jobs behind the slow one
+            worker.stop(drain=True)
+            runs.let_go.set()  # the slow job ends; its thread finds its hand empty and claims again,
+            found_nothing.wait(5)  # while these jobs are on their way back to the queue
+        return given_back(conn, held, *args, **kwargs)
+
+    try:
+        grown(db, worker)
+        monkeypatch.setattr(store, "claimed", claimed_noting)
+        monkeypatch.setattr(flows, "given_back", given_back_late)
+        with db.transaction():  # a burst of 10 claimed at once, the first of which hangs
+            ids = [jobs.later(db, "default", "work", {"slow": n == 0}) for n in range(10)]
+        assert worker.join(30), "the drain ended"
+        assert found_nothing.is_set(), "the thread claimed while the jobs were on their way back"
+        assert scalar(db, "SELECT count(*) FROM jobs") == 0, "the drain left due jobs behind"
+        assert all(job in runs.started for job in ids)
+    finally:
+        runs.let_go.set()
+        worker.stop()
+        worker.join(10)
