@@ -58,24 +58,18 @@ def connections(database_url: str, name: str) -> int:
         return row[0]
 
 
+def inner_run(folder, spec) -> list[str]:
+    """The command of a pytest run of `spec` alone, with the specs' fixtures, rooted in `folder`."""
+    plugins = ["-p", "e2e.conftest", "-p", "no:cacheprovider"]
+    return [sys.executable, "-m", "pytest", "-q", *plugins, "--rootdir", str(folder), str(spec)]
+
+
 @pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGKILL], ids=["SIGTERM", "SIGKILL"])
 def test_a_killed_run_leaves_no_guestbook_behind(database_url, tmp_path, signal_number):
     spec, report = tmp_path / "test_served.py", tmp_path / "served"
     spec.write_text(SPEC)
     env = {**os.environ, "DATABASE_URL": database_url, "SERVED_REPORT": str(report)}
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "e2e.conftest",
-        "-p",
-        "no:cacheprovider",
-        "--rootdir",
-        str(tmp_path),
-        str(spec),
-    ]
+    command = inner_run(tmp_path, spec)
     with (tmp_path / "run.log").open("wb") as log:
         run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     group = None
@@ -107,19 +101,7 @@ def test_the_postgresql_of_a_killed_run_is_swept_by_the_next(tmp_path):
     spec, report = tmp_path / "test_holding.py", tmp_path / "data"
     spec.write_text(SPEC_OF_A_DATABASE)
     env = {name: value for name, value in os.environ.items() if name != "DATABASE_URL"}  # its own, embedded
-    command = [
-        sys.executable,
-        "-m",
-        "pytest",
-        "-q",
-        "-p",
-        "e2e.conftest",
-        "-p",
-        "no:cacheprovider",
-        "--rootdir",
-        str(tmp_path),
-        str(spec),
-    ]
+    command = inner_run(tmp_path, spec)
     with (tmp_path / "run.log").open("wb") as log:
         run = subprocess.Popen(
             command, cwd=ROOT, env={**env, "SERVED_REPORT": str(report)}, stdout=log, stderr=subprocess.STDOUT

@@ -97,6 +97,12 @@ def writing_jobs(url: str, sizes: Sizes, figures: dict) -> None:
             (f"{who} writing {n}", partial(measure, url, sizes.one_by_one, n))
             for n in (1, writing.WRITING_THREADS)
             for who, measure in (("jobs", writing.rate), ("plain", writing.plain_rate))
+        ]
+        + [
+            (
+                f"plain threads writing {writing.WRITING_THREADS}",
+                partial(writing.plain_threaded_rate, url, sizes.one_by_one, writing.WRITING_THREADS),
+            )
         ],
     )
 

@@ -89,6 +89,8 @@ def comparisons(figures: dict, sizes) -> list[list[str]]:
                 ratio(own, limit),
             ]
         )
+        if (threaded := figures.get(f"plain threads writing {n}")) is not None:
+            rows.append(["", "", rate(threaded), f"the same, {n} threads of one process", ratio(own, threaded)])
     if "enqueue" in figures:
         own = figures["enqueue"]
         rows.append(

@@ -36,3 +36,12 @@ def test_the_pressure_column_names_its_workers_threads_and_the_length_of_its_job
         "measured",
     ]
     assert ["workers' warnings", "none"] in rows
+
+
+def test_the_writing_rows_set_jobs_beside_plain_sql_in_processes_and_in_one_process_s_threads():
+    figures = {"jobs writing 4": 2_000.0, "plain writing 4": 2_500.0, "plain threads writing 4": 2_200.0}
+
+    rows = report.comparisons(figures, benchmark.sized(100, 1, pressure_seconds=5.0, pressure_processes=1))
+
+    assert rows[-2][0] == "writing jobs, 4 threads" and rows[-2][-1] == "0.80"
+    assert rows[-1] == ["", "", "2.2 k/s", "the same, 4 threads of one process", "0.91"]

@@ -3,8 +3,12 @@
 jobs drains the queue with one Worker of 1 or WRITING_THREADS work threads; the plain
 limit claims 100 rows at a time on as many connections (processes, as every plain
 figure) and then, for each row, writes its row and deletes the job in one transaction,
-as a queue must for a job whose writes commit with its settlement.
+as a queue must for a job whose writes commit with its settlement. The same plain SQL on
+WRITING_THREADS threads of one process shows what one interpreter lock costs it, as a
+Worker's threads share one.
 """
+
+import threading
 
 import jobs
 
@@ -59,6 +63,35 @@ def plain_drained(url: str, gate) -> int:
                     db.execute(plain.statements["written"], {"n": row[3]["n"]})
                     db.execute(plain.statements["delete_one"], {"id": row[0], "claim": claim})
             settled += len(rows)
+
+
+def plain_threaded_rate(url: str, count: int, threads: int) -> float:
+    """Jobs a second that `threads` threads of one process settle as plain_drained does: what one interpreter
+    lock leaves of plain SQL, as a Worker's threads share one."""
+    filled(url, count, plain.TABLE)
+    seconds, [settled] = timing.together(plain_threads_drained, [(url, threads)])
+    checked(url, settled, count, "plain threads")
+    return count / seconds
+
+
+def plain_threads_drained(url: str, threads: int, gate) -> int:
+    """One process of `threads` plain threads, each connected before the clock starts; returns what they settled."""
+    connected, start, settled = threading.Barrier(threads + 1), threading.Event(), []
+
+    class Gate:
+        def wait(self) -> None:
+            connected.wait()
+            start.wait()
+
+    workers = [threading.Thread(target=lambda: settled.append(plain_drained(url, Gate()))) for _ in range(threads)]
+    for thread in workers:
+        thread.start()
+    connected.wait()
+    gate.wait()
+    start.set()
+    for thread in workers:
+        thread.join()
+    return sum(settled)
 
 
 def filled(url: str, count: int, table: str = queue.TABLE) -> None:
