@@ -9,9 +9,8 @@ from collections import namedtuple
 from . import passwords, tokens
 from .db import queries
 
-Nobody = namedtuple(
-    "Nobody", "id email password_digest"
-)  # what `nobody` gives: as much of an account as a letter reads
+# What `nobody` gives: as much of an account as a letter reads.
+Nobody = namedtuple("Nobody", "id email password_digest")
 
 LOCK_AFTER = 10  # consecutive wrong passwords that lock an account
 LOCK_DURATION = 3600  # seconds after which a lock ends by itself: an hour

@@ -58,9 +58,8 @@ class Job:
         return event
 
 
-CLAIMED = tuple(
-    f.name for f in fields(Job) if f.default is MISSING and f.default_factory is MISSING
-)  # a claim's columns
+# a claim's columns
+CLAIMED = tuple(f.name for f in fields(Job) if f.default is MISSING and f.default_factory is MISSING)
 
 
 def job_row(cursor: BaseCursor[Any, Any]) -> RowMaker[Job]:

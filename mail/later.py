@@ -22,9 +22,8 @@ QUEUE = "mail"  # the queue letters wait on
 PERMANENT = 500  # SMTP answers from this code up refuse a letter for good; 4xx ones are worth a retry
 EXCHANGES = 6  # SMTP exchanges of one letter at the most: connect, EHLO, STARTTLS, login, send, QUIT
 DELIVER_TIMEOUT = EXCHANGES * TIMEOUT  # seconds a `deliver` job may run: every exchange at its own limit
-SECRET_ARGS = (
-    "body",
-)  # a letter's body carries its links, live secrets until they expire: no viewer of the queue shows it
+# A letter's body carries its links, live secrets until they expire: no viewer of the queue shows it.
+SECRET_ARGS = ("body",)
 
 # A job of the queue, as a worker runs it: perform(db, args), `db` standing for the worker's
 # connection (jobs hands a guarded stand-in for it), `args` the job's arguments.
