@@ -12,9 +12,11 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
   listener.py     a Worker's listener hears the notification and wakes a work thread;
                   it also promotes scheduled jobs and reaps, each chore alone
                   (chores.py), and bounds where claims start (frontier.py, SQL).
+  keeper.py       among the chores, the keeper settles every row no thread will: the
+                  ledger (ledger.py) owns each claimed row until it is settled, and
+                  the keeper lets go of threads past their timeout.
   heartbeat.py    beside it, the heartbeat records the worker in job_workers and beats
-                  its row (roster.py, SQL); the watch lets go of a thread whose job ran
-                  past its timeout (watch.py).
+                  its row (roster.py, SQL), and does nothing else.
   workers.py      a Worker's work threads (threads.py) claim batches of due jobs and
                   hand them to the runner; starting.py starts one, or one `beside` a
                   server; `worked` (once.py) does a thread's step once, for a caller's loop.

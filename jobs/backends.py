@@ -1,7 +1,7 @@
 """Which server process runs a work thread's transaction, so that the worker can end it.
 
 A job past its timeout, or still running when a shutdown's grace ends, has its
-transaction ended from the server side (workers.py), so nothing it wrote can commit.
+transaction ended from the server side (keeper.py), so nothing it wrote can commit.
 Connected straight to PostgreSQL, a connection is one server process for its life,
 and libpq knows its pid. Behind a pooler (PgBouncer) libpq's pid is one the pooler
 made up for cancel requests, and in transaction mode each transaction may run on
@@ -14,17 +14,23 @@ import logging
 import threading
 import weakref
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import psycopg
 
 from .sql import one
 
-if TYPE_CHECKING:  # workers.py imports this module
-    from .workers import Worker
-
 log = logging.getLogger("jobs")
-_told: "weakref.WeakSet[Worker]" = weakref.WeakSet()  # the workers that have said what a pooler lets them do
+
+
+class Told(Protocol):
+    """What `told` reads of a worker: whether it listens, and how often it polls."""
+
+    listen: bool
+    poll: float
+
+
+_told: "weakref.WeakSet[Told]" = weakref.WeakSet()  # the workers that have said what a pooler lets them do
 _telling = threading.Lock()  # a worker's threads open their connections at once
 
 
@@ -65,7 +71,7 @@ def ended(db: psycopg.Connection[Any], backend: Backend, wait_ms: int) -> bool:
     return row is None or row[0]
 
 
-def told(worker: "Worker", backend: Backend) -> None:
+def told(worker: Told, backend: Backend) -> None:
     """Says once per worker, at its first connection through a pooler, what works there and what does not."""
     if not backend.pooled:
         return

@@ -1,29 +1,34 @@
 """The chores of a worker's listener, each on a timer of its own, on the listener's connection.
 
-Every POLL_INTERVAL: promote the scheduled jobs whose moment has come (and wake a
-thread for them), queue the job of each due tick of the worker's schedules, read which
-queues are paused, look for where each queue's claims should start (frontier.py), and
-hear which jobs in hand an operator cancelled. Every lease / BEATS, the reaper: take
-silent workers for gone and let their jobs' leases run out (roster.py), free the
-concurrency keys of leases that ran out, shelve the cancelled and the lost, and prune
-the rows of workers long gone. The listener runs each alone (listener.py): one that
-fails or is slow is logged and holds up none of the others' timers. The heartbeat
-and the timeout watch are not chores: they have a thread of their own (heartbeat.py).
+Every WATCH_INTERVAL, the keeper (keeper.py): let go of what the threads cannot settle
+now, settle what the ledger holds loose, and every lease / BEATS compare the rows the
+database says the worker holds with the ledger. Every POLL_INTERVAL: promote the
+scheduled jobs whose moment has come (and wake a thread for them), queue the job of
+each due tick of the worker's schedules, read which queues are paused, look for where
+each queue's claims should start (frontier.py), and hear which jobs in hand an operator
+cancelled. Every lease / BEATS, the reaper: take silent workers for gone and let their
+jobs' leases run out (roster.py), free the concurrency keys of leases that ran out,
+shelve the cancelled and the lost, and prune the rows of workers long gone; its
+statements skip rows locked at that instant, so a frozen worker costs only its own
+jobs. The listener runs each alone (listener.py): one that fails or is slow is logged
+and holds up none of the others' timers. The heartbeat is not a chore: it has a thread
+and a connection of its own (heartbeat.py).
 """
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import psycopg
 
 from . import control, endings, roster, store
+from .doorbell import Doorbell
+from .frontier import Frontiers
 from .job import Job
-from .schedules import fired
-
-if TYPE_CHECKING:  # workers.py imports this module
-    from .workers import Worker
+from .keeper import WATCH_INTERVAL, Keeper
+from .ledger import Ledger
+from .schedules import Schedule, fired
 
 log = logging.getLogger("jobs")
 
@@ -38,35 +43,49 @@ class Chore:
     next_at: float = 0.0  # time.monotonic() moment it is due next; 0: at once
 
 
-def timetable(worker: "Worker") -> list[Chore]:
-    """The chores of `worker` (a Worker), each due at once when the listener starts."""
-    poll, reap = worker.poll, worker.lease / roster.BEATS
+def timetable(
+    *,
+    queues: list[str],
+    poll: float,
+    lease: float,
+    keeper: Keeper,
+    ledger: Ledger,
+    doorbell: Doorbell,
+    frontiers: Frontiers,
+    schedules: Sequence[Schedule],
+    paused_now: Callable[[set[str]], None],
+) -> list[Chore]:
+    """The chores of a worker on `queues`, each due at once when the listener starts."""
+    reap = lease / roster.BEATS
     return [
-        Chore("promotion", poll, lambda db: promoted(db, worker)),
-        Chore("schedules", poll, lambda db: fired(db, worker.schedules)),  # the jobs of due ticks, once across workers
-        Chore("pauses", poll, lambda db: worker.paused_now(control.paused_queues(db))),
-        Chore("frontier", poll, lambda db: looked(db, worker)),
-        Chore("cancels", poll, lambda db: cancels_heard(db, worker)),
+        Chore("keeper", WATCH_INTERVAL, keeper.kept),
+        Chore("pauses", poll, lambda db: paused_now(control.paused_queues(db))),
+        Chore("promotion", poll, lambda db: promoted(db, queues, doorbell)),
+        Chore("schedules", poll, lambda db: fired(db, schedules)),  # the jobs of due ticks, once across workers
+        Chore("frontier", poll, lambda db: looked(db, queues, frontiers, doorbell)),
+        Chore("cancels", poll, lambda db: cancels_heard(db, ledger)),
         Chore("reaper", reap, reaped),
     ]
 
 
-def promoted(db: psycopg.Connection[Any], worker: "Worker") -> None:
-    """Promotes the scheduled jobs whose moment has come, and wakes a thread when the worker's queues got some."""
-    if set(store.promoted(db)) & set(worker.queues):
-        worker.doorbell.ring()  # not only by the notification, which a polling worker misses
+def promoted(db: psycopg.Connection[Any], queues: list[str], doorbell: Doorbell) -> None:
+    """Promotes the scheduled jobs whose moment has come, and wakes a thread when `queues` got some."""
+    if set(store.promoted(db)) & set(queues):
+        doorbell.ring()  # not only by the notification, which a polling worker misses
 
 
-def looked(db: psycopg.Connection[Any], worker: "Worker") -> None:
+def looked(db: psycopg.Connection[Any], queues: list[str], frontiers: Frontiers, doorbell: Doorbell) -> None:
     """Looks where each queue's claims start, past dead index entries (frontier.py)."""
-    if worker.frontiers.looked(db, worker.queues):
-        worker.doorbell.ring()  # a job the claims passed over is due
+    if frontiers.looked(db, queues):
+        doorbell.ring()  # a job the claims passed over is due
 
 
-def cancels_heard(db: psycopg.Connection[Any], worker: "Worker") -> None:
+def cancels_heard(db: psycopg.Connection[Any], ledger: Ledger) -> None:
     """Hears which jobs in hand an operator cancelled, one claim at a time."""
-    for jobs in worker.batches_held():
-        heard_cancelled(db, jobs)
+    for hand in ledger.hands():
+        jobs = hand.held()
+        if jobs:
+            heard_cancelled(db, jobs)
 
 
 def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job]) -> None:

@@ -114,12 +114,13 @@ def kept_running(
     who: str,
     complaints: Complaints,
     on_open: Callable[[psycopg.Connection[Any]], None] | None = None,
-    on_lost: Callable[[], None] | None = None,
+    on_lost: Callable[[BaseException], None] | None = None,
 ) -> None:
     """Calls `step(db)` until it answers False or `stopping` is set, reconnecting when cut off.
 
-    on_open(db) runs on each new connection before the first step on it; on_lost()
-    runs when a step raised, before the connection is closed. `who` names the thread
+    on_open(db) runs on each new connection before the first step on it; on_lost(error)
+    runs when a step (or on_open) raised, before the connection is closed. Any
+    BaseException is caught: SystemExit raised on a thread would end it in silence. `who` names the thread
     in the log; `complaints` (shared by a worker's threads) logs each refusal of the
     database once, and a refusal keeps a connection that is still sound.
     """
@@ -136,11 +137,11 @@ def kept_running(
                     return
                 pause = RECONNECT_FIRST
                 complaints.mended(who)
-            except Exception as error:
+            except BaseException as error:
                 # Don't let a lost connection, or a bug in a policy or a hook, end the
-                # thread: the jobs in hand return when their lease runs out.
+                # thread: what it held is let go first (on_lost), then it reconnects.
                 if on_lost is not None:
-                    on_lost()
+                    on_lost(error)
                 if stopping.is_set():
                     return  # a thread let go (its connection ended on purpose) or stopping: no news
                 complained(who, error, pause, complaints)
@@ -169,7 +170,7 @@ def opened_for(
     return db, session
 
 
-def complained(who: str, error: Exception, pause: float, complaints: Complaints) -> None:
+def complained(who: str, error: BaseException, pause: float, complaints: Complaints) -> None:
     """Logs why a thread's step failed, and when it tries again."""
     if isinstance(error, psycopg.Error):
         complaints.heard(error, who, pause)  # a lost connection, or a refused statement

@@ -3,7 +3,7 @@
 A paused queue is a row of job_paused_queues; each worker reads `paused_queues` once per
 POLL_INTERVAL and claims nothing from those queues, while the jobs in hand finish. A
 cancelled job that waits goes on the failed shelf (shelf.py) with the reason
-"cancelled"; one that runs is marked, its worker hears of it on its heartbeat
+"cancelled"; one that runs is marked, its worker hears of it within a POLL_INTERVAL
 (`cancelled_among`) and settles it with `cancellation_settled`, onto the same shelf; a
 settlement of the job that comes first finds the mark and does the same (outcomes.py).
 """
@@ -54,7 +54,7 @@ class Cancellation:
     """What `cancelled` changed, by job id."""
 
     shelved: list[int] = field(default_factory=list)  # were waiting: on the shelf now, and will not run
-    signalled: list[int] = field(default_factory=list)  # were running: their workers are told on their heartbeat
+    signalled: list[int] = field(default_factory=list)  # were running: their workers hear of it within a POLL_INTERVAL
 
     def __len__(self) -> int:
         return len(self.shelved) + len(self.signalled)
@@ -67,18 +67,23 @@ def cancelled(db: psycopg.Connection[Any], *ids: int, now: int | None = None) ->
     goes on the failed shelf at once with the reason CANCELLED ("cancelled"), where
     `failed` lists it and `retried` or `discarded` take it, and its chain or batch
     hears that it ended, as after a failure for good. A job that runs is marked; its
-    worker hears of it within one heartbeat (half a LEASE) and settles it onto the
+    worker hears of it within one POLL_INTERVAL and settles it onto the
     shelf as cancelled, not retried, whatever its performer does. Ids of jobs on the
     shelf already, or of no job, are left alone. One transaction for all of them.
     """
     if not ids:
         raise ValueError("name the jobs to cancel by id")
     params = {"ids": [job_id(id) for id in ids], "now": now}
+    # One lock order for every statement that takes a job's row and its batch's: the jobs'
+    # rows first (in id order, so two cancels never deadlock either), then the batches.
+    # A settlement locks its job's row, then its batch's: the other way round, a cancel of
+    # a batch's members deadlocked with the settlement of one of them on the first try.
     with db.transaction(), db.cursor(row_factory=namedtuple_row) as cursor:
+        cursor.execute(queries["cancel_locked"], params)
         # namedtuple rows: Any, since psycopg's type for them names no columns
         stopped: list[Any] = cursor.execute(queries["cancel_waiting"], params).fetchall()
-        flows.settled(db, [], stopped)
         running: list[Any] = cursor.execute(queries["cancel_running"], params).fetchall()
+        flows.settled(db, [], stopped)
     return Cancellation(sorted(job.id for job in stopped), sorted(job.id for job in running))
 
 
@@ -111,7 +116,7 @@ def cancellation_settled(db: psycopg.Connection[Any], job: Job, traceback: str =
 def cancelled_reaped(db: psycopg.Connection[Any], now: int | None = None) -> list[Any]:
     """Puts cancelled jobs whose worker died before settling them on the shelf; returns them.
 
-    For the heartbeat, before `store.reaped`, so such a job is not claimed and run again.
+    For the reaper, before `store.reaped`, so such a job is not claimed and run again.
     """
     with db.cursor(row_factory=namedtuple_row) as cursor:
         lost: list[Any] = cursor.execute(queries["cancelled_reaped"], {"now": now}).fetchall()  # as in `cancelled`

@@ -108,22 +108,29 @@ def cancel_batch(db: psycopg.Connection[Any], batch_id: int) -> int:
     return skipped
 
 
-def given_back(db: psycopg.Connection[Any], jobs: list[Job], now: int | None = None) -> None:
-    """Gives claimed jobs that never started back to the queue (store.released), in one transaction.
+def given_back(db: psycopg.Connection[Any], jobs: list[Job], now: int | None = None) -> list[str]:
+    """Gives claimed jobs that never started back to the queue (store.released); answers their queues.
 
     Those of a batch cancelled while they waited in a worker's hand are skipped then,
     as cancel_batch would have skipped them had they been waiting.
     """
-    batches = sorted({job.batch for job in jobs if job.batch is not None and not (job.flow or {}).get("callback")})
-    if not batches:
-        store.released(db, jobs, now)  # one statement commits alone
-        return
+    return released(db, [(job.id, job.claim or 0, job.due_at) for job in jobs], now)
+
+
+def released(db: psycopg.Connection[Any], given: list[tuple[int, int, int]], now: int | None = None) -> list[str]:
+    """store.released for (id, claim, due_at) rows, then the skips of their cancelled batches, in one transaction.
+
+    Answers the queues of the rows given back, to wake their workers.
+    """
+    if not given:
+        return []
     with one_transaction(db):
-        store.released(db, jobs, now)
-        for batch_id in batches:
+        rows = store.released(db, given, now)
+        for batch_id in sorted({batch for _, _, batch, callback in rows if batch is not None and not callback}):
             row = db.execute(queries["skip_given_back"], {"id": batch_id, "now": now}).fetchone()
             if row is not None and row[0]:
                 counted(db, batch_id, settled=row[0], failed=0)
+    return sorted({queue for _, queue, _, _ in rows})
 
 
 def batch_status(db: psycopg.Connection[Any], batch_id: int) -> dict[str, Any] | None:

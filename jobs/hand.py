@@ -1,10 +1,10 @@
 """What a work thread holds of its last claim: jobs waiting their turn, the one running, and quiet successes.
 
 The runner (runner.py) takes the jobs of a claimed batch from its Hand one at a time.
-The worker's watch (workers.py), on the listener's thread, takes the waiting ones back
-out of it when the running job has run longer than BATCH_TIME, or the worker stops,
-so no job waits on a thread that cannot start it now; and the heartbeat reads what it
-holds. A lock makes each job leave the hand once: run, given back or settled.
+The worker's ledger (ledger.py) holds every live Hand: the keeper (keeper.py) takes the
+waiting jobs back out of one whose running job is slow, and a thread that is lost or let
+go has its whole Hand taken at once (`emptied`), after which the Hand gives out nothing
+more. A lock makes each job leave the hand once: run, given back or settled.
 """
 
 import threading
@@ -24,6 +24,7 @@ class Hand:
         self._started = 0.0  # when the running job started (time.monotonic())
         self._quiet: list[Job] = []  # ran and succeeded without touching the connection; not yet deleted
         self._quiet_since = 0.0  # when the oldest of them ended
+        self._deleting: list[Job] = []  # quiet successes whose deletion is on its way: held until it commits
         self.claimed_at = time.monotonic()
         self.longest = 0.0  # seconds the longest of its jobs ran, settlement included
 
@@ -35,35 +36,63 @@ class Hand:
             self.running, self._started = self._waiting.pop(0), time.monotonic()
             return self.running
 
-    def ended(self, quiet_success: bool) -> None:
-        """Hears that the running job ended; a quiet success waits to be deleted with its neighbours."""
+    def ended(self, job: Job, quiet_success: bool) -> None:
+        """Hears that `job`, the running one, ended; a quiet success waits to be deleted with its neighbours.
+
+        A job taken out of the hand meanwhile (`emptied`) is the ledger's now: nothing is kept of it here.
+        """
         with self._lock:
             self.longest = max(self.longest, time.monotonic() - self._started)
+            if self.running is not job:
+                return
             if quiet_success:
                 if not self._quiet:
                     self._quiet_since = time.monotonic()
-                assert self.running is not None, "a job ends after next() started it"
-                self._quiet.append(self.running)
+                self._quiet.append(job)
             self.running = None
 
     def quiet(self, older_than: float | None = None) -> list[Job]:
-        """Takes the quiet successes to settle them: all, or none unless the oldest ended `older_than` s ago."""
+        """The quiet successes to delete now: all, or none unless the oldest ended `older_than` s ago.
+
+        They are still held until `deleted` hears that their deletion committed, or `kept` that it failed.
+        """
         with self._lock:
             if older_than is not None and (not self._quiet or time.monotonic() - self._quiet_since < older_than):
                 return []
             taken, self._quiet = self._quiet, []
+            self._deleting.extend(taken)
             return taken
 
-    def kept(self, waiting: Sequence[Job] = (), quiet: Sequence[Job] = ()) -> None:
-        """Takes back jobs taken out to be given back or settled, when that failed: they are still held."""
+    def deleted(self, jobs: Sequence[Job]) -> None:
+        """Hears that the deletion of quiet successes committed: the hand holds them no more."""
+        done = {job.id for job in jobs}
         with self._lock:
-            self._waiting[:0] = waiting
-            self._quiet[:0] = quiet
+            self._deleting = [job for job in self._deleting if job.id not in done]
+
+    def kept(self, jobs: Sequence[Job]) -> None:
+        """Hears that the deletion of quiet successes failed: they wait to be deleted again."""
+        failed = {job.id for job in jobs}
+        with self._lock:
+            self._quiet[:0] = [job for job in self._deleting if job.id in failed]
+            self._deleting = [job for job in self._deleting if job.id not in failed]
+
+    def done(self) -> list[Job]:
+        """Takes the quiet successes not yet on their way to deletion, for someone else to delete."""
+        with self._lock:
+            taken, self._quiet = self._quiet, []
+            return taken
 
     def waiting(self) -> list[Job]:
         """Takes the jobs not yet started, to give them back."""
         with self._lock:
             taken, self._waiting = self._waiting, []
+            return taken
+
+    def emptied(self) -> tuple[list[Job], Job | None, list[Job]]:
+        """Takes everything it holds, as (waiting, running, quiet): from now on it gives out nothing."""
+        with self._lock:
+            taken = self._waiting, self.running, self._deleting + self._quiet
+            self._waiting, self.running, self._quiet, self._deleting = [], None, [], []
             return taken
 
     def running_past(self, seconds: float) -> Job | None:
@@ -74,6 +103,7 @@ class Hand:
             return None
 
     def held(self) -> list[Job]:
-        """Every job of the claim not yet settled or given back, for the heartbeat."""
+        """Every job of the claim not yet settled or given back."""
         with self._lock:
-            return self._waiting + ([self.running] if self.running is not None else []) + self._quiet
+            running = [self.running] if self.running is not None else []
+            return self._waiting + running + self._deleting + self._quiet

@@ -4,8 +4,9 @@ On a connection of its own it LISTENs for the notification `later` sends on comm
 wakes a work thread at once (doorbell.py). On that connection it also runs the
 worker's chores (chores.py), each on its own timer and each alone: a chore the database
 refuses, or one that fails, is logged and the others run on; a lost connection
-reconnects. The heartbeat and the timeout watch run beside it on a thread and a
-connection of their own (heartbeat.py), so no chore's statement ever holds them up.
+reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT. The heartbeat
+runs beside it on a thread and a connection of its own (heartbeat.py), so no chore's
+statement ever holds it up.
 """
 
 import logging
@@ -23,6 +24,7 @@ from .connections import Connect, kept_running
 from .doorbell import Doorbell
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
+CHORE_LOCK_WAIT = 1.0  # seconds a chore's statement may wait on a lock before it gives up, to run again later
 
 log = logging.getLogger("jobs")
 
@@ -81,15 +83,20 @@ class Listener:
             self._wakeup_w = None
 
     def _listening(self, db: psycopg.Connection[Any]) -> None:
-        """On a new connection: LISTEN, and wake a thread, as a job may have come meanwhile."""
+        """On a new connection: bound its waits on locks, LISTEN, and wake a thread, as a job may have come meanwhile.
+
+        The bound is the session's: not behind PgBouncer in transaction mode (listen=False),
+        where a session's setting reaches other clients, and a chore waits as its role allows.
+        """
         assert self._selector is not None, "run() made it"
         if self.listen:
+            db.execute("SELECT set_config('lock_timeout', %s, false)", [f"{round(CHORE_LOCK_WAIT * 1000)}ms"])
             db.execute("LISTEN jobs")
             self._fd = db.fileno()
             self._selector.register(self._fd, selectors.EVENT_READ)
             self.doorbell.ring()
 
-    def _unlistened(self) -> None:
+    def _unlistened(self, error: BaseException | None = None) -> None:
         assert self._selector is not None, "run() made it"
         if self._fd is not None:
             self._selector.unregister(self._fd)

@@ -11,6 +11,7 @@ a cancelled job goes (`cancelled_or_lost`): on the shelf, its chain or batch tol
 
 import contextlib
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -112,13 +113,19 @@ def recorded_failure(
     trace: str,
     now: int | None,
     kind: str | None = None,
+    hooks: Callable[[Callable[[], object]], object] | None = None,
 ) -> Outcome:
     """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job.
 
     One statement, or one transaction with the chain or batch of a job that failed for good.
+    Then the policy's on_error hook is called, by `hooks(call)` when given (the keeper runs
+    it on a thread of its own), else here; whatever it raises is logged.
     """
     secret = store.secret_of(db, job)  # none of their values is written or logged (redaction.py)
-    reason, trace = redaction.redacted(reason, job.args, secret), redaction.redacted(trace, job.args, secret)
+    reason, trace = (
+        written(redaction.redacted(reason, job.args, secret)),
+        written(redaction.redacted(trace, job.args, secret)),
+    )
     wait = policy.wait_after(job.attempt, error)
     if wait is None:
         after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index
@@ -143,11 +150,24 @@ def recorded_failure(
     if not recorded:
         return cancelled_or_lost(db, job)
     if policy.on_error is not None:
-        try:
-            policy.on_error(job, error)
-        except Exception:
-            log.exception("on_error of job %s (%s on %s) raised", job.id, job.name, job.queue)
+        hook = policy.on_error
+
+        def call() -> None:
+            try:
+                hook(job, error)
+            except BaseException:  # SystemExit too: a hook's error ends no thread of the worker
+                log.exception("on_error of job %s (%s on %s) raised", job.id, job.name, job.queue)
+
+        if hooks is None:
+            call()
+        else:
+            hooks(call)
     return outcome
+
+
+def written(text: str) -> str:
+    """`text` as a column of type text can hold it: a NUL character, which PostgreSQL refuses, spelled out."""
+    return text.replace("\x00", "\\x00")
 
 
 def moved_flows_on(db: psycopg.Connection[Any], settled: list[tuple[Job, Outcome]]) -> None:

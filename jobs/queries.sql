@@ -57,9 +57,10 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- falls silent, another's reaper (orphans, below) lets the lease run out then. A claim
 -- with no worker (`worked`, an older copy of the package) holds the job for %(lease)s.
 -- The claim writes the attempts the performer's policy allows (%(budgets)s, a JSON
--- object of name: attempts for the performers whose policy says so; LEAST ignores the
--- NULL of any other name), so the row knows from attempt 1 which attempt is its last:
--- a job of jobs.NO_RETRY whose worker dies is reaped, never claimed a second time.
+-- object of name: attempts for the performers whose policy says so; any other name
+-- keeps the row's own), so the row knows from attempt 1 which attempt is its last: a
+-- job of jobs.NO_RETRY whose worker dies is reaped, never claimed a second time, and
+-- one whose policy allows more than ATTEMPTS has them all, however its attempts end.
 -- A job an operator cancelled (cancelled_at) is never claimed: the heartbeat's
 -- cancelled_reaped puts it on the shelf.
 -- The walk is a MATERIALIZED CTE, run once, and the table's side of the update finds
@@ -84,7 +85,8 @@ WITH due AS MATERIALIZED (
 )
 UPDATE jobs
 SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
-    worker = %(worker)s::bigint, max_attempts = LEAST(jobs.max_attempts, (%(budgets)s::jsonb ->> jobs.name)::integer)
+    worker = %(worker)s::bigint,
+    max_attempts = COALESCE((%(budgets)s::jsonb ->> jobs.name)::integer, jobs.max_attempts)
 FROM due
 WHERE jobs.id = due.id AND jobs.id = ANY (ARRAY(SELECT id FROM due))
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
@@ -150,43 +152,39 @@ WHERE id = %(id)s AND claim = %(claim)s AND cancelled_at IS NULL
 
 -- name: release
 -- Claimed jobs a worker gives back go back as they were, due at once, their attempt not
--- counted: jobs it never started before it stopped, and jobs whose settlement it gave
--- up through no fault of theirs (a neighbour timed out, a shutdown's grace ran out).
--- The claim token keeps it from touching jobs another worker holds. Each is due again
--- at the moment it was due before the claim (the claim moved run_at one lease on), so
+-- counted: jobs it never started (claimed behind a slow one, or before a stop), a claim
+-- whose answer its thread never read, and jobs whose shutdown's grace ran out. Each row's
+-- own claim token (they may come from several claims) keeps it from touching a job
+-- another worker holds, or one settled since. Each is due again at the moment it was due
+-- before the claim (a stray, whose moment the worker never learnt, passes HELD: now), so
 -- it keeps its place in the claim's order, ahead of jobs queued since, and a job of a
 -- schedule keeps its tick. A job an operator cancelled keeps its claim instead, its
--- lease run out: the claim passes it over and the heartbeat's cancelled_reaped puts it
--- on the shelf, so it never runs.
+-- lease run out: the claim passes it over and cancelled_reaped puts it on the shelf, so
+-- it never runs. The batches of the rows come back, for skip_given_back.
 UPDATE jobs
-SET run_at = LEAST(given.due_at, {now}), attempts = attempts - 1,
-    claim = CASE WHEN cancelled_at IS NULL THEN NULL ELSE claim END
-FROM unnest(%(ids)s::bigint[], %(due_ats)s::bigint[]) AS given (id, due_at)
-WHERE jobs.id = given.id AND jobs.claim = %(claim)s
+SET run_at = LEAST(given.due_at, {now}), attempts = jobs.attempts - 1,
+    claim = CASE WHEN jobs.cancelled_at IS NULL THEN NULL ELSE jobs.claim END
+FROM unnest(%(ids)s::bigint[], %(due_ats)s::bigint[], %(claims)s::bigint[]) AS given (id, due_at, claim)
+WHERE jobs.id = given.id AND jobs.claim = given.claim
+RETURNING jobs.id, jobs.queue, jobs.batch, jobs.flow ? 'callback' AS callback
 
 -- name: lapse
--- The leases of jobs a worker was cut off from (its connection dropped while it held
--- them) run out now instead of a lease from now: the attempt stays counted, as after
--- a crash, and the jobs are due again at once. A job with attempts left gives up its
--- claim, and with it its concurrency key; one on its last attempt keeps it, for the
--- next heartbeat's reaper to shelve with its reason, as after a crash; so does one an
--- operator cancelled, for cancelled_reaped. The claim token
--- keeps it from touching jobs another worker holds, or rows already settled.
+-- The leases of jobs a worker was cut off from while they ran (its thread's connection
+-- dropped) run out now instead of when the worker goes: the attempt stays counted, as
+-- after a crash, and the job is due again at once; its writes were rolled back with the
+-- connection. A job with attempts left gives up its claim, and with it its concurrency
+-- key; one on its last attempt keeps it, for the reaper to shelve with its reason, as
+-- after a crash; so does one an operator cancelled, for cancelled_reaped. Each row's
+-- own claim token keeps it from touching jobs another worker holds, or rows settled.
 UPDATE jobs SET run_at = {now},
-    claim = CASE WHEN attempts < max_attempts AND cancelled_at IS NULL THEN NULL ELSE claim END
-WHERE id = ANY(%(ids)s) AND claim = %(claim)s
+    claim = CASE WHEN jobs.attempts < jobs.max_attempts AND jobs.cancelled_at IS NULL THEN NULL ELSE jobs.claim END
+FROM unnest(%(ids)s::bigint[], %(claims)s::bigint[]) AS given (id, claim)
+WHERE jobs.id = given.id AND jobs.claim = given.claim
 
--- name: unheard_claim_given_back
--- A claim whose connection was lost before its answer came: it may have committed,
--- and its rows are then held (run_at HELD) by a worker that is alive and beats, so no
--- lease would ever run out for them, and no thread of that worker knows it holds them.
--- The thread that sent it gives back every row under its token once it is connected
--- again: none of them ever started, so the attempt is not counted and each is due at
--- once. A row an operator cancelled meanwhile keeps its claim, for cancelled_reaped.
--- The token is random and the thread's own, so no other claim's rows are touched.
-UPDATE jobs SET run_at = {now}, attempts = attempts - 1,
-    claim = CASE WHEN cancelled_at IS NULL THEN NULL ELSE claim END
-WHERE claim = %(claim)s
+-- name: held_by
+-- The rows the database says a worker holds, for its keeper to compare with what its
+-- threads hold (ledger.py): read from jobs_claimed, at run_at HELD.
+SELECT id, claim FROM jobs WHERE claim IS NOT NULL AND run_at = %(held)s AND worker = %(worker)s
 
 -- name: reap
 -- Jobs whose worker died on their last attempt: the lease ran out, and no attempt is
@@ -194,10 +192,12 @@ WHERE claim = %(claim)s
 -- give up their claim (and so their concurrency key); their chains and batches hear
 -- of the failure as they would of any other. They come back as store.Job rows, as
 -- claimed jobs do, for the runner to settle their flows.
+-- A row locked now (its frozen worker's settlement holds it) is skipped, for a later pass.
 UPDATE jobs
 SET claim = NULL, failure = 'its worker stopped during the last attempt',
     reasons = reasons || '["its worker stopped during the last attempt"]'
-WHERE claim IS NOT NULL AND run_at <= {now} AND attempts >= max_attempts
+WHERE id IN (SELECT id FROM jobs WHERE claim IS NOT NULL AND run_at <= {now} AND attempts >= max_attempts
+    FOR UPDATE SKIP LOCKED)
 RETURNING id, queue, name, args, priority, run_at AS due_at, attempts AS attempt, max_attempts, key, batch,
     flow, claim, true AS final
 
@@ -207,7 +207,8 @@ RETURNING id, queue, name, args, priority, run_at AS due_at, attempts AS attempt
 -- claim gone and is refused, as it would be after any other claim. A cancelled job
 -- keeps its claim for cancelled_reaped.
 UPDATE jobs SET claim = NULL
-WHERE claim IS NOT NULL AND key IS NOT NULL AND run_at <= {now} AND attempts < max_attempts AND cancelled_at IS NULL
+WHERE id IN (SELECT id FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL AND run_at <= {now}
+    AND attempts < max_attempts AND cancelled_at IS NULL FOR UPDATE SKIP LOCKED)
 
 -- name: promote
 -- Jobs scheduled for a moment that has come join the claim's index, and the workers of
@@ -496,6 +497,10 @@ DELETE FROM job_paused_queues WHERE queue = %(queue)s RETURNING queue
 -- Read by each worker once per POLL_INTERVAL: a handful of rows at most.
 SELECT queue, paused_at FROM job_paused_queues ORDER BY queue
 
+-- name: cancel_locked
+-- The rows of the jobs to cancel, locked in id order before anything else (control.py).
+SELECT id FROM jobs WHERE id = ANY(%(ids)s) ORDER BY id FOR UPDATE
+
 -- name: cancel_waiting
 -- Cancelled jobs that no live claim holds go on the shelf at once, as failed for good
 -- with the reason "cancelled": max_attempts = attempts takes them out of the claim's
@@ -540,7 +545,8 @@ RETURNING id, name, queue, batch, flow
 UPDATE jobs
 SET max_attempts = attempts, claim = NULL, scheduled = false,
     failure = 'cancelled', reasons = reasons || '["cancelled"]'
-WHERE cancelled_at IS NOT NULL AND claim IS NOT NULL AND run_at <= {now}
+WHERE id IN (SELECT id FROM jobs WHERE cancelled_at IS NOT NULL AND claim IS NOT NULL AND run_at <= {now}
+    FOR UPDATE SKIP LOCKED)
 RETURNING id, name, queue, batch, flow
 
 -- Workers (roster.py) -------------------------------------------------------------
@@ -574,14 +580,21 @@ UPDATE job_workers SET ended_at = {clock}, ending = 'stopped' WHERE id = %(id)s 
 -- The test names workers marked gone, never "not among the working": a worker that
 -- registered after this statement's snapshot and claimed one of these rows since
 -- would fail such a test when the row is read again at its newest version.
+-- Rows locked at this instant are skipped (SKIP LOCKED), never waited on: a worker frozen
+-- between a settlement's statement and its COMMIT (a paused VM, a debugger) holds its
+-- row's lock for as long as it is frozen, and a reaper that waited on it would mark no
+-- worker gone and free no job meanwhile. The skipped row is freed by a later pass.
 WITH gone AS (
     UPDATE job_workers SET ended_at = {now}, ending = 'silent'
     WHERE ended_at IS NULL AND beat_at < {now} - lease * %(silent)s
     RETURNING id
 )
 UPDATE jobs SET run_at = {now}
-WHERE claim IS NOT NULL AND run_at > {now} AND worker IS NOT NULL
-    AND (worker IN (SELECT id FROM gone) OR worker IN (SELECT id FROM job_workers WHERE ended_at IS NOT NULL))
+WHERE id IN (
+    SELECT id FROM jobs
+    WHERE claim IS NOT NULL AND run_at > {now} AND worker IS NOT NULL
+        AND (worker IN (SELECT id FROM gone) OR worker IN (SELECT id FROM job_workers WHERE ended_at IS NOT NULL))
+    FOR UPDATE SKIP LOCKED)
 RETURNING id, worker
 
 -- name: workers_pruned
@@ -597,9 +610,3 @@ SELECT w.id, w.host, w.pid, w.queues, w.threads, w.lease, w.version, w.started_a
 FROM job_workers AS w
 WHERE w.ended_at IS NULL OR w.ended_at >= {now} - %(kept)s
 ORDER BY w.ended_at IS NOT NULL, w.started_at DESC, w.id
-
--- name: taken
--- Which of a worker's held jobs another worker claimed since (this one was taken for
--- gone): a plain read, which takes no lock and waits on none.
-SELECT jobs.id FROM jobs JOIN unnest(%(ids)s::bigint[], %(claims)s::bigint[]) AS held (id, claim) ON jobs.id = held.id
-WHERE jobs.claim IS NOT NULL AND jobs.claim <> held.claim

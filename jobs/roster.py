@@ -9,23 +9,31 @@ run out then, so they come back within one lease of its last beat. It speaks SQL
 
 import os
 import socket
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
-from .job import Job
 from .sql import one, queries
-
-if TYPE_CHECKING:  # workers.py imports this module, through heartbeat.py
-    from .workers import Worker
 
 BEATS = 4  # heartbeats per lease; the reaper of each worker runs as often
 SILENT = 0.75  # of its lease: a worker whose last beat is older is taken for gone (three beats missed)
 KEPT = 3600.0  # seconds the row of a worker gone stays listed, before the reaper deletes it
 
 
-def registered(db: psycopg.Connection[Any], worker: "Worker") -> str | None:
+@dataclass(frozen=True)
+class Registration:
+    """What a worker's row in job_workers says of it."""
+
+    id: int  # chosen at random by the worker; its claims mark the jobs they hold with it
+    queues: list[str]
+    threads: int
+    lease: float  # seconds
+    version: int  # the schema version its code needs
+
+
+def registered(db: psycopg.Connection[Any], worker: Registration) -> str | None:
     """Writes `worker`'s row (or takes it back); answers how it had ended, when a reaper had marked it gone."""
     params = {
         "id": worker.id,
@@ -79,12 +87,3 @@ def state_of(row: dict[str, Any]) -> str:
     if row["ending"] is not None:
         return "gone"
     return "silent" if row["now"] - row["beat_at"] > row["lease"] * SILENT else "working"
-
-
-def taken(db: psycopg.Connection[Any], batches: list[list[Job]]) -> set[int]:
-    """The ids of held jobs (lists of one claim each) that another worker has claimed since."""
-    ids = [job.id for jobs in batches for job in jobs]
-    if not ids:
-        return set()
-    claims = [job.claim for jobs in batches for job in jobs]
-    return {row[0] for row in db.execute(queries["taken"], {"ids": ids, "claims": claims})}

@@ -6,11 +6,15 @@ own (settlement.py), on which its row is then deleted or its failure recorded, a
 which commits at once: its writes and its settlement commit together, exactly once,
 and never wait on another job. Successes that never touched the connection are deleted
 together, in one statement, once COMMIT_AFTER has passed or the batch is done
-(outcomes.py; "A job's transaction" in the README).
+(outcomes.py; "A job's transaction" in the README). However a performer ends (any
+BaseException included) that is its job's outcome; a settlement the server refuses is
+the attempt's failure; only what leaves the connection unusable leaves `performed`,
+and the thread then lets go of its whole Hand (ledger.py).
 """
 
 import contextvars
 import logging
+import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping
@@ -19,8 +23,9 @@ from typing import Any
 
 import psycopg
 
-from . import flows, store
+from . import flows
 from .backends import Backend
+from .complaints import described
 from .hand import Hand
 from .job import Job, Performer
 from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
@@ -53,6 +58,28 @@ class TransactionEnded(RuntimeError):
     """A performer ended its job's transaction by a way the worker could not refuse (its raw connection)."""
 
 
+class JobLost(RuntimeError):
+    """An attempt whose end its thread could not settle: the connection was lost, or the settlement refused."""
+
+
+def lost_attempt(error: BaseException) -> JobLost:
+    """The failure a job's attempt is recorded with when its thread could not settle it, `error` being why."""
+    if isinstance(error, psycopg.Error) and error.__cause__ is not None:
+        return JobLost(f"{reason_of(error.__cause__)} (and recording it was refused: {described(error)})")
+    if isinstance(error, psycopg.Error):
+        return JobLost(f"its worker's connection was lost while it ran ({described(error)})")
+    return JobLost(f"its work thread was lost while it ran ({reason_of(error)})")
+
+
+def reason_of(error: BaseException) -> str:
+    """How a failed attempt's reason reads: the error's message, or its type's name; a BaseException names its type."""
+    if isinstance(error, psycopg.Error) and error.sqlstate:
+        return described(error)  # the server's word, with its SQLSTATE
+    if not isinstance(error, Exception):
+        return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return str(error) or type(error).__name__
+
+
 def current_job() -> Job:
     """The job being performed, for a performer that wants its id, attempt, queue or `final`.
 
@@ -73,21 +100,25 @@ def performed(
     hand: Hand | None = None,
     patience: float | None = None,
     backend: Backend | None = None,
+    give_back: Callable[[Hand], object] | None = None,
 ) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
     Jobs not started when `stopping()` turns true go back to the queue untouched.
     `now` fixes the moment failures are scheduled from (for tests); else the database's clock.
     `timeout` is the seconds a job may run when its policy names none (None: no limit);
-    the worker enforces it (workers.py). `hand` is the thread's Hand of `jobs`, which
+    the worker enforces it (keeper.py). `hand` is the thread's Hand of `jobs`, which
     the worker may take jobs back out of while one runs; a new one by default. After a
     performer that ran longer than `patience` seconds (None: however long), the jobs not
     yet started go back to the queue: they could have waited that long for any thread.
+    `give_back(hand)` gives back the jobs of `hand` not yet started: a Worker's ledger
+    lets them go for its keeper; by default they are given back on `db` at once.
     `backend` (backends.py) learns which server process runs each job's transaction,
-    behind a pooler.
+    behind a pooler. A lost connection raises, the Hand still holding what is unsettled.
     """
     counts = counts if counts is not None else Counts()
     hand = hand if hand is not None else Hand(jobs)
+    give_back = give_back if give_back is not None else (lambda hand: flows.given_back(db, hand.waiting(), now))
     lines: dict[int, str] = {}
     autocommit = db.autocommit
     db.autocommit = True  # each job's transaction is begun and committed by the runner itself
@@ -95,35 +126,20 @@ def performed(
     try:
         while not stopping() and (job := hand.next()) is not None:
             outcome, quiet, seconds = ran(db, job, performers, now, timeout, backend, own)
-            hand.ended(quiet)
-            if patience is not None and seconds > patience and (waiting := handed_back(db, hand, now)):
-                store.announced(db, {job.queue for job in waiting})  # a thread that waits takes them
+            hand.ended(job, quiet)
+            if patience is not None and seconds > patience:
+                give_back(hand)  # a thread that waits takes them
             lines[job.id] = outcome.line
             if not quiet:
                 told(job, outcome, counts)
             settled_quietly(db, hand.quiet(older_than=COMMIT_AFTER), counts, lines, hand)
         settled_quietly(db, hand.quiet(), counts, lines, hand)
         if stopping():
-            handed_back(db, hand, now)
+            give_back(hand)
     finally:
         if not db.closed:
             db.autocommit = autocommit
     return [lines[job.id] for job in jobs if job.id in lines]
-
-
-def handed_back(db: psycopg.Connection[Any], hand: Hand, now: int | None = None) -> list[Job]:
-    """Gives back the jobs of `hand` not yet started (flows.given_back); returns them.
-
-    When the statement fails (a lost connection), they stay in the hand, so that they
-    are given back with the rest of what it holds once the connection is back.
-    """
-    waiting = hand.waiting()
-    try:
-        flows.given_back(db, waiting, now)
-    except BaseException:
-        hand.kept(waiting=waiting)
-        raise
-    return waiting
 
 
 def settled_quietly(
@@ -135,14 +151,18 @@ def settled_quietly(
 ) -> None:
     """Deletes quiet successes together (outcomes.quiet_settled), then counts and logs each.
 
-    When the statement fails, they go back into `hand`, if given, as still held.
+    `hand`, if given, holds them until the deletion commits, and keeps them when it fails.
     """
+    if not jobs:
+        return
     try:
         settled = quiet_settled(db, jobs)
     except BaseException:
         if hand is not None:
-            hand.kept(quiet=jobs)
+            hand.kept(jobs)
         raise
+    if hand is not None:
+        hand.deleted(jobs)
     for job, outcome in settled:
         told(job, outcome, counts)
         if lines is not None:
@@ -169,9 +189,12 @@ def ran(
     Answers its outcome, whether it is a quiet success, and the seconds its performer ran.
 
     A quiet success ran without touching the connection, and waits to be deleted with
-    its neighbours. A job an operator cancelled while it was held (chores.py settled it
-    on the shelf already) does not start, or if it ran, keeps none of its writes,
-    however it ended.
+    its neighbours. Whatever the performer raised, BaseException included, is its
+    attempt's failure, and so is a settlement the server refused (a deferred constraint
+    at COMMIT, a deadlock, a statement timeout): its writes are rolled back and its
+    reason recorded. A job an operator cancelled while it was held (chores.py settled it
+    on the shelf already) does not start, or if it ran, keeps none of its writes.
+    Raises only when the connection is lost, or the failure's record itself refused.
     """
     if job.cancelling:
         return cancelled(job), False, 0.0
@@ -186,33 +209,42 @@ def ran(
     token = current.set(job)
     transaction = JobTransaction(db, backend, cursor)
     began = time.monotonic()
+    error: BaseException | None = None
     try:
         perform(transaction.for_job(), job.args)
         if transaction.left_failed():
-            raise RuntimeError("a statement of the job failed and its error was not raised")
-        if transaction.left_ended():
-            raise TransactionEnded(
+            error = RuntimeError("a statement of the job failed and its error was not raised")
+        elif transaction.left_ended():
+            error = TransactionEnded(
                 "the job ended the worker's transaction itself: what it wrote before is "
                 "committed, so it is not tried again"
             )
-    except Exception as error:
-        seconds = time.monotonic() - began
-        if db.broken or db.closed:
-            raise  # the database is gone, not the job: its row returns when the lease runs out
-        transaction.rolled_back()
-        if job.cancelling:
-            return cancelled(job), False, seconds
-        reason = str(error) or type(error).__name__
-        if isinstance(error, TransactionEnded):
-            policy = NO_RETRY  # another attempt would write again what is committed already
-        return recorded_failure(db, job, policy, error, reason, traceback.format_exc(), now), False, seconds
+    except BaseException as raised:  # SystemExit and KeyboardInterrupt too: the job's end, never the thread's
+        error = raised
     finally:
         job.deadline = None  # it runs no more: no timeout can fall on it now
         current.reset(token)
     seconds = time.monotonic() - began
+    if error is None and not job.cancelling:
+        if not transaction.begun:
+            return processed(job), True, seconds
+        try:
+            return success_committed(transaction, job), False, seconds
+        except psycopg.Error as refused:
+            error = refused  # rolled back: the job's writes are gone, and its attempt failed
+    if db.broken or db.closed:
+        raise error if isinstance(error, psycopg.Error) else JobLost(reason_of(error))
+    transaction.rolled_back()
     if job.cancelling:
-        transaction.rolled_back()
         return cancelled(job), False, seconds
-    if not transaction.begun:
-        return processed(job), True, seconds
-    return success_committed(transaction, job), False, seconds
+    if isinstance(error, TransactionEnded):
+        policy = NO_RETRY  # another attempt would write again what is committed already
+    assert error is not None, "a job that neither succeeded nor was cancelled failed"
+    trace = "".join(traceback.format_exception(error))
+    try:
+        outcome = recorded_failure(db, job, policy, error, reason_of(error), trace, now)
+    except psycopg.Error as refused:
+        raise refused from error  # the thread lets the job go, to be failed on the keeper's connection
+    if isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():
+        raise error  # a caller's own loop (`worked`) on the main thread was interrupted: it stops
+    return outcome, False, seconds

@@ -5,10 +5,14 @@ first time it does; the runner (runner.py) deletes or fails the job's row on tha
 transaction and commits, so its writes and its settlement stand or fall together and
 wait on no other job. A job that never touches the connection (it sends a letter, calls
 an API) begins nothing and pays nothing: the runner settles it with its neighbours.
+Whatever a job did to its session (SET, a session advisory lock, a temporary table,
+LISTEN, a held cursor) is undone in the same round trip as its COMMIT or ROLLBACK
+(`Cleaner`), so the next job gets the connection as the worker opened it.
 """
 
 import functools
 import re
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -29,7 +33,27 @@ ENDING = re.compile(
     r"(?:^|;)\s*(?:commit|end|abort|rollback(?!\s+(?:work\s+|transaction\s+)?to\b)|prepare\s+transaction)\b",
     re.IGNORECASE,
 )
+# What undoes a job's session state, after its transaction ends: psycopg_pool's reset and
+# PgBouncer's server_reset_query do the same, and the settings the connect function made
+# (source 'session' in pg_settings when the connection opened) are made again after RESET ALL.
+CLEAN = "RESET ALL; {settings}SELECT pg_advisory_unlock_all(); DISCARD TEMP; CLOSE ALL; UNLISTEN *"
+SESSION_SETTINGS = (
+    "SELECT coalesce(string_agg(format('SELECT set_config(%L, %L, false); ', name, setting), ''), '') "
+    "FROM pg_settings WHERE source = 'session'"
+)
 QUOTED = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(\$[A-Za-z_0-9]*\$).*?\1", re.DOTALL)
+
+
+_cleaning: "weakref.WeakKeyDictionary[psycopg.Connection[Any], str]" = weakref.WeakKeyDictionary()
+
+
+def cleaning(db: psycopg.Connection[Any]) -> str:
+    """The statements that put `db`'s session back as it was when first asked (CLEAN), read once per connection."""
+    text = _cleaning.get(db)
+    if text is None:
+        settings = db.execute(SESSION_SETTINGS).fetchone()
+        text = _cleaning[db] = CLEAN.format(settings=settings[0] if settings else "")
+    return text
 
 
 class JobTransaction:
@@ -38,7 +62,8 @@ class JobTransaction:
     `backend` (backends.py), when given, is told each time the transaction begins.
     Its own statements (begin, settle, end) go through `cursor`, one cursor of `db`
     that the runner keeps for all its jobs: a cursor made for each costs the worker
-    more than sending the statement does.
+    more than sending the statement does. Its end cleans the session (`cleaning`),
+    but behind a pooler, whose server sessions other clients share.
     """
 
     def __init__(
@@ -47,10 +72,13 @@ class JobTransaction:
         self.db, self.backend = db, backend
         self.cursor = cursor if cursor is not None else db.cursor()
         self.begun = False
+        self._clean = "" if backend is not None and backend.pooled else None  # None: read at BEGIN
 
     def begin(self) -> None:
         """Begins the transaction, if nothing has yet."""
         if not self.begun:
+            if self._clean is None:
+                self._clean = cleaning(self.db)
             self.cursor.execute("BEGIN")
             self.begun = True
             self._entered()
@@ -60,15 +88,24 @@ class JobTransaction:
             self.backend.entered(self.db)
 
     def committed(self) -> None:
+        """Commits, and cleans the session in the same round trip; a refused COMMIT raises, rolled back."""
         if self.begun:
-            self.cursor.execute("COMMIT")
-            self.begun = False
+            self.begun = False  # a COMMIT the server refuses ends the transaction too: it is rolled back
+            try:
+                self.cursor.execute(self._ended("COMMIT"))
+            except psycopg.Error:
+                if not (self.db.broken or self.db.closed) and self._clean:
+                    self.cursor.execute(self._clean)
+                raise
 
     def rolled_back(self) -> None:
-        """Rolls the transaction back, unless the connection is gone (then the server has)."""
+        """Rolls the transaction back and cleans the session, unless the connection is gone (the server has)."""
         if self.begun and not (self.db.broken or self.db.closed):
-            self.cursor.execute("ROLLBACK")
+            self.cursor.execute(self._ended("ROLLBACK"))
         self.begun = False
+
+    def _ended(self, end: str) -> str:
+        return f"{end}; {self._clean}" if self._clean else end
 
     def for_job(self) -> "Touched":
         """The connection to hand the performer."""

@@ -248,11 +248,29 @@ def secret_of(db: psycopg.Connection[Any], job: Job) -> list[str] | None:
     return row[0] if row else None
 
 
-def released(db: psycopg.Connection[Any], jobs: list[Job], now: int | None = None) -> None:
-    """Gives claimed jobs that never started back to the queue, due again as they were before the claim."""
-    if jobs:
-        params = {"ids": [job.id for job in jobs], "due_ats": [job.due_at for job in jobs], "claim": jobs[0].claim}
-        db.execute(queries["release"], params | {"now": now})
+def released(db: psycopg.Connection[Any], given: list[tuple[int, int, int]], now: int | None = None) -> list[Any]:
+    """Gives claimed jobs that never started back to the queue, due again as they were before the claim.
+
+    `given` is (id, claim, due_at) for each, HELD for a due_at the worker never learnt.
+    Answers (id, queue, batch, callback) for each row given back.
+    """
+    if not given:
+        return []
+    ids, claims, due_ats = (list(column) for column in zip(*given, strict=True))
+    params = {"ids": ids, "due_ats": due_ats, "claims": claims, "now": now}
+    return db.execute(queries["release"], params).fetchall()
+
+
+def lapsed(db: psycopg.Connection[Any], given: list[tuple[int, int]], now: int | None = None) -> None:
+    """Lets the leases of (id, claim) rows a worker was cut off from while they ran run out now (see lapse)."""
+    if given:
+        ids, claims = (list(column) for column in zip(*given, strict=True))
+        db.execute(queries["lapse"], {"ids": ids, "claims": claims, "now": now})
+
+
+def held_by(db: psycopg.Connection[Any], worker: int) -> list[tuple[int, int]]:
+    """The (id, claim) of every row the database says `worker` holds now."""
+    return db.execute(queries["held_by"], {"held": HELD, "worker": worker}).fetchall()
 
 
 def announced(db: psycopg.Connection[Any], queues: Iterable[str]) -> None:
@@ -264,17 +282,6 @@ def announced(db: psycopg.Connection[Any], queues: Iterable[str]) -> None:
 def new_claim() -> int:
     """A new claim token: random, so no two claims share one."""
     return secrets.randbits(63)
-
-
-def unheard_given_back(db: psycopg.Connection[Any], claim: int, now: int | None = None) -> int:
-    """Gives back whatever a claim took whose answer was lost with its connection; answers how many rows."""
-    return db.execute(queries["unheard_claim_given_back"], {"claim": claim, "now": now}).rowcount
-
-
-def lapsed(db: psycopg.Connection[Any], jobs: list[Job], now: int | None = None) -> None:
-    """Lets the leases of jobs a worker was cut off from run out now (see lapse in queries.sql)."""
-    if jobs:
-        db.execute(queries["lapse"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "now": now})
 
 
 def listed(db: psycopg.Connection[Any], queue: str | None = None) -> list[dict[str, Any]]:

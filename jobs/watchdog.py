@@ -7,13 +7,13 @@ answer sees that. psycopg waits for every answer through the connection's `wait`
 method, so `watched(db)` wraps that method to note when each wait began, and the
 watchdog's thread looks every tenth of its bound. A wait older than the bound is cut:
 the connection's socket is shut down, so the thread waiting on it gets an
-OperationalError at once and reconnects, as after any lost connection. The connections
-it watches that have had no answer since that wait began are cut too, idle or waiting:
-a silence rarely takes one connection alone, and each would cost its next user the bound.
+OperationalError at once and reconnects, as after any lost connection. Only that
+connection is cut: another may be idle because nothing asked it anything (a job's
+connection between two of its statements), and one whose wait is merely slow (a chore
+on a lock) says nothing of the others; each of them meets the bound on its own wait.
 
 A wait that `exempt()` says is not the watchdog's (a performer's statement, which may
-rightly run long: the job's timeout bounds it) is not watched, and its connection is not
-cut with the others while it lasts. `on_cut()` hears of each
+rightly run long: the job's timeout bounds it) is not watched. `on_cut()` hears of each
 look that cut connections, for a pool to clear out the ones it holds.
 """
 
@@ -53,15 +53,14 @@ class Watchdog:
         with self._lock:
             self._watched[db] = mark
 
-        # Every statement passes here, so a wait takes no lock: it writes its mark's state
-        # as one tuple, which the watchdog's thread reads whole.
+        # Every statement passes here, so a wait takes no lock: it writes its mark's one
+        # attribute, which the watchdog's thread reads whole.
         def waited(*args: Any, **kwargs: Any) -> Any:
-            answered = mark.state[2]
-            mark.state = (None, True, answered) if self.exempt() else (time.monotonic(), False, answered)
+            mark.since = None if self.exempt() else time.monotonic()
             try:
                 return wait(*args, **kwargs)
             finally:
-                mark.state = (None, False, time.monotonic())
+                mark.since = None
 
         # A method replaced on one connection, on purpose: mypy knows methods as the class's alone.
         db.wait = waited  # type: ignore[method-assign]
@@ -97,35 +96,24 @@ class Watchdog:
                 self.on_cut()
 
     def _silent(self) -> list[tuple[psycopg.Connection[Any], float]]:
-        """The connections to cut now, with when the silence began: those waiting past the bound, and all unheard
-        since."""
+        """The connections to cut now, with when their wait began: those whose own wait is past the bound."""
         now = time.monotonic()
         with self._lock:
-            states = [(db, mark.state) for db, mark in list(self._watched.items())]
-            overdue = [since for _, (since, _, _) in states if since is not None and now - since > self.within]
-            if not overdue:
-                return []
-            began = min(overdue)
             silent = [
-                db
-                for db, (since, exempt, answered) in states
-                if not exempt and ((since is not None and now - since > self.within) or answered < began)
+                (db, since)
+                for db, mark in list(self._watched.items())
+                if (since := mark.since) is not None and now - since > self.within
             ]
-            for db in silent:
+            for db, _ in silent:
                 del self._watched[db]  # cut once; a connection cut is done with
-            return [(db, began) for db in silent]
+            return silent
 
 
 class Wait:
-    """A connection's state, as (since, exempt, answered).
-
-    `since`: when its current wait for an answer began (None: not waiting); `exempt`:
-    waiting, but not the watchdog's (never cut, not even with the others); `answered`:
-    when it last had an answer.
-    """
+    """A connection's state: `since`, when its current wait for an answer began (None: not waiting, or exempt)."""
 
     def __init__(self) -> None:
-        self.state: tuple[float | None, bool, float] = (None, False, time.monotonic())
+        self.since: float | None = None
 
 
 def cut(db: psycopg.Connection[Any]) -> None:

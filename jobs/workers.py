@@ -1,12 +1,14 @@
 """The worker: threads that claim due jobs, run them and wait for more.
 
 A Worker runs `threads` work threads, each on a connection of its own, and beside them
-a listener thread (listener.py) that wakes them when jobs come and does the chores, and
-a heartbeat thread (heartbeat.py) that records the worker as alive in job_workers and
-watches the jobs in hand for one past its timeout (watch.py). A work thread claims a
-batch, hands it to the runner (runner.py) and waits when nothing is due; it never dies
-of a job's failure or of a lost connection (connections.py). `worked` (once.py) is the
-same step, once, for a caller's own loop; `worker` and `beside` (starting.py) start one.
+a listener thread (listener.py) that wakes them when jobs come and does the chores, the
+keeper among them (keeper.py), and a heartbeat thread (heartbeat.py) that records the
+worker as alive in job_workers and does nothing else. Every row its claims hold is its
+ledger's (ledger.py) until settled. A work thread claims a batch, hands it to the
+runner (runner.py) and waits when nothing is due; it never dies of a job's failure or
+of a lost connection (connections.py), and one that ends anyway is replaced. `worked`
+(once.py) is the same step, once, for a caller's own loop; `worker` and `beside`
+(starting.py) start one.
 """
 
 import logging
@@ -15,18 +17,19 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 
-from . import chores, schema, store
+from . import chores, roster, schema, store
 from .complaints import Complaints
 from .connections import SILENT_AFTER, Connect
 from .doorbell import Doorbell
 from .frontier import Frontiers
 from .heartbeat import Heartbeat
 from .job import Job, Performer
+from .keeper import Keeper
+from .ledger import Ledger
 from .listener import POLL_INTERVAL, Listener
 from .runner import Counts, current
 from .schedules import Schedule, held
 from .threads import WorkThread
-from .watch import Watch
 from .watchdog import Watchdog
 
 log = logging.getLogger("jobs")
@@ -78,28 +81,44 @@ class Worker:
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
         self.budgets = store.budgets_of(performers)  # the attempts each policy allows, for the claim
         self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
+        self.ledger = Ledger()  # every row its claims hold, until settled (ledger.py)
         self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
         self._drain = False  # stop(drain=True) asked
         self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
         self._stopping = threading.Event()  # nothing new is claimed once it is set
         self._ready = threading.Event()  # set once the worker is registered and has read the paused queues
+        self._registered = self._paused_read = False
         self._grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
         self._lock = threading.Lock()
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self.schedules = held(schedules)
         self.paused: set[str] = set()  # the worker's queues paused when last read
+        self.keeper = Keeper(self, reconcile_every=lease / roster.BEATS)  # settles what no thread will (keeper.py)
+        timetable = chores.timetable(
+            queues=self.queues,
+            poll=poll,
+            lease=lease,
+            keeper=self.keeper,
+            ledger=self.ledger,
+            doorbell=self.doorbell,
+            frontiers=self.frontiers,
+            schedules=self.schedules,
+            paused_now=self.paused_now,
+        )
         self._listener = Listener(
             self.connect,
             self.queues,
             listen=listen,
-            chores=chores.timetable(self),
+            chores=timetable,
             stopping=self.ended,
             doorbell=self.doorbell,
             complaints=self.complaints,
         )
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
-        self.watch = Watch(self)  # lets go of threads past their job's timeout or the grace (watch.py)
-        self._heartbeat = Heartbeat(self)
+        registration = roster.Registration(self.id, self.queues, threads, lease, self.version)
+        self._heartbeat = Heartbeat(
+            self.connect, registration, ended=self.ended, complaints=self.complaints, on_registered=self.registered
+        )
         self._heartbeat_thread = threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True)
 
     def start(self) -> "Worker":
@@ -120,7 +139,6 @@ class Worker:
         """
         if grace is not None:
             self._grace_ends = time.monotonic() + grace
-            self._heartbeat.interrupted()
         if drain:
             self._drain = True  # each work thread ends when it finds nothing due, once it may claim
             self.frontiers.drained()  # due means due: a drain's claims start at the front
@@ -156,7 +174,7 @@ class Worker:
         with self.connect() as db:
             db.autocommit = True
             while time.monotonic() < deadline:
-                if not self.batches_held() and store.outstanding(db, self.queues) == 0:
+                if not self.batches_held() and not self.ledger.letting_go() and store.outstanding(db, self.queues) == 0:
                     return True
                 self.ended.wait(0.01)
         return False
@@ -177,8 +195,13 @@ class Worker:
         return [queue for queue in self.queues if queue not in self.paused]
 
     def registered(self) -> None:
-        """Hears that the worker's row is written and the paused queues read: its threads may claim, and are woken."""
-        if not self._ready.is_set():
+        """Hears that the worker's row is written (heartbeat.py): once the paused queues are read too, it claims."""
+        self._registered = True
+        self._readied()
+
+    def _readied(self) -> None:
+        """Lets the threads claim, and wakes them, once the worker is registered and knows the paused queues."""
+        if self._registered and self._paused_read and not self._ready.is_set():
             self._ready.set()
             for _ in range(self.threads):
                 self.doorbell.ring()
@@ -192,6 +215,8 @@ class Worker:
         self.paused = mine
         if resumed:
             self.doorbell.ring()
+        self._paused_read = True
+        self._readied()
 
     def thread_ended(self, work: WorkThread) -> None:
         """Hears that a work thread ended; when the last has, the listener ends too."""
@@ -208,19 +233,29 @@ class Worker:
         with self._lock:
             return list(self._work)
 
+    def work_threads(self) -> list[WorkThread]:
+        """The work threads not let go."""
+        return self._work_threads()
+
     def batches_held(self) -> list[list[Job]]:
-        """The jobs each work thread holds now (claimed, not yet settled or given back)."""
-        return [held for held in (work.held() for work in self._work_threads()) if held]
+        """The jobs each work thread holds now (claimed, not yet settled or let go)."""
+        return [held for held in (hand.held() for hand in self.ledger.hands()) if held]
+
+    def thread_died(self, work: WorkThread, error: BaseException) -> None:
+        """Hears that a work thread ended of `error`: it says so, and another takes its place unless stopping."""
+        log.error("a work thread ended of %r; another takes its place", error, exc_info=error)
+        if self.replaced(work):
+            self.thread_ended(work)
 
     def stopping(self) -> bool:
         """Whether the worker claims nothing new any more."""
         return self._stopping.is_set()
 
     def replaced(self, work: WorkThread) -> bool | None:
-        """Takes thread `work` out and, unless stopping, starts a thread in its place at once (watch.py lets it go).
+        """Takes thread `work` out and, unless stopping, starts a thread in its place at once (the keeper lets it go).
 
         Answers whether it was the last one (the worker then ends once its jobs are
-        given back), or None when it was taken out already.
+        let go), or None when it was taken out already.
         """
         with self._lock:
             if work not in self._work:

@@ -9,7 +9,7 @@ batch's count then show whether it was settled once, as cancelled.
 import pytest
 
 import jobs
-from jobs import chores, control, store
+from jobs import chores, control, flows, store
 from tests.jobs.helpers import scalar
 
 
@@ -123,7 +123,7 @@ def test_a_cancelled_job_given_back_unstarted_is_shelved_not_claimed_again(db):
     job = jobs.later(db, "default", "never", {})
     held = store.claimed(db, "default")
     jobs.cancelled(db, job)
-    store.released(db, held)  # a shutdown gives it back before the listener heard of the cancel
+    flows.given_back(db, held)  # a shutdown gives it back before the listener heard of the cancel
     assert store.claimed(db, "default") == [], "a cancelled job is never claimed"
     with db.transaction():
         assert [row.id for row in control.cancelled_reaped(db)] == [job]
@@ -134,7 +134,7 @@ def test_a_cancelled_job_whose_connection_was_cut_is_shelved_not_claimed_again(d
     job = jobs.later(db, "default", "never", {})
     held = store.claimed(db, "default")
     jobs.cancelled(db, job)
-    store.lapsed(db, held)  # its work thread lost its connection, and lets its lease run out
+    store.lapsed(db, [(j.id, j.claim) for j in held])  # its work thread lost its connection, and lets its lease run out
     assert store.claimed(db, "default") == []
     with db.transaction():
         assert [row.id for row in control.cancelled_reaped(db)] == [job]

@@ -5,7 +5,7 @@ import threading
 import time
 
 import jobs
-from jobs import store
+from jobs import flows, store
 from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
@@ -123,6 +123,6 @@ def test_a_job_given_back_is_due_as_it_was_before_its_claim(db):
     second = jobs.later(db, "default", "noop", {})
     [claimed] = store.claimed(db, "default")
     assert claimed.id == first
-    store.released(db, [claimed])
+    flows.given_back(db, [claimed])
     assert scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (first,)) == due
     assert [job.id for job in store.claimed(db, "default", limit=2)] == [first, second]

@@ -8,7 +8,7 @@ that the jobs claimed after it run elsewhere, or are seen as waiting, while it r
 import threading
 
 import jobs
-from jobs import flows, runner, store, watch
+from jobs import flows, keeper, runner, store
 from tests.jobs.helpers import scalar, wait_for
 
 BURSTS = (1, 2, 4, 8, 16, 32)  # jobs queued at once, one burst after another, so each thread's claims grow
@@ -84,7 +84,7 @@ def test_cancel_batch_skips_the_members_claimed_behind_the_one_that_runs(db, con
 
 
 def test_a_stop_gives_back_at_once_the_jobs_claimed_behind_the_one_that_runs(db, connect, monkeypatch):
-    monkeypatch.setattr(watch, "BATCH_TIME", 60.0, raising=False)  # only the stop gives them back here
+    monkeypatch.setattr(keeper, "BATCH_TIME", 60.0)  # only the stop gives them back here
     runs = Runs()
     worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
     try:
@@ -164,11 +164,11 @@ def test_a_thread_gives_back_what_it_claimed_after_a_performer_that_ran_longer_t
     assert [job.id for job in store.claimed(db, "default", limit=4)] == later_ones, "due again, in their order"
 
 
-def test_a_drain_ends_only_once_the_jobs_the_watch_gives_back_are_run(db, connect, monkeypatch):
+def test_a_drain_ends_only_once_the_jobs_the_keeper_gives_back_are_run(db, connect, monkeypatch):
     runs = Runs()
     worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
     found_nothing = threading.Event()
-    claimed, given_back = store.claimed, flows.given_back
+    claimed, released = store.claimed, flows.released
 
     def claimed_noting(*args, **kwargs):
         got = claimed(*args, **kwargs)
@@ -177,16 +177,16 @@ def test_a_drain_ends_only_once_the_jobs_the_watch_gives_back_are_run(db, connec
         return got
 
     def given_back_late(conn, held, *args, **kwargs):
-        if held and not runs.let_go.is_set():  # the watch's give-back of the jobs behind the slow one
+        if held and not runs.let_go.is_set():  # the keeper's give-back of the jobs behind the slow one
             worker.stop(drain=True)
             runs.let_go.set()  # the slow job ends; its thread finds its hand empty and claims again,
             found_nothing.wait(5)  # while these jobs are on their way back to the queue
-        return given_back(conn, held, *args, **kwargs)
+        return released(conn, held, *args, **kwargs)
 
     try:
         grown(db, worker)
         monkeypatch.setattr(store, "claimed", claimed_noting)
-        monkeypatch.setattr(flows, "given_back", given_back_late)
+        monkeypatch.setattr(flows, "released", given_back_late)
         with db.transaction():  # a burst of 10 claimed at once, the first of which hangs
             ids = [jobs.later(db, "default", "work", {"slow": n == 0}) for n in range(10)]
         assert worker.join(30), "the drain ended"
