@@ -144,6 +144,7 @@ class Keeper:
             lapsed = [entry for entry in left if entry.fate is Fate.LAPSE]
             if lapsed:
                 store.lapsed(db, [(entry.id, entry.claim) for entry in lapsed])
+                log.info("%d job(s) it held when cut off are due again at once", len(lapsed))
                 left = [entry for entry in left if entry not in lapsed]
                 self.crew.doorbell.ring()
             for claim in {entry.claim for entry in left if entry.fate is Fate.DELETE}:
