@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from pathlib import Path
@@ -152,3 +153,33 @@ def lock_rows(plan: dict) -> dict | None:
     if plan["Node Type"] == "LockRows":
         return plan
     return next((found for child in plan.get("Plans", []) if (found := lock_rows(child))), None)
+
+
+HELD_BY_LIVE_WORKERS = """
+    SELECT j.id FROM jobs j JOIN job_workers w ON w.id = j.worker
+    WHERE j.claim IS NOT NULL AND w.ended_at IS NULL ORDER BY j.id"""
+
+
+def held_by_live_workers(db) -> list[int]:
+    """The ids of the jobs whose row says a claim of a worker that still beats holds them."""
+    return [row[0] for row in db.execute(HELD_BY_LIVE_WORKERS)]
+
+
+def work_threads() -> list[str]:
+    """The names of this process's living work threads (jobs-worker-N), however a worker makes them."""
+    return sorted(thread.name for thread in threading.enumerate() if thread.name.startswith("jobs-worker-"))
+
+
+def database_ms(db) -> int:
+    """The database's clock, in the milliseconds since the epoch that the jobs' moments are kept in."""
+    return scalar(db, "SELECT floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint")
+
+
+def waited_for_release(db, condition, what: str, timeout: float):
+    """wait_for, whose failure also names the jobs then held by a live worker (none should be, unworked, so long)."""
+    try:
+        return wait_for(condition, what, timeout=timeout)
+    except AssertionError as error:
+        raise AssertionError(
+            f"{error}; jobs held by a live worker now: {held_by_live_workers(db)}; work threads: {work_threads()}"
+        ) from None

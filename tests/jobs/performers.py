@@ -164,3 +164,19 @@ def effect(db, args):
 
 
 performers["effect"] = effect
+
+
+REFUSALS = """CREATE TABLE IF NOT EXISTS refusal_parents (id int PRIMARY KEY);
+CREATE TABLE IF NOT EXISTS refusal_children (
+    parent int NOT NULL REFERENCES refusal_parents (id) DEFERRABLE INITIALLY DEFERRED)"""
+
+
+@jobs.policy(backoff=jobs.intervals(CHAOS_RETRY, CHAOS_RETRY, CHAOS_RETRY, CHAOS_RETRY))
+def refused_first_time(db, args):
+    """effect, whose first attempt also writes a row the COMMIT refuses (a deferred foreign key with no parent)."""
+    effect(db, args)
+    if jobs.current_job().attempt == 1:
+        db.execute("INSERT INTO refusal_children VALUES (-1)")
+
+
+performers["refused_first_time"] = refused_first_time
