@@ -50,6 +50,7 @@ class Ledger:
         self._claims: set[int] = set()  # tokens of claims sent whose answer has not been read
         self._loose: dict[int, Loose] = {}
         self._settling = False  # the keeper has taken loose rows and not yet handed back what it left
+
     def claiming(self, token: int) -> None:
         """Hears that a claim under `token` is about to be sent: whatever it takes is held until heard."""
         with self._lock:

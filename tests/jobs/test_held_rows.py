@@ -19,6 +19,7 @@ import jobs
 from tests.jobs.helpers import database_ms, scalar, wait_for, waited_for_release, work_threads
 
 LEASE = 1.0  # seconds: the workers' lease here, so a bound of a few leases is seconds
+RETRY_WAIT = 5.0  # seconds: the refused attempt is a failure, retried after the default backoff (3 s)
 BOUND = 3 * LEASE  # seconds a row may stay held by a live worker that no longer works it
 APP_LOCK = 1.5  # seconds an app's transaction holds the lock a settlement waits on
 
@@ -117,7 +118,7 @@ def test_a_batch_members_settlement_refused_behind_an_apps_lock_is_let_go_and_th
             assert jobs.cancelled(app, quick_id).shelved == [quick_id]  # locks the batch's row until the app commits
             time.sleep(APP_LOCK)  # the fault: the app does something else before it commits
         waited_for_release(
-            refusing, lambda: jobs.batch_status(refusing, batch)["finished"], "the batch to finish", BOUND
+            refusing, lambda: jobs.batch_status(refusing, batch)["finished"], "the batch to finish", BOUND + RETRY_WAIT
         )
         assert refusing.execute("SELECT what FROM refused_log").fetchall() == [("slow",)], "slow took effect once"
     finally:
@@ -158,7 +159,7 @@ def cancelled_as_members_settle(db, started: int) -> None:
         raise AssertionError(f"the operator's cancel of batch {batch} deadlocked with a settlement: {error}") from None
     waited_for_release(
         db,
-        lambda: jobs.batch_status(db, batch)["finished"],
+        lambda: (jobs.batch_status(db, batch) or {}).get("finished"),
         f"batch {batch} to finish after the cancel",
         timeout=BOUND + 1.0,  # and deadlock_timeout (1 s) once
     )

@@ -65,7 +65,7 @@ def test_settling_a_job_in_any_way_logs_its_id_name_and_queue_but_never_its_argu
     assert "Job(id=2, queue='mail', name='broken'" in caplog.text, "a job's repr leaves its arguments out"
 
 
-def test_the_heartbeat_and_the_reaper_log_a_job_without_its_arguments(db, connect, caplog):
+def test_a_lost_lease_and_the_reaper_log_a_job_without_its_arguments(db, connect, caplog):
     lost = jobs.later(db, "mail", "lost", ARGS, T)
     db.execute("UPDATE jobs SET max_attempts = 1")
     store.claimed(db, "mail", T, lease=1)  # a worker that died on the job's last attempt, long ago
@@ -81,13 +81,14 @@ def test_the_heartbeat_and_the_reaper_log_a_job_without_its_arguments(db, connec
             held = jobs.later(db, "slow", "hold", ARGS)
             assert inside.wait(10)
             db.execute("UPDATE jobs SET claim = 42 WHERE id = %s", (held,))  # another worker took it
-            wait_for(lambda: "is held by another worker" in caplog.text, "the heartbeat to find its lease lost")
+            release.set()
+            wait_for(lambda: "another worker holds job" in caplog.text, "the settlement to find its lease lost")
             wait_for(lambda: jobs.failed(db), "the reaper to shelve the lost job")
         finally:
             release.set()
             worker.stop()
             assert worker.join(10)
     assert_never_logged(caplog, SECRET)
-    assert f"lease lost: job {held} (hold on slow) is held by another worker" in caplog.text
+    assert f"lease lost: another worker holds job {held} (hold on slow)" in caplog.text
     assert f"job {lost} (lost on mail) failed for good: its worker stopped during the last attempt" in caplog.text
     assert scalar(db, "SELECT claim FROM jobs WHERE id = %s", (held,)) == 42
