@@ -419,3 +419,16 @@ def test_the_csrf_cookie_is_secure_when_the_dashboard_is_served_over_https(conne
 
 def test_no_page_may_be_framed_even_by_a_browser_older_than_csp_2(client, table):
     assert get(client, "/").headers["X-Frame-Options"] == "DENY"
+
+
+def test_a_request_authorize_refuses_is_answered_by_the_app_s_own_refusal_when_handed_one(connect, table):
+    def refused(environ, start_response):
+        start_response("403 Forbidden", [("Content-Type", "text/plain")])
+        return [f"sign in first to see {environ['PATH_INFO']}".encode()]
+
+    browser = Client(jobs.web.app(connect, authorize=operator, refused=refused))
+    before = everything(table)
+    assert (browser.get("/failed").status_code, browser.get("/failed").text) == (403, "sign in first to see /failed")
+    assert browser.post("/pause", data={"queue": "mail"}).status_code == 403
+    assert get(browser, "/failed").status_code == 200
+    assert everything(table) == before
