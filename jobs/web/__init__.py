@@ -4,7 +4,7 @@ wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF
 pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules, workers
 actions.py  the POSTs, which change the queue and answer what they changed
 metrics.py  …/metrics in Prometheus' text format
-html.py     the pages' HTML; static/ holds the one stylesheet and the one script
+html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
 """
 
 import re

@@ -24,7 +24,11 @@ from .wsgi import Answer, Dashboard, Refused, Request
 
 queries = load(Path(__file__).with_name("queries.sql"))
 STATIC = Path(__file__).with_name("static")
-ASSETS = {"style.css": "text/css; charset=utf-8", "refresh.js": "text/javascript; charset=utf-8"}
+ASSETS = {
+    "style.css": "text/css; charset=utf-8",
+    "refresh.js": "text/javascript; charset=utf-8",
+    "icon.svg": "image/svg+xml",  # named by every page, so a browser asks no /favicon.ico of the app
+}
 REFRESH_EVERY = 5  # seconds between two looks of the queues page at its table
 COUNTS = ("due", "scheduled", "in_work", "failed")
 
@@ -282,5 +286,5 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
 
 
 def asset(dashboard: Dashboard, request: Request, db: None, name: str) -> Answer:
-    """The stylesheet or the refresh script, from static/ (a route with database=False: `db` is None)."""
+    """The stylesheet, the refresh script or the icon, from static/ (a route with database=False: `db` is None)."""
     return Answer((STATIC / name).read_bytes(), content_type=ASSETS[name])

@@ -122,11 +122,11 @@ class Route:
 
 
 # Headers on every answer: no page of the dashboard may be framed, cached, or load anything
-# from elsewhere; the policy names the only stylesheet and script it serves.
+# from elsewhere; the policy names the only stylesheet, script and icon it serves.
 GUARDS = [
     (
         "Content-Security-Policy",
-        "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
+        "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self'; "
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     ),
     ("X-Frame-Options", "DENY"),  # frame-ancestors, for browsers older than CSP 2

@@ -29,6 +29,7 @@ PAGES = [
     "/metrics",
     "/style.css",
     "/refresh.js",
+    "/icon.svg",
 ]
 ACTIONS = {
     "/retry": {"id": "1"},
@@ -432,3 +433,11 @@ def test_a_request_authorize_refuses_is_answered_by_the_app_s_own_refusal_when_h
     assert browser.post("/pause", data={"queue": "mail"}).status_code == 403
     assert get(browser, "/failed").status_code == 200
     assert everything(table) == before
+
+
+def test_every_page_names_the_dashboard_s_own_icon_which_its_policy_allows(client, table):
+    page = get(client, "/")
+    assert '<link rel="icon" href="/icon.svg">' in page.text
+    assert "img-src 'self'" in page.headers["Content-Security-Policy"]
+    icon = get(client, "/icon.svg")
+    assert (icon.status_code, icon.headers["Content-Type"]) == (200, "image/svg+xml")
