@@ -496,6 +496,17 @@ DELETE FROM job_paused_queues WHERE queue = %(queue)s RETURNING queue
 -- Read by each worker once per POLL_INTERVAL: a handful of rows at most.
 SELECT queue, paused_at FROM job_paused_queues ORDER BY queue
 
+-- name: paused_holding
+-- The paused queues holding any of the jobs %(ids)s, or with NULL any job with attempts
+-- left that no claim holds (what a retry of the whole shelf put back): for a retry to
+-- say that its jobs wait for the queue to be resumed. A handful of rows, each one probe.
+SELECT p.queue FROM job_paused_queues AS p
+WHERE EXISTS (
+    SELECT FROM jobs WHERE jobs.queue = p.queue
+        AND (jobs.id = ANY(%(ids)s::bigint[])
+            OR (%(ids)s::bigint[] IS NULL AND attempts < max_attempts AND claim IS NULL)))
+ORDER BY p.queue
+
 -- name: cancel_waiting
 -- Cancelled jobs that no live claim holds go on the shelf at once, as failed for good
 -- with the reason "cancelled": max_attempts = attempts takes them out of the claim's

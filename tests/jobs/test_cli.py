@@ -162,6 +162,17 @@ def test_retry_puts_a_job_back_and_exits_0_then_1_when_it_is_no_longer_on_the_sh
     )
 
 
+@pytest.mark.parametrize("chosen", [["ID"], ["--all"]])
+def test_retry_on_a_paused_queue_says_the_jobs_wait_for_it_to_be_resumed(db, database_url, chosen):
+    job = shelved(db, "mail")
+    jobs.paused(db, "mail")
+    answer = cli(database_url, "retry", *[str(job) if arg == "ID" else arg for arg in chosen])
+    assert (answer.returncode, answer.stdout) == (
+        0,
+        "1 job back in the queue\nqueue mail is paused: its jobs wait until `python -m jobs resume mail`\n",
+    )
+
+
 def test_retry_all_says_which_jobs_stayed_for_their_unique_key(db, database_url):
     shelved(db, unique="sync:1")
     shelved(db)

@@ -441,3 +441,11 @@ def test_every_page_names_the_dashboard_s_own_icon_which_its_policy_allows(clien
     assert "img-src 'self'" in page.headers["Content-Security-Policy"]
     icon = get(client, "/icon.svg")
     assert (icon.status_code, icon.headers["Content-Type"]) == (200, "image/svg+xml")
+
+
+def test_retry_of_a_job_on_a_paused_queue_says_the_queue_is_paused(client, db):
+    job = shelved(db)
+    jobs.paused(db, "mail")
+    answer = posted(client, "/retry", {"id": str(job)}).text
+    assert "1 of 1 back in the queue" in answer
+    assert "Queue mail is paused: they wait until it is resumed." in answer
