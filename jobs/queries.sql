@@ -329,7 +329,7 @@ SELECT {now}
 -- claim's is, so no generic plan guesses at it; and "before" is one range with the
 -- largest bigint for the first page, since a generic plan cannot start an index scan
 -- at "$1 IS NULL OR id < $1" and would read the shelf from its newest end.
-SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
+SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons, retries
 FROM jobs
 WHERE attempts >= max_attempts AND claim IS NULL
     AND id < coalesce(%(before)s, 9223372036854775807)
@@ -338,7 +338,7 @@ LIMIT {limit}
 
 -- name: shelf_page_of_queue
 -- The same page of one queue's shelf, read from jobs_shelf_queue (queue, id).
-SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
+SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons, retries
 FROM jobs
 WHERE attempts >= max_attempts AND claim IS NULL AND queue = %(queue)s
     AND id < coalesce(%(before)s, 9223372036854775807)
@@ -347,7 +347,7 @@ LIMIT {limit}
 
 -- name: shelf_job
 -- One job of the shelf by id, for a job's page.
-SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
+SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons, retries
 FROM jobs
 WHERE id = %(id)s AND attempts >= max_attempts AND claim IS NULL
 
@@ -372,6 +372,7 @@ LIMIT %(limit)s
 -- not count the job a second time when it settles now. A batch's callback keeps it.
 -- Like `later`, it wakes the workers of each queue when the caller's transaction commits.
 -- A job cancelled while it ran comes back without its mark (cancelled_at, below).
+-- retries keeps how many reasons the job held at each retry: where each run's begin.
 WITH shelved AS (
     SELECT id, unique_key
     FROM jobs AS j
@@ -389,7 +390,8 @@ WITH shelved AS (
 ), back AS (
     UPDATE jobs
     SET attempts = 0, max_attempts = %(attempts)s, run_at = {now}, scheduled = false, cancelled_at = NULL,
-        batch = CASE WHEN flow ? 'callback' THEN batch END
+        batch = CASE WHEN flow ? 'callback' THEN batch END,
+        retries = coalesce(retries, '{}'::integer[]) || jsonb_array_length(reasons)
     FROM chosen
     WHERE jobs.id = chosen.id
     RETURNING jobs.id, jobs.queue

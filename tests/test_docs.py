@@ -229,3 +229,12 @@ def test_a_renamed_test_is_found_missing(tmp_path):
     document = tmp_path / "cites.md"
     document.write_text("Shown by `test_a_sign_in_that_no_test_has_ever_had`, and by `test_docs`.\n")
     assert missing_tests(document) == ["test_a_sign_in_that_no_test_has_ever_had"]
+
+
+def test_the_manual_s_deploying_table_lists_every_step_of_the_schema():
+    from jobs.schema import STEPS
+
+    manual = (ROOT / "jobs" / "README.md").read_text()
+    deploying = manual.partition("## Deploying")[2].partition("\n## ")[0]
+    listed = [int(number) for number in re.findall(r"^\| (\d+) \|", deploying, re.M)]
+    assert listed == sorted(STEPS), "the steps jobs/README.md's Deploying lists, and those of jobs/schema.sql"

@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 from .. import redaction, roster, shelf, store
 from .. import schedules as schedule_rows
 from ..sql import load
-from ..tables import age  # the command line's, so both say a duration alike
+from ..tables import age, runs  # the command line's, so both say a duration and split reasons alike
 from . import html, params
 from .html import escaped
 from .wsgi import Answer, Dashboard, Refused, Request
@@ -188,10 +188,19 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
         body.append(html.button(request, "cancel", "Cancel", {"id": id}, danger=True))
     body.append("</div>")
     if found["reasons"]:
-        body.append("<h2>Reasons</h2><ol>" + "".join(f"<li>{escaped(r)}</li>" for r in found["reasons"]) + "</ol>")
+        body.append("<h2>Reasons</h2>" + reasons_by_run(found["reasons"], found["retries"] or []))
     if found["traceback"]:
         body.append(f"<h2>Traceback of the last failure</h2><pre>{escaped(found['traceback'])}</pre>")
     return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
+
+
+def reasons_by_run(reasons: list[str], retries: list[int]) -> str:
+    """A job's reasons, a list per run when it was retried from the shelf (tables.runs)."""
+    listed = ["<ol>" + "".join(f"<li>{escaped(r)}</li>" for r in run) + "</ol>" for run in runs(reasons, retries)]
+    if not retries:
+        return listed[0]
+    heads = [f"Run {n}" + (" (this one)" if n == len(listed) else "") for n in range(1, len(listed) + 1)]
+    return "".join(f"<h3>{head}</h3>{items}" for head, items in zip(heads, listed, strict=True))
 
 
 def batches(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:

@@ -449,3 +449,11 @@ def test_retry_of_a_job_on_a_paused_queue_says_the_queue_is_paused(client, db):
     answer = posted(client, "/retry", {"id": str(job)}).text
     assert "1 of 1 back in the queue" in answer
     assert "Queue mail is paused: they wait until it is resumed." in answer
+
+
+def test_a_job_s_page_says_which_run_each_reason_belongs_to_after_a_retry(client, db):
+    job = shelved(db)
+    jobs.retried(db, job, now=T)
+    jobs.worked(db, "mail", {"doomed": doomed}, T)
+    page = get(client, f"/job/{job}").text
+    assert "<h3>Run 1</h3><ol><li>doomed</li></ol><h3>Run 2 (this one)</h3><ol><li>doomed</li></ol>" in page
