@@ -25,7 +25,7 @@ MOUNT = "/jobs"  # where the dashboard is served
 # What a browser the dashboard refuses is told, on the guestbook's own 403 page, by mode (development or not).
 REFUSALS = {
     True: "The dashboard shows only in the browser that opened the link the server printed when it started "
-    "(\"Open http://127.0.0.1:5000/?key=... once\"): open it in this browser, and this page shows.",
+    '("Open http://127.0.0.1:5000/?key=... once"): open it in this browser, and this page shows.',
     False: "The dashboard is for the accounts an operator granted it (python -m guestbook admins add ADDRESS): "
     "sign in with one.",
 }

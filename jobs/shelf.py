@@ -39,8 +39,9 @@ def failed(
     Each is a dict with id, queue, name, args, attempts, failed_at (ms since the epoch),
     failure (the last reason), traceback (the last failure's), reasons (every
     failure's, first to last) and retries (how many reasons it held at each retry from
-    the shelf, so tables.runs tells which run each reason belongs to; None: never retried). A job whose worker died on its last attempt joins them
-    when a worker's heartbeat reaps it, within half a LEASE.
+    the shelf, so tables.runs tells which run each reason belongs to; None: never
+    retried). A job whose worker died on its last attempt joins them when a worker's
+    heartbeat reaps it, within half a LEASE.
     """
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise ValueError(f"a page holds one job or more, not {limit!r}")

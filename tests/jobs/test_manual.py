@@ -21,7 +21,12 @@ BLOCK = re.compile(r"^```python\n# quickstart\.py\n(.*?)^```", re.S | re.M)
 def lines_of(process: subprocess.Popen) -> "queue.Queue[str]":
     """The process's output, line by line, read on a thread so that a test can wait on it with a timeout."""
     said: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [said.put(line) for line in process.stdout], daemon=True).start()
+
+    def read(output) -> None:
+        for line in output:
+            said.put(line)
+
+    threading.Thread(target=read, args=(process.stdout,), daemon=True).start()
     return said
 
 
