@@ -4,6 +4,7 @@
 #   make check  the linter, the formatter (checking only: it changes no file) and the type checker,
 #               as pyproject.toml configures them; CI runs it before the tests
 #   make bench  the job queue's benchmark (not part of the tests)
+#   make jobs ARGS=status   `python -m jobs ARGS` on `make run`'s embedded database (DATABASE_URL if set)
 # Each makes or updates the virtual environment in .venv first.
 
 PYTHON ?= python3
@@ -11,7 +12,10 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test check bench
+# The address `make run` prints for its embedded database in .pgdata/ (pgserver's socket is there).
+RUN_DATABASE := postgresql://postgres:@/postgres?host=$(CURDIR)/.pgdata
+
+.PHONY: run test check bench jobs
 
 run: $(STAMP)
 	$(PY) -m guestbook serve --development
@@ -27,6 +31,9 @@ check: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m tests.benchmarks $(BENCH_ARGS)
+
+jobs: $(STAMP)
+	DATABASE_URL="$${DATABASE_URL:-$(RUN_DATABASE)}" $(PY) -m jobs $(ARGS)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)

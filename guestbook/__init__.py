@@ -87,6 +87,8 @@ def create_app(config: dict | None = None) -> Flask:
         ANONYMOUS=names.ANONYMOUS,
     )
     app.register_error_handler(HTTPException, error_page)
+    # Every page names static/icon.svg (base.html); a client that asks the old place anyway gets it there too.
+    app.add_url_rule("/favicon.ico", "favicon", lambda: app.send_static_file("icon.svg"))
     headers.init_app(app)
     if app.config["DEVELOPMENT"]:  # outermost: no part of the app, the dashboard included, sees another Host
         # Flask's documented way to wrap an app in middleware, which mypy reads as assigning to a method.

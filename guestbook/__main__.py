@@ -126,6 +126,11 @@ def serve_command(args) -> int:
     if not url:
         database = embedded.server(embedded.RUN_DATA)
         url = database.get_uri()
+        print(
+            f"The database is at {url}  (for `python -m jobs` and `python -m guestbook admins`, "
+            "set DATABASE_URL to it, or run `make jobs ARGS=status` beside this server)",
+            flush=True,
+        )
     port = args.port or int(os.environ.get("PORT") or DEFAULT_PORT)
     base = os.environ.setdefault("BASE_URL", f"http://127.0.0.1:{port}")  # mail.url_for reads it
     app = create_app(

@@ -16,6 +16,9 @@ from . import forms
 
 FIELD = "csrf_token"  # the hidden form field, and the session key, that hold the token
 TOKEN_BYTES = 32  # random bytes in a token
+# Views that only refuse, whatever is posted (dashboard.py's 403 for a browser the dashboard
+# refuses): they change nothing, and should say why they refuse rather than ask for a token.
+REFUSING = {"dashboard.refused"}
 
 
 def init_app(app) -> None:
@@ -33,7 +36,7 @@ def token() -> str:
 
 def checked() -> None:
     """Refuses a request that may act whose csrf_token field is missing or is not the session's token."""
-    if not forms.acting():
+    if not forms.acting() or request.endpoint in REFUSING:
         return
     sent = request.form.get(FIELD, "")
     kept = session.get(FIELD, "")

@@ -6,13 +6,14 @@ In development only the browser that opened the link the server printed may see 
 the same pool, whose CSRF tokens are signed with SECRET_KEY and bound to the
 guestbook's session, and whose answers carry the guestbook's headers (headers.py). It
 is handed the upkeep's schedules, for their next runs, and by `guestbook serve` the
-worker beside the server, for its counters (shows_worker).
+worker beside the server, for its counters (shows_worker). A browser it refuses is
+handed to Flask, whose 403 page (error.html) says who may see it.
 """
 
 import os
 from urllib.parse import urlsplit
 
-from flask import g, session
+from flask import abort, current_app, g, request, session
 from werkzeug.middleware.dispatcher import DispatcherMiddleware
 
 import jobs.web
@@ -21,12 +22,20 @@ from . import admins, auth, development, headers, upkeep
 from .db import get_db
 
 MOUNT = "/jobs"  # where the dashboard is served
+# What a browser the dashboard refuses is told, on the guestbook's own 403 page, by mode (development or not).
+REFUSALS = {
+    True: "The dashboard shows only in the browser that opened the link the server printed when it started "
+    '("Open http://127.0.0.1:5000/?key=... once"): open it in this browser, and this page shows.',
+    False: "The dashboard is for the accounts an operator granted it (python -m guestbook admins add ADDRESS): "
+    "sign in with one.",
+}
 
 
 def init_app(app) -> None:
     """Mounts the dashboard at MOUNT, and tells the templates whom to show its link."""
     pool = app.extensions["guestbook.pool"]
     local = bool(app.config["DEVELOPMENT"])
+    flask_app = app.wsgi_app
     dashboard = jobs.web.app(
         pool.connection,
         authorize=lambda environ: development.holds_key(app, environ) if local else admin(app, environ),
@@ -34,10 +43,32 @@ def init_app(app) -> None:
         secret=app.secret_key,
         session=lambda environ: session_of(app, environ),
         origin=None if local else site(),
+        refused=lambda environ, start_response: flask_app(unmounted(environ), start_response),
     )
     app.extensions["guestbook.dashboard"] = dashboard
-    app.wsgi_app = DispatcherMiddleware(app.wsgi_app, {MOUNT: headers.around(dashboard, local)})
-    app.context_processor(lambda: {"dashboard": MOUNT if local or is_admin(g.get("account")) else None})
+    app.wsgi_app = DispatcherMiddleware(flask_app, {MOUNT: headers.around(dashboard, local)})
+    # Reached only through `refused` above: the dispatcher hands every other request under MOUNT to the dashboard.
+    app.add_url_rule(f"{MOUNT}/", "dashboard.refused", refused_page, methods=["GET", "POST"])
+    app.add_url_rule(f"{MOUNT}/<path:rest>", "dashboard.refused", refused_page, methods=["GET", "POST"])
+    app.context_processor(lambda: {"dashboard": MOUNT if may_see(app) else None})
+
+
+def refused_page(rest: str = ""):
+    """The guestbook's 403 page for a browser the dashboard refused, saying who may see it."""
+    abort(403, REFUSALS[bool(current_app.config["DEVELOPMENT"])])
+
+
+def unmounted(environ):
+    """A request for the dashboard as Flask would have seen it without the mount: its whole path in PATH_INFO."""
+    script = environ.get("SCRIPT_NAME", "")
+    return {**environ, "SCRIPT_NAME": script.removesuffix(MOUNT), "PATH_INFO": MOUNT + environ.get("PATH_INFO", "")}
+
+
+def may_see(app) -> bool:
+    """Whether this request's browser may open the dashboard: it holds development's key, or is an admin's."""
+    if app.config["DEVELOPMENT"]:
+        return development.holds_key(app, request.environ)
+    return is_admin(g.get("account"))
 
 
 def shows_worker(app, worker) -> None:

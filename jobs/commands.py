@@ -239,6 +239,8 @@ def retry_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
             print(f"{jobs_counted(stayed)} stayed on the shelf: {held}")
     elif back < len(set(args.ids)):
         print(f"{jobs_counted(len(set(args.ids)) - back)} stayed: not on the failed shelf, or {held}")
+    for queue in control.paused_holding(db, None if args.all else args.ids) if back else []:
+        print(f"queue {queue} is paused: its jobs wait until `python -m jobs resume {queue}`")
     return EXIT_OK if back else EXIT_NOTICE
 
 

@@ -43,6 +43,15 @@ def paused_queues(db: psycopg.Connection[Any]) -> set[str]:
     return {row[0] for row in db.execute(queries["paused_queues"])}
 
 
+def paused_holding(db: psycopg.Connection[Any], ids: list[int] | None = None) -> list[str]:
+    """The paused queues holding any of the jobs `ids` (None: any job waiting to run), by name.
+
+    For a retry, whose jobs are due at once but run only once their queue is resumed.
+    """
+    ids = None if ids is None else [job_id(id) for id in ids]
+    return [row[0] for row in db.execute(queries["paused_holding"], {"ids": ids})]
+
+
 def queue_named(queue: object) -> None:
     """Refuses anything but a queue's name: a string with a character other than space, and no NUL."""
     if not isinstance(queue, str) or not queue.strip() or "\x00" in queue:

@@ -330,7 +330,7 @@ SELECT {now}
 -- claim's is, so no generic plan guesses at it; and "before" is one range with the
 -- largest bigint for the first page, since a generic plan cannot start an index scan
 -- at "$1 IS NULL OR id < $1" and would read the shelf from its newest end.
-SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
+SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons, retries
 FROM jobs
 WHERE attempts >= max_attempts AND claim IS NULL
     AND id < coalesce(%(before)s, 9223372036854775807)
@@ -339,7 +339,7 @@ LIMIT {limit}
 
 -- name: shelf_page_of_queue
 -- The same page of one queue's shelf, read from jobs_shelf_queue (queue, id).
-SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
+SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons, retries
 FROM jobs
 WHERE attempts >= max_attempts AND claim IS NULL AND queue = %(queue)s
     AND id < coalesce(%(before)s, 9223372036854775807)
@@ -348,7 +348,7 @@ LIMIT {limit}
 
 -- name: shelf_job
 -- One job of the shelf by id, for a job's page.
-SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons
+SELECT id, queue, name, args, attempts, run_at AS failed_at, failure, traceback, reasons, retries
 FROM jobs
 WHERE id = %(id)s AND attempts >= max_attempts AND claim IS NULL
 
@@ -373,6 +373,7 @@ LIMIT %(limit)s
 -- not count the job a second time when it settles now. A batch's callback keeps it.
 -- Like `later`, it wakes the workers of each queue when the caller's transaction commits.
 -- A job cancelled while it ran comes back without its mark (cancelled_at, below).
+-- retries keeps how many reasons the job held at each retry: where each run's begin.
 WITH shelved AS (
     SELECT id, unique_key
     FROM jobs AS j
@@ -390,7 +391,8 @@ WITH shelved AS (
 ), back AS (
     UPDATE jobs
     SET attempts = 0, max_attempts = %(attempts)s, run_at = {now}, scheduled = false, cancelled_at = NULL,
-        batch = CASE WHEN flow ? 'callback' THEN batch END
+        batch = CASE WHEN flow ? 'callback' THEN batch END,
+        retries = coalesce(retries, '{}'::integer[]) || jsonb_array_length(reasons)
     FROM chosen
     WHERE jobs.id = chosen.id
     RETURNING jobs.id, jobs.queue
@@ -500,6 +502,17 @@ SELECT queue, paused_at FROM job_paused_queues ORDER BY queue
 -- name: cancel_locked
 -- The rows of the jobs to cancel, locked in id order before anything else (control.py).
 SELECT id FROM jobs WHERE id = ANY(%(ids)s) ORDER BY id FOR UPDATE
+
+-- name: paused_holding
+-- The paused queues holding any of the jobs %(ids)s, or with NULL any job with attempts
+-- left that no claim holds (what a retry of the whole shelf put back): for a retry to
+-- say that its jobs wait for the queue to be resumed. A handful of rows, each one probe.
+SELECT p.queue FROM job_paused_queues AS p
+WHERE EXISTS (
+    SELECT FROM jobs WHERE jobs.queue = p.queue
+        AND (jobs.id = ANY(%(ids)s::bigint[])
+            OR (%(ids)s::bigint[] IS NULL AND attempts < max_attempts AND claim IS NULL)))
+ORDER BY p.queue
 
 -- name: cancel_waiting
 -- Cancelled jobs that no live claim holds go on the shelf at once, as failed for good

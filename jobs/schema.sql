@@ -194,3 +194,11 @@ CREATE TABLE IF NOT EXISTS job_workers (
 -- their values taken out (redaction.py). NULL, as every job had before, hides nothing.
 -- A column with no default is added without rewriting a row.
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS secret text[];
+
+-- name: step 9
+-- Which run of a job each of its reasons belongs to: a retry from the shelf (shelf.py)
+-- counts the job's attempts from 0 again and keeps its reasons, and appends here how
+-- many reasons it held then, so `python -m jobs failed --full` and the dashboard can
+-- say "run 2, reason 1" rather than list four reasons after two attempts. NULL: never
+-- retried. A column with no default is added without rewriting a row.
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS retries integer[];

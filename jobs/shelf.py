@@ -37,9 +37,11 @@ def failed(
     what an operator wants to read first: the failures of the last deploy.
 
     Each is a dict with id, queue, name, args, attempts, failed_at (ms since the epoch),
-    failure (the last reason), traceback (the last failure's) and reasons (every
-    failure's, first to last). A job whose worker died on its last attempt joins them
-    when a worker's heartbeat reaps it, within half a LEASE.
+    failure (the last reason), traceback (the last failure's), reasons (every
+    failure's, first to last) and retries (how many reasons it held at each retry from
+    the shelf, so tables.runs tells which run each reason belongs to; None: never
+    retried). A job whose worker died on its last attempt joins them when a worker's
+    heartbeat reaps it, within half a LEASE.
     """
     if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
         raise ValueError(f"a page holds one job or more, not {limit!r}")
@@ -58,7 +60,8 @@ def retried(db: psycopg.Connection[Any], *ids: int, every: bool = False, now: in
     with `retried(db, every=True)`; naming neither or both is a ValueError, so a missing
     id never means "all". Returns how many jobs went back; ids not on the shelf are
     left alone. A job comes back with its attempts counted from 0 and ATTEMPTS as its
-    limit until its policy says otherwise; its reasons stay, and new ones follow them.
+    limit until its policy says otherwise; its reasons stay, and new ones follow them
+    (its `retries` records where this run's begin).
     Like `later`, it writes on db's current transaction (in a savepoint of its own) and
     wakes the workers of the jobs' queues when that commits.
 

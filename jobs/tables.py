@@ -23,14 +23,28 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 
 def in_full(job: dict[str, Any]) -> str:
     """One failed job with every reason and its last traceback, for `failed --full`."""
+    retries = job.get("retries") or []
     lines = [
         f"job {job['id']}: {job['name']} on {job['queue']}, failed for good at "
         f"{moment(job['failed_at'])} UTC after {job['attempts']} attempt(s)"
+        + (f" of its run {len(retries) + 1} (retried from the shelf {times(len(retries))})" if retries else "")
     ]
-    lines += [f"  reason {n}: {reason}" for n, reason in enumerate(job["reasons"], 1)]
+    for run, reasons in enumerate(runs(job["reasons"], retries), 1):
+        lines += [f"  {f'run {run}, ' if retries else ''}reason {n}: {reason}" for n, reason in enumerate(reasons, 1)]
     lines += ["  traceback of the last failure:" if job["traceback"] else "  no traceback"]
     lines += ["    " + line for line in job["traceback"].splitlines()]
     return "\n".join(lines)
+
+
+def runs(reasons: list[str], retries: list[int]) -> list[list[str]]:
+    """A job's reasons split by run: `retries` holds how many reasons it had at each retry from the shelf."""
+    starts = [0, *retries, len(reasons)]
+    return [reasons[begin:end] for begin, end in zip(starts, starts[1:], strict=False)]
+
+
+def times(n: int) -> str:
+    """How often, in words: once, twice, 3 times."""
+    return {1: "once", 2: "twice"}.get(n, f"{n} times")
 
 
 def moment(ms: int) -> str:

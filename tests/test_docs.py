@@ -11,6 +11,7 @@ import ast
 import functools
 import importlib
 import re
+import textwrap
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import unquote
@@ -229,3 +230,53 @@ def test_a_renamed_test_is_found_missing(tmp_path):
     document = tmp_path / "cites.md"
     document.write_text("Shown by `test_a_sign_in_that_no_test_has_ever_had`, and by `test_docs`.\n")
     assert missing_tests(document) == ["test_a_sign_in_that_no_test_has_ever_had"]
+
+
+def test_the_manual_s_deploying_table_lists_every_step_of_the_schema():
+    from jobs.schema import STEPS
+
+    manual = (ROOT / "jobs" / "README.md").read_text()
+    deploying = manual.partition("## Deploying")[2].partition("\n## ")[0]
+    listed = [int(number) for number in re.findall(r"^\| (\d+) \|", deploying, re.M)]
+    assert listed == sorted(STEPS), "the steps jobs/README.md's Deploying lists, and those of jobs/schema.sql"
+
+
+# A document's code block whose first line is "# from PATH" (or "-- from PATH") quotes that
+# file, and must appear in it as it is (indentation aside); tests/guestbook/test_tutorial.py
+# checks docs/tutorial.md's, whose other blocks make files of their own.
+QUOTING = [ROOT / "jobs" / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+EXCERPT = re.compile(r"^```(?:python|sql)\n(?:#|--) from (?P<path>[\w/.]+)\n(?P<text>.*?)^```", re.S | re.M)
+
+
+def excerpts() -> list[tuple[str, str, str]]:
+    """(document, quoted path, quoted text) of every excerpt of the documents in QUOTING."""
+    return [
+        (str(document.relative_to(ROOT)), match["path"], match["text"])
+        for document in QUOTING
+        for match in EXCERPT.finditer(document.read_text())
+    ]
+
+
+def quotes(path: str, excerpt: str) -> bool:
+    """Whether the file `path` holds the lines of `excerpt`, dedented alike."""
+    quoted = textwrap.dedent(excerpt).splitlines()
+    lines = (ROOT / path).read_text().splitlines()
+    windows = (textwrap.dedent("\n".join(lines[at : at + len(quoted)])).splitlines() for at in range(len(lines)))
+    return quoted in windows
+
+
+@pytest.mark.parametrize(("document", "path", "excerpt"), excerpts(), ids=lambda value: str(value)[:40])
+def test_what_a_document_quotes_is_in_the_code(document, path, excerpt):
+    assert quotes(path, excerpt), f"{document} quotes lines that {path} no longer holds:\n{excerpt}"
+
+
+def test_the_manual_quotes_the_guestbook_s_mounting_of_the_dashboard():
+    assert ("jobs/README.md", "guestbook/dashboard.py") in [(document, path) for document, path, _ in excerpts()]
+
+
+@pytest.mark.parametrize("document", QUOTING, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_python_block_of_a_document_is_python(document):
+    for block in PYTHON_BLOCK.findall(document.read_text()):
+        first, _, rest = block.partition("\n")
+        ast.parse(textwrap.dedent(rest if first.startswith("# from ") else block))  # a SyntaxError names the line

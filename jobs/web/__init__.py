@@ -4,14 +4,14 @@ wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF
 pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules, workers
 actions.py  the POSTs, which change the queue and answer what they changed
 metrics.py  …/metrics in Prometheus' text format
-html.py     the pages' HTML; static/ holds the one stylesheet and the one script
+html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
 """
 
 import re
 import secrets as randomness
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
-from wsgiref.types import WSGIEnvironment
+from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 from ..schedules import Schedule, held
 from . import actions, csrf, metrics, pages
@@ -37,6 +37,7 @@ def app(
     secret: str | bytes | None = None,
     session: Callable[[WSGIEnvironment], str] | None = None,
     origin: str | None = None,
+    refused: WSGIApplication | None = None,
 ) -> Dashboard:
     """The dashboard as a WSGI app, reading and writing the jobs table through `connect()`.
 
@@ -58,6 +59,9 @@ def app(
     proxy in front changes the scheme or Host the app sees: a POST whose Origin names
     another is refused, and an https origin makes the token's cookie Secure. None: the
     request's own scheme and Host.
+    refused: a WSGI app that answers the requests `authorize` refuses, in the app's own
+    pages (a sign-in page, a 403 saying who may see the dashboard); None: the
+    dashboard's own 403 page. It is handed the environ as the dashboard got it.
 
     Mount it under a path, e.g. with Werkzeug's DispatcherMiddleware at "/jobs": its
     links start from SCRIPT_NAME.
@@ -77,6 +81,7 @@ def app(
         secret=key,
         session=session,
         origin=origin.rstrip("/") if origin else None,
+        refused=refused,
     )
 
 

@@ -39,6 +39,8 @@ def retry(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -
         lines.append(f"Still on the shelf, since another job with its unique key waits or runs: {listed(stayed)}.")
     if back + len(stayed) < len(chosen):
         lines.append(f"{len(chosen) - back - len(stayed)} were not on the shelf (retried or discarded already).")
+    for queue in control.paused_holding(db, chosen) if back else []:
+        lines.append(f"Queue {escaped(queue)} is paused: they wait until it is resumed.")
     return answered(request, "Retried", lines, ("/failed", "Back to the failed jobs"))
 
 

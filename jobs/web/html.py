@@ -2,8 +2,8 @@
 
 Every value that comes from the database or the request passes `escaped` on its way
 into the page, so a job's reason or a queue's name shows as text and never runs. No
-page loads anything from another site: one stylesheet and one script, both served by
-the dashboard itself.
+page loads anything from another site: one stylesheet, one script and one icon, all served
+by the dashboard itself.
 """
 
 import html
@@ -24,6 +24,7 @@ LAYOUT = Template("""<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>$title · jobs</title>
 <link rel="stylesheet" href="$root/style.css">
+<link rel="icon" href="$root/icon.svg">
 </head>
 <body>
 <header><strong>jobs</strong>

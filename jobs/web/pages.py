@@ -17,14 +17,18 @@ from psycopg.rows import dict_row
 from .. import redaction, roster, shelf, store
 from .. import schedules as schedule_rows
 from ..sql import load
-from ..tables import age  # the command line's, so both say a duration alike
+from ..tables import age, runs  # the command line's, so both say a duration and split reasons alike
 from . import html, params
 from .html import escaped
 from .wsgi import Answer, Dashboard, Refused, Request
 
 queries = load(Path(__file__).with_name("queries.sql"))
 STATIC = Path(__file__).with_name("static")
-ASSETS = {"style.css": "text/css; charset=utf-8", "refresh.js": "text/javascript; charset=utf-8"}
+ASSETS = {
+    "style.css": "text/css; charset=utf-8",
+    "refresh.js": "text/javascript; charset=utf-8",
+    "icon.svg": "image/svg+xml",  # named by every page, so a browser asks no /favicon.ico of the app
+}
 REFRESH_EVERY = 5  # seconds between two looks of the queues page at its table
 COUNTS = ("due", "scheduled", "in_work", "failed")
 
@@ -184,10 +188,19 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
         body.append(html.button(request, "cancel", "Cancel", {"id": id}, danger=True))
     body.append("</div>")
     if found["reasons"]:
-        body.append("<h2>Reasons</h2><ol>" + "".join(f"<li>{escaped(r)}</li>" for r in found["reasons"]) + "</ol>")
+        body.append("<h2>Reasons</h2>" + reasons_by_run(found["reasons"], found["retries"] or []))
     if found["traceback"]:
         body.append(f"<h2>Traceback of the last failure</h2><pre>{escaped(found['traceback'])}</pre>")
     return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
+
+
+def reasons_by_run(reasons: list[str], retries: list[int]) -> str:
+    """A job's reasons, a list per run when it was retried from the shelf (tables.runs)."""
+    listed = ["<ol>" + "".join(f"<li>{escaped(r)}</li>" for r in run) + "</ol>" for run in runs(reasons, retries)]
+    if not retries:
+        return listed[0]
+    heads = [f"Run {n}" + (" (this one)" if n == len(listed) else "") for n in range(1, len(listed) + 1)]
+    return "".join(f"<h3>{head}</h3>{items}" for head, items in zip(heads, listed, strict=True))
 
 
 def batches(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
@@ -282,5 +295,5 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
 
 
 def asset(dashboard: Dashboard, request: Request, db: None, name: str) -> Answer:
-    """The stylesheet or the refresh script, from static/ (a route with database=False: `db` is None)."""
+    """The stylesheet, the refresh script or the icon, from static/ (a route with database=False: `db` is None)."""
     return Answer((STATIC / name).read_bytes(), content_type=ASSETS[name])

@@ -9,13 +9,13 @@ A bad request gets a page saying what was wrong with a 4xx status, and writes no
 
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from http.cookies import CookieError, SimpleCookie
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, urlencode
-from wsgiref.types import StartResponse, WSGIEnvironment
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import psycopg
 
@@ -122,11 +122,11 @@ class Route:
 
 
 # Headers on every answer: no page of the dashboard may be framed, cached, or load anything
-# from elsewhere; the policy names the only stylesheet and script it serves.
+# from elsewhere; the policy names the only stylesheet, script and icon it serves.
 GUARDS = [
     (
         "Content-Security-Policy",
-        "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; "
+        "default-src 'none'; style-src 'self'; script-src 'self'; connect-src 'self'; img-src 'self'; "
         "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
     ),
     ("X-Frame-Options", "DENY"),  # frame-ancestors, for browsers older than CSP 2
@@ -150,15 +150,19 @@ class Dashboard:
         secret: bytes,
         session: Callable[[WSGIEnvironment], str] | None = None,
         origin: str | None = None,
+        refused: WSGIApplication | None = None,
     ) -> None:
         self.connect, self.authorize, self.routes, self.worker = connect, authorize, routes, worker
-        self.schedules = schedules
+        self.schedules, self.refused = schedules, refused
         self.secret, self.session, self.origin = secret, session, origin  # the CSRF token's (csrf.py)
 
-    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> list[bytes]:
+    def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
+        allowed = self.authorize(environ)
+        if not allowed and self.refused is not None:
+            return self.refused(environ, start_response)
         request = Request.read(environ)
         try:
-            answer = self.answered(request)
+            answer = self.answered(request, allowed)
         except Refused as refusal:
             answer = self.refusal_page(request, refusal)
         except psycopg.OperationalError as error:
@@ -174,9 +178,9 @@ class Dashboard:
         start_response(f"{answer.status} {REASONS.get(answer.status, '')}".strip(), headers)
         return [b""] if request.method == "HEAD" else [body]
 
-    def answered(self, request: Request) -> Answer:
-        """Authorizes, routes and runs the request; raises Refused for anything it will not do."""
-        if not self.authorize(request.environ):
+    def answered(self, request: Request, allowed: bool) -> Answer:
+        """Routes and runs the request `authorize` allowed; raises Refused for anything it will not do."""
+        if not allowed:
             raise Refused(403, "you may not see the queue's dashboard")
         route, groups = self.route(request)
         request.csrf, cookie = csrf.token(self, request)

@@ -119,16 +119,35 @@ def test_the_dashboard_shows_the_next_run_of_each_upkeep_schedule(client, admin)
         assert re.search(r'data-label="Next run">\d{4}-\d\d-\d\d 03:\d\d:00 UTC<', row.group(1))
 
 
+def test_a_refused_visitor_gets_the_guestbook_s_page_saying_who_may_see_the_dashboard(client, visitor):
+    visitor.signed_in("bo@example.com")
+    for path in ("/jobs/", "/jobs/failed", "/jobs/style.css"):
+        answer = client.get(path)
+        page = answer.get_data(as_text=True)
+        assert answer.status_code == 403, path
+        assert 'href="/static/guestbook.css"' in page and "an operator granted" in page, path
+    assert client.post("/jobs/pause", data={"queue": "mail"}).status_code == 403
+
+
 class TestDevelopment:
     @pytest.fixture
     def settings(self, settings):
         return {**settings, "DEVELOPMENT": True}
 
+    def test_a_browser_without_the_key_is_told_of_the_printed_link_and_shown_no_link_it_cannot_open(self, client):
+        answer = client.get("/jobs/")
+        page = answer.get_data(as_text=True)
+        assert answer.status_code == 403
+        assert 'href="/static/guestbook.css"' in page and "the link the server printed when it started" in page
+        home = client.get("/").get_data(as_text=True)
+        assert 'href="/jobs/"' not in home and 'href="/outbox"' not in home
+
     def test_the_browser_that_opened_the_printed_link_sees_the_dashboard(self, app, client):
         assert client.get("/jobs/").status_code == 403
         client.get(development.link(app, "http://localhost"))
         assert client.get("/jobs/").status_code == 200
-        assert 'href="/jobs/"' in client.get("/").get_data(as_text=True)
+        home = client.get("/").get_data(as_text=True)
+        assert 'href="/jobs/"' in home and 'href="/outbox"' in home
 
 
 def everything_said_of(client, token, job, database_url) -> list[str]:

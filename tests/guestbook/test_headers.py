@@ -51,3 +51,11 @@ def test_hsts_outside_development_only(client, settings, smtp):
         assert "Strict-Transport-Security" not in development.test_client().get("/").headers
     finally:
         guestbook_db.closed(development)
+
+
+def test_every_page_names_an_icon_the_site_serves_so_no_browser_asks_for_a_missing_favicon(client, link_pages):
+    for path in PAGES + link_pages:
+        assert '<link rel="icon" href="/static/icon.svg">' in client.get(path).get_data(as_text=True), path
+    icon = client.get("/static/icon.svg")
+    assert (icon.status_code, icon.mimetype) == (200, "image/svg+xml")
+    assert client.get("/favicon.ico").status_code == 200  # for the clients that ask the old place anyway

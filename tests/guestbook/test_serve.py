@@ -136,3 +136,22 @@ def test_the_dashboard_s_metrics_show_the_counters_of_the_worker_beside_the_serv
         )
     finally:
         assert served.stopped() == 0
+
+
+@pytest.mark.slow
+def test_development_on_its_embedded_database_prints_the_url_that_jobs_commands_take(tmp_path):
+    served = Served(["--development"], environment(), tmp_path)  # no DATABASE_URL: .pgdata/ in tmp_path
+    try:
+        said = [line for line in served.before if line.startswith("The database is at ")]  # printed before the address
+        url = said[0].split()[4] if said else ""
+        assert url.startswith("postgresql://") and str(tmp_path / ".pgdata") in url, served.before
+        done = subprocess.run(
+            [sys.executable, "-m", "jobs", "status"],
+            env=environment(DATABASE_URL=url, PYTHONPATH=str(ROOT)),
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+        )
+        assert (done.returncode, done.stderr) == (0, ""), done.stdout
+    finally:
+        assert served.stopped() == 0

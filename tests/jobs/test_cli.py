@@ -147,6 +147,15 @@ def test_failed_prints_the_shelf_without_arguments_and_exits_1(db, database_url)
     assert SECRET not in answer.stdout + full.stdout
 
 
+def test_failed_full_says_which_run_each_reason_belongs_to_after_a_retry_from_the_shelf(db, database_url):
+    job = shelved(db)
+    jobs.retried(db, job, now=T)
+    assert jobs.worked(db, "default", {"doomed": doomed}, T) == "failed doomed on attempt 1: doomed"
+    full = cli(database_url, "failed", "--full").stdout
+    assert f"job {job}: doomed on default, failed for good at 1970-01-01 00:16:40 UTC after 1 attempt(s)" in full
+    assert "of its run 2 (retried from the shelf once)\n  run 1, reason 1: doomed\n  run 2, reason 1: doomed\n" in full
+
+
 def test_retry_puts_a_job_back_and_exits_0_then_1_when_it_is_no_longer_on_the_shelf(db, database_url):
     job = shelved(db)
     answer = cli(database_url, "retry", str(job))
@@ -159,6 +168,17 @@ def test_retry_puts_a_job_back_and_exits_0_then_1_when_it_is_no_longer_on_the_sh
             "0 jobs back in the queue\n"
             "1 job stayed: not on the failed shelf, or another job with the same unique key is waiting or in work\n"
         ),
+    )
+
+
+@pytest.mark.parametrize("chosen", [["ID"], ["--all"]])
+def test_retry_on_a_paused_queue_says_the_jobs_wait_for_it_to_be_resumed(db, database_url, chosen):
+    job = shelved(db, "mail")
+    jobs.paused(db, "mail")
+    answer = cli(database_url, "retry", *[str(job) if arg == "ID" else arg for arg in chosen])
+    assert (answer.returncode, answer.stdout) == (
+        0,
+        "1 job back in the queue\nqueue mail is paused: its jobs wait until `python -m jobs resume mail`\n",
     )
 
 

@@ -55,6 +55,7 @@ def test_failed_lists_jobs_that_failed_for_good_with_every_reason_and_the_traceb
         "failure": "it broke on attempt 2",
         "traceback": None,
         "reasons": ["it broke on attempt 1", "it broke on attempt 2"],
+        "retries": None,  # never retried from the shelf
     }
     assert "RuntimeError: it broke on attempt 2" in failure["traceback"]
 

@@ -29,6 +29,7 @@ PAGES = [
     "/metrics",
     "/style.css",
     "/refresh.js",
+    "/icon.svg",
 ]
 ACTIONS = {
     "/retry": {"id": "1"},
@@ -419,3 +420,40 @@ def test_the_csrf_cookie_is_secure_when_the_dashboard_is_served_over_https(conne
 
 def test_no_page_may_be_framed_even_by_a_browser_older_than_csp_2(client, table):
     assert get(client, "/").headers["X-Frame-Options"] == "DENY"
+
+
+def test_a_request_authorize_refuses_is_answered_by_the_app_s_own_refusal_when_handed_one(connect, table):
+    def refused(environ, start_response):
+        start_response("403 Forbidden", [("Content-Type", "text/plain")])
+        return [f"sign in first to see {environ['PATH_INFO']}".encode()]
+
+    browser = Client(jobs.web.app(connect, authorize=operator, refused=refused))
+    before = everything(table)
+    assert (browser.get("/failed").status_code, browser.get("/failed").text) == (403, "sign in first to see /failed")
+    assert browser.post("/pause", data={"queue": "mail"}).status_code == 403
+    assert get(browser, "/failed").status_code == 200
+    assert everything(table) == before
+
+
+def test_every_page_names_the_dashboard_s_own_icon_which_its_policy_allows(client, table):
+    page = get(client, "/")
+    assert '<link rel="icon" href="/icon.svg">' in page.text
+    assert "img-src 'self'" in page.headers["Content-Security-Policy"]
+    icon = get(client, "/icon.svg")
+    assert (icon.status_code, icon.headers["Content-Type"]) == (200, "image/svg+xml")
+
+
+def test_retry_of_a_job_on_a_paused_queue_says_the_queue_is_paused(client, db):
+    job = shelved(db)
+    jobs.paused(db, "mail")
+    answer = posted(client, "/retry", {"id": str(job)}).text
+    assert "1 of 1 back in the queue" in answer
+    assert "Queue mail is paused: they wait until it is resumed." in answer
+
+
+def test_a_job_s_page_says_which_run_each_reason_belongs_to_after_a_retry(client, db):
+    job = shelved(db)
+    jobs.retried(db, job, now=T)
+    jobs.worked(db, "mail", {"doomed": doomed}, T)
+    page = get(client, f"/job/{job}").text
+    assert "<h3>Run 1</h3><ol><li>doomed</li></ol><h3>Run 2 (this one)</h3><ol><li>doomed</li></ol>" in page

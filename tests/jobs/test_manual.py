@@ -1,0 +1,55 @@
+"""The manual's quick start runs as written: its job is run by its worker, and its dashboard answers.
+
+The block of jobs/README.md whose first line is `# quickstart.py` is written to a file of
+that name and run as a process of its own on the tests' database, as a reader would run it.
+"""
+
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+
+from tests.jobs.helpers import PROJECT, WAIT
+
+MANUAL = PROJECT / "jobs" / "README.md"
+BLOCK = re.compile(r"^```python\n# quickstart\.py\n(.*?)^```", re.S | re.M)
+
+
+def lines_of(process: subprocess.Popen) -> "queue.Queue[str]":
+    """The process's output, line by line, read on a thread so that a test can wait on it with a timeout."""
+    said: queue.Queue[str] = queue.Queue()
+
+    def read(output) -> None:
+        for line in output:
+            said.put(line)
+
+    threading.Thread(target=read, args=(process.stdout,), daemon=True).start()
+    return said
+
+
+def awaited(said: "queue.Queue[str]", start: str) -> str:
+    """The first line that begins with `start`, within WAIT seconds."""
+    while not (line := said.get(timeout=WAIT)).startswith(start):
+        pass
+    return line
+
+
+def test_the_quick_start_runs_its_job_and_serves_its_dashboard(db, database_url, tmp_path):
+    (source,) = BLOCK.findall(MANUAL.read_text())
+    (tmp_path / "quickstart.py").write_text(source)
+    env = {"DATABASE_URL": database_url, "PORT": "0", "PYTHONPATH": str(PROJECT), "PATH": "/usr/bin:/bin"}
+    process = subprocess.Popen(
+        [sys.executable, "quickstart.py"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        said = lines_of(process)
+        address = awaited(said, "the dashboard is at ").split()[-1]
+        with urllib.request.urlopen(address, timeout=WAIT) as answer:
+            assert answer.status == 200 and "<h1>Queues</h1>" in answer.read().decode()
+        assert awaited(said, "receipt for order") == "receipt for order 42 sent\n"
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(WAIT) == 0
