@@ -1,7 +1,8 @@
 """Fixtures every test shares: a real PostgreSQL, and a clean jobs table for each test.
 
 With DATABASE_URL set, the tests use that database; otherwise they start a
-throw-away embedded PostgreSQL for the session.
+throw-away embedded PostgreSQL for the session. No test leaves a worker of its own
+at work: one left running would take the next tests' jobs with performers of its own.
 """
 
 import os
@@ -11,6 +12,7 @@ import psycopg
 import pytest
 
 import jobs
+from jobs.workers import Worker
 from e2e.leftovers import swept
 from e2e.tether import stops_on_sigterm
 
@@ -18,6 +20,33 @@ from e2e.tether import stops_on_sigterm
 def pytest_configure(config) -> None:
     """A run stopped with SIGTERM runs its teardown first (its PostgreSQL is stopped), as Ctrl-C does."""
     stops_on_sigterm()
+
+
+LEFT_WAIT = 30.0  # seconds a worker a test left running has to end once told to stop, before the test fails
+
+
+@pytest.fixture(autouse=True)
+def no_worker_left(monkeypatch):
+    """Fails a test that leaves a worker it started at work, after stopping it, so that it takes no later test's jobs.
+
+    A worker the test asked to stop has LEFT_WAIT more seconds to end: a busy machine
+    may take longer than the test's own join allowed.
+    """
+    started: list[Worker] = []
+    start = Worker.start
+
+    def recorded(worker: Worker) -> Worker:
+        started.append(worker)
+        return start(worker)
+
+    monkeypatch.setattr(Worker, "start", recorded)
+    yield
+    forgotten = [worker.id for worker in started if not worker.stopping() and not worker.ended.is_set()]
+    for worker in started:
+        worker.stop(grace=0)
+    running = [worker.id for worker in started if not worker.join(LEFT_WAIT)]
+    assert not forgotten, f"the test left workers {forgotten} at work, never told to stop"
+    assert not running, f"workers {running} were still running {LEFT_WAIT} s after they were told to stop"
 
 
 @pytest.fixture(scope="session")

@@ -47,11 +47,11 @@ def test_a_beating_worker_keeps_a_job_longer_than_its_lease_from_being_claimed_a
 
 
 def test_settlement_after_the_claim_moved_on_is_refused_and_rolled_back(db, connect, caplog):
-    db.execute("CREATE TABLE IF NOT EXISTS effects (n int)")
-    db.execute("TRUNCATE effects")
+    db.execute("CREATE TABLE IF NOT EXISTS performer_writes (n int)")
+    db.execute("TRUNCATE performer_writes")
 
     def taken_over(conn, args):
-        conn.execute("INSERT INTO effects VALUES (1)")
+        conn.execute("INSERT INTO performer_writes VALUES (1)")
         # another worker claims the row, as it would after this worker's lease ran out
         with connect() as other:
             other.execute("UPDATE jobs SET claim = 42, attempts = attempts + 1 WHERE id = %s", (jobs.current_job().id,))
@@ -61,7 +61,7 @@ def test_settlement_after_the_claim_moved_on_is_refused_and_rolled_back(db, conn
         conn.autocommit = True
         assert jobs.worked(conn, "default", {"taken_over": taken_over}) == "lease lost taken_over"
     assert "lease lost" in caplog.text
-    assert scalar(db, "SELECT count(*) FROM effects") == 0, "the performer's writes rolled back"
+    assert scalar(db, "SELECT count(*) FROM performer_writes") == 0, "the performer's writes rolled back"
     assert db.execute("SELECT id, claim, attempts FROM jobs").fetchall() == [(job, 42, 2)], (
         "the other claim is untouched"
     )

@@ -14,7 +14,7 @@ from tests.jobs.helpers import scalar, wait_for
 
 
 def writes(db, args):
-    db.execute("INSERT INTO effects VALUES (%s)", (args["n"],))
+    db.execute("INSERT INTO performer_writes VALUES (%s)", (args["n"],))
     if args.get("fail"):
         raise RuntimeError(f"job {args['n']} failed after writing")
 
@@ -35,12 +35,12 @@ def claimed_all(db):
 
 
 def effects(db):
-    return [row[0] for row in db.execute("SELECT n FROM effects ORDER BY n")]
+    return [row[0] for row in db.execute("SELECT n FROM performer_writes ORDER BY n")]
 
 
 def prepare_effects(db):
-    db.execute("CREATE TABLE IF NOT EXISTS effects (n int)")
-    db.execute("TRUNCATE effects")
+    db.execute("CREATE TABLE IF NOT EXISTS performer_writes (n int)")
+    db.execute("TRUNCATE performer_writes")
 
 
 def test_a_failing_job_rolls_back_its_own_writes_and_keeps_its_neighbours(db):
@@ -98,7 +98,7 @@ def test_only_jobs_that_touch_the_database_get_a_transaction(db, monkeypatch):
 
 
 def commits(db, args):
-    db.execute("INSERT INTO effects VALUES (%s)", (args["n"],))
+    db.execute("INSERT INTO performer_writes VALUES (%s)", (args["n"],))
     db.commit()
 
 
@@ -194,7 +194,7 @@ def test_a_quick_jobs_writes_commit_while_a_name_that_was_quick_before_runs_slow
 
 
 def ends_its_transaction(conn, args):
-    conn.execute("INSERT INTO effects VALUES (%s)", (args["n"],))
+    conn.execute("INSERT INTO performer_writes VALUES (%s)", (args["n"],))
     with conn.cursor() if args.get("cursor") else contextlib.nullcontext(conn) as target:
         target.execute(args["statement"])
 
@@ -243,14 +243,14 @@ def test_statements_that_only_mention_commit_run_as_usual(db, statement):
 
 def test_a_performer_may_roll_back_to_a_savepoint_of_its_own(db):
     def partly(conn, args):
-        conn.execute("INSERT INTO effects VALUES (1)")
+        conn.execute("INSERT INTO performer_writes VALUES (1)")
         try:
             with conn.transaction():
-                conn.execute("INSERT INTO effects VALUES (2)")
+                conn.execute("INSERT INTO performer_writes VALUES (2)")
                 raise ValueError("undo the second")
         except ValueError:
             pass
-        conn.execute("SAVEPOINT mine; INSERT INTO effects VALUES (3); ROLLBACK TO SAVEPOINT mine")
+        conn.execute("SAVEPOINT mine; INSERT INTO performer_writes VALUES (3); ROLLBACK TO SAVEPOINT mine")
 
     prepare_effects(db)
     jobs.later(db, "default", "partly", {})
@@ -260,7 +260,7 @@ def test_a_performer_may_roll_back_to_a_savepoint_of_its_own(db):
 
 def test_a_job_that_commits_through_the_raw_connection_fails_for_good_rather_than_write_twice(db):
     def commits_raw(conn, args):
-        conn.execute("INSERT INTO effects VALUES (1)")
+        conn.execute("INSERT INTO performer_writes VALUES (1)")
         conn.connection.commit()  # the object itself: nothing can refuse this
 
     prepare_effects(db)
