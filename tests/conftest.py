@@ -12,9 +12,9 @@ import psycopg
 import pytest
 
 import jobs
-from jobs.workers import Worker
 from e2e.leftovers import swept
 from e2e.tether import stops_on_sigterm
+from jobs.workers import Worker
 
 
 def pytest_configure(config) -> None:

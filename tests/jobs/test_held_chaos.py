@@ -16,6 +16,7 @@ import signal
 import time
 
 import psycopg
+from psycopg import sql
 
 import jobs
 from jobs.__main__ import APPLICATION_NAME
@@ -60,6 +61,7 @@ class Chaos:
         self.frozen: dict[int, float] = {}  # pid of a frozen worker: when it is let go (time.monotonic())
         self.cut = 0  # sessions ended so far: the next one ends the next connection in turn
         self.deadlocks = 0  # cancels the server refused as a deadlock (the operator pressed again)
+        self.waited = 0  # cancels given up behind a frozen worker's locks (the operator pressed again later)
 
     def args(self) -> dict:
         n = next(self.numbers)
@@ -103,12 +105,20 @@ class Chaos:
         for _ in range(3):
             try:
                 if ids:
+                    # A frozen worker may hold a row mid-settlement: waiting on it here would keep it frozen.
+                    self.db.execute(sql.SQL("SET lock_timeout = {}").format(CANCEL_LOCK_WAIT_MS))
                     jobs.cancelled(self.db, *ids)
                 return
             except psycopg.errors.DeadlockDetected:
                 self.deadlocks += 1
+            except psycopg.errors.LockNotAvailable:
+                self.waited += 1
+                self.thawed()
+            finally:
+                self.db.execute("RESET lock_timeout")
 
 
+CANCEL_LOCK_WAIT_MS = sql.Literal(1000)  # ms an operator's cancel waits on a row's lock before pressing again
 CONNECTIONS = "SELECT pid FROM pg_stat_activity WHERE application_name = %s ORDER BY pid"
 LEFT = "SELECT count(*) FROM jobs WHERE NOT (attempts >= max_attempts AND claim IS NULL)"  # not on the shelf
 

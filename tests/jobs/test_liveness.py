@@ -210,7 +210,8 @@ def test_a_worker_taken_for_gone_while_it_lives_takes_its_row_back(db, connect, 
             lambda: scalar(db, "SELECT count(*) FROM job_workers WHERE ended_at IS NULL") == 1,
             "the heartbeat to take the row back",
         )
-        assert "taken for gone" in caplog.text
+        # the row is back once its statement commits; the line that says so follows it
+        wait_for(lambda: "taken for gone" in caplog.text, "the worker to say it was taken for gone")
     finally:
         worker.stop()
         worker.join(10)
