@@ -105,7 +105,31 @@ def test_a_name_that_looks_like_one_taken_is_refused(app, visitor, post, db, tak
     assert post.queued() == []
 
 
-@pytest.mark.parametrize("name", [names.ANONYMOUS, "A Guest", "a  guest", "\u0430 guest", "a gu\u0435st"])
+@pytest.mark.parametrize(
+    "invisible",
+    [
+        "\u034f",  # COMBINING GRAPHEME JOINER
+        "\ufe0f",  # VARIATION SELECTOR-16
+        "\u180b",  # MONGOLIAN FREE VARIATION SELECTOR ONE
+        "\U000e0100",  # VARIATION SELECTOR-17
+        "\u17b4",  # KHMER VOWEL INHERENT AQ
+    ],
+)
+def test_a_name_that_differs_from_one_taken_by_an_invisible_character_is_refused(app, visitor, post, db, invisible):
+    signed_in_as(visitor, "ada@example.com", "Alice")
+    other = type(visitor)(app.test_client(), post)
+
+    answer = other.submit("/signup", email="eve@example.com", password=PASSWORD, name="Alice" + invisible)
+    inside = other.submit("/signup", email="eve@example.com", password=PASSWORD, name="Al" + invisible + "ice")
+
+    assert_refused(answer, 422, "looks like one that is")
+    assert_refused(inside, 422, "looks like one that is")
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize(
+    "name", [names.ANONYMOUS, "A Guest", "a  guest", "\u0430 guest", "a gu\u0435st", "a\u034f guest", "a gu\u17b4est"]
+)
 def test_the_name_entries_without_one_sign_with_and_its_look_alikes_are_refused(visitor, db, name):
     assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=name), 422, "reserved")
     assert written(db) == (0, 0, 0)
