@@ -202,3 +202,19 @@ def test_names_chosen_before_keys_get_theirs_at_the_start_the_older_account_firs
         "/signup", email="eve@example.com", password=PASSWORD, name="alice"
     )
     assert_refused(refused, 422, "looks like one that is")
+
+
+def test_a_key_made_with_an_invisible_character_is_made_again_and_its_name_s_look_alike_refused(app, visitor, db):
+    signed_in_as(visitor, "bo@example.com", "Bob")
+    # Bo's account as an earlier version left it: "Alice" and a U+034F, under a key of its own.
+    db.execute("UPDATE accounts SET display_name = 'Alice\u034f', name_key = 'alice\u034f'")
+    db.execute("DELETE FROM guestbook_schema WHERE version = 4")  # a database from before step 4
+
+    guestbook_db.prepared(db)
+    names.keys_made(db)  # what the next start does
+
+    assert db.execute("SELECT name_key FROM accounts").fetchone()[0] == names.key("Alice")
+    refused = type(visitor)(app.test_client(), visitor.post).submit(
+        "/signup", email="eve@example.com", password=PASSWORD, name="Alice"
+    )
+    assert_refused(refused, 422, "looks like one that is")
