@@ -23,7 +23,8 @@ SIGNIN_FAILED = (
     "A locked account is sent a letter with a link to unlock it, and an unconfirmed one a new confirmation letter."
 )
 CONFIRM_FAILED = (
-    "That is not the password this account was signed up with, so it stays unconfirmed. "
+    "That is not the password this account was signed up with, or too many wrong ones have locked the account "
+    "(a letter with a link to unlock it is on its way), so it stays unconfirmed. "
     "If you did not sign up here, ignore the letter: an account nobody confirms is deleted."
 )
 
@@ -86,7 +87,9 @@ def confirm(token: str):
     The link proves the address, and only the password of the sign-up proves the
     account: someone who signed up an address that is not theirs, with a password
     they chose, would otherwise have it confirmed, and theirs, by the owner's click
-    on a letter the owner never asked for (a pre-hijacked account).
+    on a letter the owner never asked for (a pre-hijacked account). A wrong password
+    counts toward the account's lock as a sign-in's does, or whoever holds the link
+    could guess the password here without end.
     """
     db = get_db()
     account = accounts.for_token(db, "confirm", token)
@@ -96,7 +99,7 @@ def confirm(token: str):
         return render_template("auth/confirm.html", account=account)
     if account.confirmed_at is None:
         password = field("password", passwords.PASSWORD_MAX)
-        if not passwords.matches(account.password_digest, password) or not accounts.confirmed(db, account):
+        if not password_counted(db, account, password) or not accounts.confirmed(db, account):
             flash(CONFIRM_FAILED, "error")
             return render_template("auth/confirm.html", account=account), 401
     flash("Your account is confirmed. You can sign in now.")
@@ -139,16 +142,24 @@ def confirmation_again(db, account) -> None:
 
 
 def attempted(db, account, password: str) -> str:
-    """Checks a sign-in and counts it; says "signed in", "unconfirmed" or "refused".
+    """Checks a sign-in and counts it; says "signed in", "unconfirmed" or "refused"."""
+    if not password_counted(db, account, password):
+        return "refused"
+    return "signed in" if account.confirmed_at is not None else "unconfirmed"
 
-    The password is hashed whatever happens (against a dummy digest for an unknown
-    address), so the answer takes as long for every address. The right password then
-    signs in only if the row, as it is after the hash, is not locked: guesses sent at
-    once may have locked it while this one was hashed.
+
+def password_counted(db, account, password: str) -> bool:
+    """Whether `password` is the account's and the account is not locked; a wrong one counts toward LOCK_AFTER.
+
+    Sign-in and the confirm form both check a password here, so guesses at either
+    count toward one lock. The password is hashed whatever happens (against a dummy
+    digest for an unknown address), so the answer takes as long for every address.
+    The right password is taken only if the row, as it is after the hash, is not
+    locked: guesses sent at once may have locked it while this one was hashed.
     """
     right = passwords.matches(account.password_digest if account else None, password)
     if account is None or account.locked:
-        return "refused"
+        return False
     if account.locked_at is not None:
         accounts.lock_ended(db, account)
     if not right:
@@ -156,10 +167,8 @@ def attempted(db, account, password: str) -> str:
             locked = accounts.failed_signin(db, account)
             if locked is not None:
                 mailer.unlock(db, locked)
-        return "refused"
-    if not accounts.succeeded_signin(db, account):
-        return "refused"
-    return "signed in" if account.confirmed_at is not None else "unconfirmed"
+        return False
+    return accounts.succeeded_signin(db, account)
 
 
 @bp.route("/signout", methods=("POST",))

@@ -1,12 +1,12 @@
-"""How fast one client may sign in, sign up and ask for reset letters: CLIENT_TRIES a CLIENT_WINDOW.
+"""How fast one client may sign in, sign up, confirm and reset: CLIENT_TRIES a CLIENT_WINDOW.
 
-Each of those costs a password hash (about 90 ms of a core) or a letter, so a client
-that sends them as fast as it can would take the server from everyone else. The count
-is kept in the database (table client_tries), so it holds across every process that
-serves the site and across restarts; a client past it gets a 429 page, with a
-Retry-After header, saying when to try again. Behind proxies, the client's address is
-the one TRUSTED_PROXIES of them vouch for (werkzeug's ProxyFix), never a header the
-client could write itself.
+Each of those costs a password hash (about 90 ms of a core), a new password's scoring
+(zxcvbn) or a letter, so a client that sends them as fast as it can would take the
+server from everyone else. The count is kept in the database (table client_tries), so
+it holds across every process that serves the site and across restarts; a client past
+it gets a 429 page, with a Retry-After header, saying when to try again. Behind
+proxies, the client's address is the one TRUSTED_PROXIES of them vouch for (werkzeug's
+ProxyFix), never a header the client could write itself.
 """
 
 import ipaddress
@@ -16,7 +16,7 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from .db import get_db, queries
 
-CLIENT_TRIES = 30  # sign-ins, sign-ups and reset requests one client may send in a window
+CLIENT_TRIES = 30  # sign-ins, sign-ups, confirmations and resets one client may send in a window
 CLIENT_WINDOW = 60  # seconds a window lasts: it begins with a client's first try after the last one ended
 FORGET_BATCH = 10  # clients whose window ended that each try forgets, so the table holds recent ones only
 IPV6_PREFIX = 64  # an IPv6 client is its /64 network: one home or server is given a whole /64
@@ -26,7 +26,8 @@ LIMITED = {
     "auth.signup",
     "auth.confirm",
     "resets.new",
-}  # the views whose posts are counted (a confirmation hashes its password)
+    "resets.edit",
+}  # the views whose posts are counted (a confirmation hashes its password, a new password is scored and hashed)
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}  # methods that only read, never counted
 
 
@@ -53,7 +54,7 @@ def counted() -> None:
         wait = max(wait, 1)
         abort(
             429,
-            f"Too many sign-ins, sign-ups and reset requests have come from your address. "
+            f"Too many sign-ins, sign-ups, confirmations and resets have come from your address. "
             f"Try again in {wait} second{'s' if wait != 1 else ''}.",
             retry_after=wait,
         )

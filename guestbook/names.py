@@ -4,7 +4,8 @@ An account without one signs as ANONYMOUS. A name is shown to every visitor, so 
 must not pass for another: it is printable text (no control, formatting or
 bidirectional-override characters), holds no character that shows as nothing
 (BLANKS) and no run of more than COMBINING_RUN_MAX combining marks, and its `key` (its
-look-alike skeleton, skeletons.py, without case) is neither RESERVED's nor that of
+look-alike skeleton, skeletons.py, without case and without the characters that show
+as nothing) is neither RESERVED's nor that of
 a name taken, which the database's unique index on accounts.name_key enforces (names
 chosen before keys existed get theirs at the app's start, `keys_made`). The
 templates escape a name like any text, and isolate it (<bdi>) so that a right-to-left

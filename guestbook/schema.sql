@@ -94,3 +94,12 @@ CREATE TABLE IF NOT EXISTS admins (
     account_id bigint PRIMARY KEY REFERENCES accounts (id) ON DELETE CASCADE,
     granted_at timestamptz NOT NULL DEFAULT now()
 );
+
+-- name: step 4
+-- Keys made before names.key dropped the characters that show as nothing
+-- (skeletons.DEFAULT_IGNORABLE_RANGES) kept them, so "Alice" with an invisible U+034F
+-- held a key of its own, and a plain "Alice" could still be taken. A key is made in
+-- Python, not in SQL, so every name gives its key back here and gets it again from
+-- names.keys_made at the app's next start, the older account's first as in step 2: of
+-- two names that now look alike, the younger keeps its name without a key.
+UPDATE accounts SET name_key = NULL WHERE name_key IS NOT NULL;

@@ -1,8 +1,9 @@
 """Unlocking an account that too many wrong passwords locked, from the link its letter carries.
 
-The letter is queued by auth.attempted when the LOCK_AFTER-th wrong password locks
-the account. Its link shows a button (GET) and unlocks on POST, so a mail scanner
-that opens links cannot use it up; it dies once the lock it was made for ends.
+The letter is queued by auth.password_counted when the LOCK_AFTER-th wrong password
+(at sign-in or on the confirm form) locks the account. Its link shows a button (GET)
+and unlocks on POST, so a mail scanner that opens links cannot use it up; it dies
+once the lock it was made for ends.
 """
 
 from flask import Blueprint, abort, flash, redirect, render_template, request, url_for

@@ -1,5 +1,5 @@
-"""One client's sign-ins, sign-ups and reset requests: CLIENT_TRIES a CLIENT_WINDOW, then a 429 saying when to try
-again."""
+"""One client's sign-ins, sign-ups, confirmations and resets: CLIENT_TRIES a CLIENT_WINDOW, then a 429 saying when
+to try again."""
 
 import pytest
 
@@ -8,6 +8,7 @@ from guestbook import limits
 from .conftest import PASSWORD
 
 NOT_AN_ADDRESS = "not an address"  # a sign-up refused with a 422 before any hash: a cheap try, counted all the same
+GUESSABLE = "1" * 40  # a new password refused for its pattern, after the costliest scoring: the link stays usable
 
 
 def tries_from(visitor, address: str, count: int, **headers) -> list[int]:
@@ -41,6 +42,20 @@ def test_sign_ins_sign_ups_and_reset_requests_share_one_limit_and_past_it_nothin
     assert visitor.submit("/resets/new", email="ada@example.com").status_code == 429
     assert db.execute("SELECT (SELECT count(*) FROM accounts), (SELECT count(*) FROM jobs)").fetchone() == (0, 0)
     assert visitor.client.get("/").status_code == 200  # reading is never limited
+
+
+def test_posts_to_one_s_own_reset_link_are_counted_and_past_the_limit_set_nothing(visitor, post, db):
+    visitor.confirmed_account("ada@example.com")
+    visitor.submit("/resets/new", email="ada@example.com")
+    link = post.only_link_to("ada@example.com")
+    before = db.execute("SELECT password_digest FROM accounts").fetchone()[0]
+    visitor.client.environ_base["REMOTE_ADDR"] = "192.0.2.9"  # a client with no tries yet
+
+    refused = [visitor.submit(link, password=GUESSABLE).status_code for _ in range(limits.CLIENT_TRIES)]
+
+    assert refused == [422] * limits.CLIENT_TRIES
+    assert visitor.submit(link, password="a brand new password").status_code == 429
+    assert db.execute("SELECT password_digest FROM accounts").fetchone()[0] == before
 
 
 def test_another_client_is_not_held_back_and_the_limit_ends_with_its_window(visitor, db):

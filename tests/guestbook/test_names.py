@@ -105,7 +105,31 @@ def test_a_name_that_looks_like_one_taken_is_refused(app, visitor, post, db, tak
     assert post.queued() == []
 
 
-@pytest.mark.parametrize("name", [names.ANONYMOUS, "A Guest", "a  guest", "\u0430 guest", "a gu\u0435st"])
+@pytest.mark.parametrize(
+    "invisible",
+    [
+        "\u034f",  # COMBINING GRAPHEME JOINER
+        "\ufe0f",  # VARIATION SELECTOR-16
+        "\u180b",  # MONGOLIAN FREE VARIATION SELECTOR ONE
+        "\U000e0100",  # VARIATION SELECTOR-17
+        "\u17b4",  # KHMER VOWEL INHERENT AQ
+    ],
+)
+def test_a_name_that_differs_from_one_taken_by_an_invisible_character_is_refused(app, visitor, post, db, invisible):
+    signed_in_as(visitor, "ada@example.com", "Alice")
+    other = type(visitor)(app.test_client(), post)
+
+    answer = other.submit("/signup", email="eve@example.com", password=PASSWORD, name="Alice" + invisible)
+    inside = other.submit("/signup", email="eve@example.com", password=PASSWORD, name="Al" + invisible + "ice")
+
+    assert_refused(answer, 422, "looks like one that is")
+    assert_refused(inside, 422, "looks like one that is")
+    assert db.execute("SELECT count(*) FROM accounts").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize(
+    "name", [names.ANONYMOUS, "A Guest", "a  guest", "\u0430 guest", "a gu\u0435st", "a\u034f guest", "a gu\u17b4est"]
+)
 def test_the_name_entries_without_one_sign_with_and_its_look_alikes_are_refused(visitor, db, name):
     assert_refused(visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name=name), 422, "reserved")
     assert written(db) == (0, 0, 0)
@@ -176,5 +200,21 @@ def test_names_chosen_before_keys_get_theirs_at_the_start_the_older_account_firs
     assert keys == {"ada@example.com": True, "bo@example.com": False}
     refused = type(visitor)(app.test_client(), post).submit(
         "/signup", email="eve@example.com", password=PASSWORD, name="alice"
+    )
+    assert_refused(refused, 422, "looks like one that is")
+
+
+def test_a_key_made_with_an_invisible_character_is_made_again_and_its_name_s_look_alike_refused(app, visitor, db):
+    signed_in_as(visitor, "bo@example.com", "Bob")
+    # Bo's account as an earlier version left it: "Alice" and a U+034F, under a key of its own.
+    db.execute("UPDATE accounts SET display_name = 'Alice\u034f', name_key = 'alice\u034f'")
+    db.execute("DELETE FROM guestbook_schema WHERE version = 4")  # a database from before step 4
+
+    guestbook_db.prepared(db)
+    names.keys_made(db)  # what the next start does
+
+    assert db.execute("SELECT name_key FROM accounts").fetchone()[0] == names.key("Alice")
+    refused = type(visitor)(app.test_client(), visitor.post).submit(
+        "/signup", email="eve@example.com", password=PASSWORD, name="Alice"
     )
     assert_refused(refused, 422, "looks like one that is")

@@ -126,6 +126,23 @@ def test_the_password_of_the_sign_up_confirms_the_account(visitor, post, db):
     assert db.execute("SELECT confirmed_at FROM accounts").fetchone()[0] is not None
 
 
+def test_wrong_passwords_on_the_confirm_form_count_toward_the_lock_with_sign_in_s(visitor, post, db):
+    visitor.signup("ada@example.com")
+    link = post.only_link_to("ada@example.com")
+    half = accounts.LOCK_AFTER // 2
+
+    confirms = [visitor.submit(link, password=f"guess {n} of the link's holder").status_code for n in range(half)]
+    signins = [visitor.signin("ada@example.com", f"guess {n}").status_code for n in range(half, accounts.LOCK_AFTER)]
+    right = visitor.submit(link, password=PASSWORD)  # the sign-up's password, once the account is locked
+
+    assert confirms + signins == [401] * accounts.LOCK_AFTER and right.status_code == 401
+    assert db.execute("SELECT confirmed_at, locked_at IS NOT NULL FROM accounts").fetchone() == (None, True)
+    (letter,) = post.delivered()
+    assert letter["Subject"] == "Your guestbook account is locked"
+    assert visitor.submit(post.link(letter)).status_code == 302  # unlocked, the right password confirms it
+    assert visitor.submit(link, password=PASSWORD).status_code == 302
+
+
 def test_confirming_twice_is_harmless(visitor, post, db):
     visitor.signup("ada@example.com")
     link = post.only_link_to("ada@example.com")
