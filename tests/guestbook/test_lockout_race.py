@@ -24,7 +24,8 @@ WRONG = "not the right password"
 @pytest.fixture
 def served(database_url, db, tmp_path):
     served = Served(["--development"], environment(DATABASE_URL=database_url), tmp_path)
-    db.execute("TRUNCATE accounts, entries, sessions, client_tries RESTART IDENTITY CASCADE")  # made by the process's start
+    # the rows the process's start made, and the tries of the tests before
+    db.execute("TRUNCATE accounts, entries, sessions, client_tries RESTART IDENTITY CASCADE")
     yield served
     assert served.stopped() == 0
 
