@@ -10,6 +10,7 @@ from tests.jobs.helpers import PRIVATE, WAIT, granted, scalar, start_worker, sto
 
 REFUSED = "the database refused a statement of the worker"  # or of one of the worker's chores
 MENDED = "the database accepts the worker's statements again"
+REFUSALS_AWAITED = 5  # claims ended after the break that the test waits for, before it mends the database
 
 
 @pytest.mark.parametrize(
@@ -29,11 +30,12 @@ def test_a_worker_that_cannot_claim_exits_3_with_the_server_s_message(db, privat
     assert stopped(worker) == f"jobs: the worker cannot work: {refusal}\n"
 
 
-def claims_ended(db, seen: set) -> int:
-    """Adds the moment the worker's work connection last ended a claim (pg_stat_activity) to `seen`."""
+def claims_ended(db, seen: set, since) -> int:
+    """Adds the moment the worker's work connection last ended a claim after `since` (pg_stat_activity) to `seen`."""
     rows = db.execute(
         "SELECT state_change FROM pg_stat_activity WHERE application_name = 'jobs worker'"
-        " AND state = 'idle' AND query LIKE '%SKIP LOCKED%'"
+        " AND state = 'idle' AND query LIKE '%%SKIP LOCKED%%' AND state_change > %s",
+        [since],
     )
     seen.update(row[0] for row in rows)
     return len(seen)
@@ -65,9 +67,12 @@ def test_a_refusal_is_logged_once_at_error_then_counted(db, private_url, app_rol
         )
         with psycopg.connect(private_url, autocommit=True) as owner:
             owner.execute(broken)
+            broken_at = owner.execute("SELECT clock_timestamp()").fetchone()
             wait_for(lambda: REFUSED in worker_log(worker), "the refusal to be logged")
+            # Claims ended before the break do not count; of those after it, one may have begun
+            # before it and one may be the refusal logged: REFUSALS_AWAITED leaves three more.
             refused: set = set()
-            wait_for(lambda: claims_ended(db, refused) > 3, "three more refused claims")
+            wait_for(lambda: claims_ended(db, refused, broken_at[0]) >= REFUSALS_AWAITED, "three more refused claims")
             owner.execute(mended)
         wait_for(lambda: MENDED in worker_log(worker), "the worker to say it works again")
     finally:

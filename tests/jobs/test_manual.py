@@ -44,7 +44,11 @@ def test_the_quick_start_runs_its_job_and_serves_its_dashboard(db, database_url,
     (tmp_path / "quickstart.py").write_text(source)
     env = {"DATABASE_URL": database_url, "PORT": "0", "PYTHONPATH": str(PROJECT), "PATH": "/usr/bin:/bin"}
     process = subprocess.Popen(
-        [sys.executable, "quickstart.py"], cwd=tmp_path, env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-X", "faulthandler", "quickstart.py"],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         # The worker may run the job before the server prints its address.
@@ -56,6 +60,10 @@ def test_the_quick_start_runs_its_job_and_serves_its_dashboard(db, database_url,
         process.send_signal(signal.SIGINT)
         try:
             exited = process.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)  # faulthandler writes where each thread is, for the report
+            process.wait(WAIT)
+            raise
         finally:
             process.kill()  # a quick start that did not stop would take the next tests' jobs
     assert exited == 0
