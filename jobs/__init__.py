@@ -60,7 +60,7 @@ from .schedules import Schedule, every
 from .schema import SchemaError, prepared
 from .shelf import PAGE, discarded, failed, retried, status
 from .sql import load as load_queries
-from .starting import beside, worker
+from .starting import beside, beside_asgi, worker
 from .store import ATTEMPTS, LEASE, listed, now_ms
 from .workers import Worker
 
@@ -82,6 +82,7 @@ __all__ = [
     "batch",
     "batch_status",
     "beside",
+    "beside_asgi",
     "cancel_batch",
     "cancelled",
     "chain",
