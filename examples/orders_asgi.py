@@ -20,7 +20,7 @@ import jobs
 URL = os.environ["DATABASE_URL"]
 QUEUE = "orders"
 ORDERS = (
-    "CREATE TABLE IF NOT EXISTS orders (id serial PRIMARY KEY, item text NOT NULL, receipt_sent bool DEFAULT false)"
+    "CREATE TABLE IF NOT EXISTS asgi_orders (id serial PRIMARY KEY, item text NOT NULL, receipt_sent bool DEFAULT false)"
 )
 
 
@@ -30,7 +30,7 @@ def connect() -> psycopg.Connection:
 
 def receipt(db, args: dict) -> None:
     """The job: marks the order's receipt sent (a real app would send a letter here)."""
-    db.execute("UPDATE orders SET receipt_sent = true WHERE id = %s", [args["order"]])
+    db.execute("UPDATE asgi_orders SET receipt_sent = true WHERE id = %s", [args["order"]])
 
 
 async def ordered(request: Request) -> JSONResponse:
@@ -38,7 +38,7 @@ async def ordered(request: Request) -> JSONResponse:
     if not isinstance(item, str) or not item:
         return JSONResponse({"error": "give an item"}, status_code=422)
     async with await psycopg.AsyncConnection.connect(URL) as aconn, aconn.transaction():
-        cursor = await aconn.execute("INSERT INTO orders (item) VALUES (%s) RETURNING id", [item])
+        cursor = await aconn.execute("INSERT INTO asgi_orders (item) VALUES (%s) RETURNING id", [item])
         (order,) = await cursor.fetchone() or (None,)
         await jobs.later(aconn, QUEUE, "receipt", {"order": order})  # commits with the order, or neither does
     return JSONResponse({"order": order}, status_code=201)
@@ -46,7 +46,7 @@ async def ordered(request: Request) -> JSONResponse:
 
 async def shown(request: Request) -> JSONResponse:
     async with await psycopg.AsyncConnection.connect(URL) as aconn:
-        cursor = await aconn.execute("SELECT receipt_sent FROM orders WHERE id = %s", [request.path_params["id"]])
+        cursor = await aconn.execute("SELECT receipt_sent FROM asgi_orders WHERE id = %s", [request.path_params["id"]])
         row = await cursor.fetchone()
     if row is None:
         return JSONResponse({"error": "no such order"}, status_code=404)

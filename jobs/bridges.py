@@ -24,11 +24,13 @@ DJANGO = "django."  # the start of the module of Django's connection types (`con
 
 
 def psycopg_of(db: Any) -> psycopg.Connection[Any]:
-    """The psycopg Connection under `db`, on the transaction `db` is in; a TypeError for anything else."""
-    if isinstance(db, psycopg.Connection):
-        return db
+    """The psycopg Connection under `db`, on the transaction `db` is in.
+
+    Anything that is neither SQLAlchemy's nor Django's is taken as it is: a psycopg
+    Connection, or what stands for one (the guarded connection a performer is given).
+    A SQLAlchemy or Django connection on another driver is a TypeError saying so.
+    """
     module = type(db).__module__
-    driver: Any = None
     if module.startswith(SQLALCHEMY):
         # A Session's connection() is the Connection of its transaction, begun if need be;
         # a Connection's own `connection` is the pool's proxy of the driver's connection.
@@ -37,11 +39,13 @@ def psycopg_of(db: Any) -> psycopg.Connection[Any]:
     elif module.startswith(DJANGO):
         db.ensure_connection()
         driver = db.connection
+    else:
+        return db  # type: ignore[no-any-return]
     if isinstance(driver, psycopg.Connection):
         return driver
     raise TypeError(
         f"jobs queues on a psycopg 3 connection; {type(db).__name__} ({module}) holds "
-        f"{type(driver).__name__ if driver is not None else 'none'} (with SQLAlchemy, use postgresql+psycopg://)"
+        f"{type(driver).__name__} (with SQLAlchemy, use postgresql+psycopg://)"
     )
 
 

@@ -34,7 +34,7 @@ def answering(base: str) -> bool:
 
 
 def test_an_order_posted_to_the_async_app_gets_its_receipt_from_the_worker_beside_it(database_url, db):
-    db.execute("DROP TABLE IF EXISTS orders")
+    db.execute("DROP TABLE IF EXISTS asgi_orders")
     port = free_port()
     log = tempfile.TemporaryFile(mode="w+")
     server = subprocess.Popen(
