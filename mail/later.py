@@ -56,9 +56,10 @@ def deliver(db: object, args: dict[str, Any]) -> None:
 
     A server that is down, slow or answers 4xx raises an OSError (smtplib's errors are
     OSErrors), which the mail queue's policy retries. A 5xx answer to the letter itself
-    raises Undeliverable, which fails the job for good at once, with the server's words
-    as its reason. A failed sign-in to the server is left retryable: it is the
-    configuration that is wrong, not the letter.
+    raises Undeliverable, which fails the job for good at once, with the server's answer
+    as its reason (of an answer to the letter itself, only its codes: transports.unquoted).
+    A failed sign-in to the server is left retryable: it is the configuration that is
+    wrong, not the letter.
     """
     try:
         delivered(Letter(**args))
