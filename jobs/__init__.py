@@ -48,7 +48,7 @@ It needs psycopg 3 and the standard library only, so it can be copied into an ap
 from .connections import SILENT_AFTER, keepalives
 from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
-from .job import Job
+from .job import Job, JobCancelled
 from .listener import POLL_INTERVAL
 from .once import worked
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
@@ -72,6 +72,7 @@ __all__ = [
     "Cancellation",
     "Counts",
     "Job",
+    "JobCancelled",
     "Policy",
     "Schedule",
     "SchemaError",
