@@ -18,6 +18,7 @@ import secrets
 import smtplib
 import ssl
 import time
+from collections.abc import Callable
 from email.message import EmailMessage
 from email.policy import default
 from pathlib import Path
@@ -33,19 +34,23 @@ STATUS = re.compile(rb"\s*([245]\.[0-9]{1,3}\.[0-9]{1,3})(?![^\s])")  # an enhan
 WORDS_LEFT_OUT = b"(the server's words are left out: having read the letter, they may quote it, links and all)"
 
 
-def delivered(m: Letter) -> None:
+def delivered(m: Letter, handing_over: Callable[[], object] = lambda: None) -> None:
     """Sends `m` through MAIL_URL's server, or writes it to the outbox without one.
 
-    Raises Refused for a letter `refusal` refuses, and whatever smtplib or the file
-    system raise when sending fails (the worker records it and tries again later).
+    `handing_over()` is called at the last moment the letter can still be kept back:
+    connected and signed in to the server, just before the letter goes (or is written).
+    What it raises keeps the letter back. Raises Refused for a letter `refusal` refuses,
+    and whatever smtplib or the file system raise when sending fails (the worker
+    records it and tries again later).
     """
     reason = refusal(m)
     if reason:
         raise Refused(reason)
     url = os.environ.get("MAIL_URL", "")
     if url:
-        sent(email_of(m), url, m)
+        sent(email_of(m), url, m, handing_over)
     else:
+        handing_over()
         written(email_of(m), outbox_folder())
 
 
@@ -61,8 +66,8 @@ def email_of(m: Letter) -> EmailMessage:
     return email
 
 
-def sent(email: EmailMessage, url: str, m: Letter) -> None:
-    """Hands `email` to the SMTP server `url` names, over TLS when the scheme asks for it.
+def sent(email: EmailMessage, url: str, m: Letter, handing_over: Callable[[], object]) -> None:
+    """Hands `email` to the SMTP server `url` names (TLS when the scheme asks for it) once `handing_over()` returns.
 
     The envelope's addresses are `m`'s own, never read back from the headers (which
     `refusal` has checked read back as the same).
@@ -84,6 +89,8 @@ def sent(email: EmailMessage, url: str, m: Letter) -> None:
             server.starttls(context=tls)
         if parts.username:
             server.login(unquote(parts.username), unquote(parts.password or ""))
+        server.ehlo_or_helo_if_needed()  # greeted, before the moment the letter may still be kept back
+        handing_over()
         server.send_message(email, from_addr=m.sender, to_addrs=[m.to])
     except smtplib.SMTPDataError as error:  # the answer to the letter: from None, so no traceback holds its words
         raise smtplib.SMTPDataError(error.smtp_code, unquoted(error.smtp_error)) from None
