@@ -51,7 +51,7 @@ from .bridges import later, later_many
 from .connections import SILENT_AFTER, keepalives
 from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
-from .job import Job
+from .job import Job, JobCancelled
 from .listener import POLL_INTERVAL
 from .once import worked
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
@@ -75,6 +75,7 @@ __all__ = [
     "Cancellation",
     "Counts",
     "Job",
+    "JobCancelled",
     "Policy",
     "Schedule",
     "SchemaError",

@@ -25,7 +25,7 @@ import psycopg
 from . import control, endings, roster, store
 from .doorbell import Doorbell
 from .frontier import Frontiers
-from .job import Job
+from .job import FATE, Job
 from .keeper import WATCH_INTERVAL, Keeper
 from .ledger import Ledger
 from .schedules import Schedule, fired
@@ -93,11 +93,18 @@ def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job]) -> None:
 
     Their performer may run on (it sees `current_job().cancelled`), but whatever it
     does, the job stays on the shelf as cancelled: the runner knows by `cancelling`.
+    A job past its point of no return (Job.point_of_no_return) is left to end as its
+    performer ends it: shelved now, a success already done could be done again by a retry.
     """
     cancelled = control.cancelled_among(db, jobs)
     for job in jobs:
         if job.id in cancelled and not job.cancelling:
-            job.cancelling = True
+            with FATE:
+                too_late = job.irrevocable
+                job.cancelling = not too_late
+            if too_late:
+                too_late_told(job)
+                continue
             job.cancelled.set()
             with db.transaction():
                 control.cancellation_settled(db, job)
@@ -107,6 +114,18 @@ def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job]) -> None:
                 job.name,
                 job.queue,
             )
+
+
+def too_late_told(job: Job) -> None:
+    """Logs, once, that a job was cancelled past its point of no return, and so runs on."""
+    if not job.cancel_too_late:
+        job.cancel_too_late = True
+        log.warning(
+            "job %s (%s on %s) was cancelled past its point of no return: it runs on, and a success is not shelved",
+            job.id,
+            job.name,
+            job.queue,
+        )
 
 
 def reaped(db: psycopg.Connection[Any]) -> None:

@@ -143,8 +143,9 @@ def control_commands_added(commands: Commands) -> None:
         help="cancel jobs that wait or run",
         description=(
             "Cancel jobs: one that waits goes on the failed shelf as cancelled and never runs; one that runs "
-            "is stopped by its worker within a heartbeat and shelved as cancelled. Exits 0, or 1 when none was "
-            "waiting or running."
+            "is shelved as cancelled by its worker within a poll interval, its writes undone, unless it is past "
+            "its point of no return (a letter handed to its mail server): that one ends as it would have, and a "
+            "success is done, not shelved. Exits 0, or 1 when none was waiting or running."
         ),
     )
     cancel.add_argument("ids", nargs="+", type=positive, metavar="ID", help="a job that waits or runs")
@@ -280,7 +281,7 @@ def cancel_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int
         if id in done.shelved:
             print(f"job {id} was waiting: it will not run, and is on the failed shelf as cancelled")
         elif id in done.signalled:
-            print(f"job {id} is running: its worker stops it within a heartbeat and shelves it as cancelled")
+            print(f"job {id} is running: {control.RUNNING_CANCELLED}")
         else:
             print(f"job {id} is neither waiting nor running: no such job, or on the failed shelf already")
     return EXIT_OK if done else EXIT_NOTICE

@@ -124,7 +124,7 @@ def refusal(db: psycopg.Connection[Any], queues: list[str]) -> psycopg.Error | N
         with db.transaction(force_rollback=True):
             for queue in queues:
                 store.claimed(db, queue, NOTHING_DUE)
-            db.execute(queries["finish"], {"ids": [], "claim": 0})
+            db.execute(queries["finish"], {"ids": [], "claim": 0, "irrevocable": []})
             store.promoted(db, NOTHING_DUE)
             db.execute(
                 queries["register"],

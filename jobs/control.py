@@ -6,6 +6,8 @@ cancelled job that waits goes on the failed shelf (shelf.py) with the reason
 "cancelled"; one that runs is marked, its worker hears of it within a POLL_INTERVAL
 (`cancelled_among`) and settles it with `cancellation_settled`, onto the same shelf; a
 settlement of the job that comes first finds the mark and does the same (outcomes.py).
+A job past its point of no return (Job.point_of_no_return) is the exception: it ends as
+its performer ends it, and a success is deleted, so no retry does it twice.
 """
 
 from dataclasses import dataclass, field
@@ -20,6 +22,11 @@ from .shelf import job_id
 from .sql import queries
 
 CANCELLED = "cancelled"  # the reason a cancelled job carries on the shelf
+# What a cancel does to a job that runs, as the command line and the dashboard say it.
+RUNNING_CANCELLED = (
+    "its worker shelves it as cancelled within a poll interval, its writes undone, unless it is past its point "
+    "of no return (a letter handed to its mail server): then it ends as it would have, a success done, not shelved"
+)
 
 
 def paused(db: psycopg.Connection[Any], queue: str, now: int | None = None) -> bool:
@@ -77,7 +84,8 @@ def cancelled(db: psycopg.Connection[Any], *ids: int, now: int | None = None) ->
     `failed` lists it and `retried` or `discarded` take it, and its chain or batch
     hears that it ended, as after a failure for good. A job that runs is marked; its
     worker hears of it within one POLL_INTERVAL and settles it onto the
-    shelf as cancelled, not retried, whatever its performer does. Ids of jobs on the
+    shelf as cancelled, not retried, whatever its performer does, unless the job is
+    past its point of no return: then a success is deleted, not shelved. Ids of jobs on the
     shelf already, or of no job, are left alone. One transaction for all of them.
     """
     if not ids:

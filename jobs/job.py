@@ -14,9 +14,17 @@ from typing import Any
 from psycopg.cursor import BaseCursor
 from psycopg.rows import RowMaker
 
+# A cancel the listener hears and a performer's point of no return are decided one at a time:
+# whichever comes first decides the job's fate (Job.point_of_no_return, chores.heard_cancelled).
+FATE = threading.Lock()
+
 # What runs a job: perform(db, args), `db` standing for the worker's connection (settlement.Touched),
 # `args` the job's arguments. It may carry a policy (policies.py).
 Performer = Callable[[Any, dict[str, Any]], object]
+
+
+class JobCancelled(Exception):
+    """Raised at a job's point of no return when an operator cancelled it first: it stops there, having done nothing."""
 
 
 @dataclass
@@ -27,6 +35,7 @@ class Job:
     stop: it timed out, was cancelled, or its worker is shutting down past its grace;
     a performer that can stop early may wait on it or check it. `deadline` is the
     time.monotonic() moment its timeout runs out, while it runs (None: no timeout).
+    A performer about to do what no rollback undoes calls `point_of_no_return` first.
     """
 
     id: int
@@ -48,6 +57,8 @@ class Job:
         default=None, compare=False
     )  # while it runs with a timeout: when it must end (time.monotonic())
     cancelling: bool = field(default=False, compare=False)  # an operator cancelled it while held: it is shelved
+    irrevocable: bool = field(default=False, compare=False)  # past its point of no return: a cancel no longer stops it
+    cancel_too_late: bool = field(default=False, compare=False)  # a cancel came past that point (logged once)
 
     @property
     def cancelled(self) -> threading.Event:
@@ -56,6 +67,22 @@ class Job:
         if event is None:  # setdefault keeps the first one made, if two threads get here at once
             event = self.__dict__.setdefault("_cancelled", threading.Event())
         return event
+
+    def point_of_no_return(self) -> None:
+        """Marks the moment from which the performer does what no rollback undoes, such as handing a letter over.
+
+        Raises JobCancelled when the worker heard an operator's cancel before it: the
+        performer stops there, having done nothing, and the job is on the shelf as
+        cancelled. From then on a cancel no longer stops the job: a success is deleted
+        as any other (never shelved, so a retry from the shelf cannot do it twice), and
+        a failure goes on the shelf as cancelled, not retried.
+        """
+        with FATE:
+            if self.cancelling:
+                raise JobCancelled(
+                    f"job {self.id} ({self.name} on {self.queue}) was cancelled before its point of no return"
+                )
+            self.irrevocable = True
 
 
 # a claim's columns

@@ -128,16 +128,20 @@ SELECT set_config('statement_timeout', %(timeout)s, true)
 -- A job that succeeded is deleted, on the transaction that holds its performer's
 -- writes, but only while the claim is still ours: a worker that lost its lease must
 -- not delete a row another worker now holds, nor a row an operator cancelled while
--- it ran (its fate is the shelf: outcomes.cancelled_or_lost). The ids that come back
--- tell which were deleted. The row lock it takes makes a cancel that comes later wait
--- for the commit, which follows at once, and then find nothing to cancel.
-DELETE FROM jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s AND cancelled_at IS NULL RETURNING id
+-- it ran (its fate is the shelf: outcomes.cancelled_or_lost), unless its performer
+-- had passed its point of no return (`irrevocable`, Job.point_of_no_return): shelved,
+-- what it did could be done again by a retry. The ids that come back tell which were
+-- deleted. The row lock it takes makes a cancel that comes later wait for the commit,
+-- which follows at once, and then find nothing to cancel.
+DELETE FROM jobs WHERE id = ANY(%(ids)s) AND claim = %(claim)s
+    AND (cancelled_at IS NULL OR id = ANY(%(irrevocable)s))
+RETURNING id
 
 -- name: finish_one
 -- finish, for the one job whose writes share its transaction (outcomes.success_committed):
 -- the same guard, with the id as a plain parameter, because an array of one costs the
 -- worker more to send than the statement costs the server to run.
-DELETE FROM jobs WHERE id = %(id)s AND claim = %(claim)s AND cancelled_at IS NULL
+DELETE FROM jobs WHERE id = %(id)s AND claim = %(claim)s AND (cancelled_at IS NULL OR %(irrevocable)s)
 
 -- name: fail
 -- A failed attempt keeps its reason and waits for its next run; max_attempts is

@@ -234,16 +234,27 @@ def claim_statement(limit: int, bounded: bool = False) -> sql.Composed:
 
 
 def finished(db: psycopg.Connection[Any], jobs: list[Job]) -> set[int]:
-    """Deletes the rows of jobs that succeeded, on db's transaction; returns the ids still ours."""
+    """Deletes the rows of jobs that succeeded, on db's transaction; returns the ids still ours.
+
+    A row an operator cancelled meanwhile is kept for the shelf, but for a job past its point of no return.
+    """
     if not jobs:
         return set()
-    rows = db.execute(queries["finish"], {"ids": [job.id for job in jobs], "claim": jobs[0].claim})
-    return {row[0] for row in rows}
+    params = {
+        "ids": [job.id for job in jobs],
+        "claim": jobs[0].claim,
+        "irrevocable": [job.id for job in jobs if job.irrevocable],
+    }
+    return {row[0] for row in db.execute(queries["finish"], params)}
 
 
 def finished_one(db: psycopg.Connection[Any] | psycopg.Cursor[Any], job: Job) -> bool:
-    """Deletes one succeeded job's row on the transaction of `db` (a connection or cursor); False if not ours."""
-    return db.execute(queries["finish_one"], {"id": job.id, "claim": job.claim}).rowcount == 1
+    """Deletes one succeeded job's row on the transaction of `db` (a connection or cursor); False if not ours.
+
+    As `finished` does, it keeps a row an operator cancelled, but for a job past its point of no return.
+    """
+    params = {"id": job.id, "claim": job.claim, "irrevocable": job.irrevocable}
+    return db.execute(queries["finish_one"], params).rowcount == 1
 
 
 def attempt_failed(

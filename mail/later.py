@@ -59,12 +59,18 @@ def deliver(db: object, args: dict[str, Any]) -> None:
 
     A server that is down, slow or answers 4xx raises an OSError (smtplib's errors are
     OSErrors), which the mail queue's policy retries. A 5xx answer to the letter itself
-    raises Undeliverable, which fails the job for good at once, with the server's words
-    as its reason. A failed sign-in to the server is left retryable: it is the
-    configuration that is wrong, not the letter.
+    raises Undeliverable, which fails the job for good at once, with the server's answer
+    as its reason (of an answer to the letter itself, only its codes: transports.unquoted).
+    A failed sign-in to the server is left retryable: it is the configuration that is
+    wrong, not the letter.
+
+    Just before the letter is handed to the server, the job passes its point of no
+    return (jobs.Job.point_of_no_return): an operator's cancel the worker has heard by
+    then keeps the letter back; one it hears later lets it go, and the job ends as
+    sent, so no retry from the shelf sends it twice.
     """
     try:
-        delivered(Letter(**args))
+        delivered(Letter(**args), handing_over=jobs.current_job().point_of_no_return)
     except smtplib.SMTPRecipientsRefused as error:
         codes = [code for code, _ in error.recipients.values()]
         if codes and min(codes) >= PERMANENT:

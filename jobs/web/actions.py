@@ -62,10 +62,7 @@ def cancel(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) 
     if done.shelved:
         lines.append(f"Waiting, now on the failed shelf as cancelled, and will not run: {listed(done.shelved)}.")
     if done.signalled:
-        lines.append(
-            f"Running: their workers stop them within a heartbeat and shelve them as cancelled: "
-            f"{listed(done.signalled)}."
-        )
+        lines.append(f"Running: {listed(done.signalled)}. For each, {control.RUNNING_CANCELLED}.")
     rest = [id for id in chosen if id not in done.shelved and id not in done.signalled]
     if rest:
         lines.append(f"Neither waiting nor running (no such job, or on the shelf already): {listed(rest)}.")

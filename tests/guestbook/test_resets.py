@@ -1,11 +1,15 @@
 """Password resets: the same answer for any address, one letter per five minutes, and a link that works once."""
 
 import base64
+import logging
+import re
 import time
 
 import psycopg
 
-from guestbook import accounts
+import jobs
+import mail
+from guestbook import accounts, upkeep
 
 from .conftest import PASSWORD
 
@@ -186,3 +190,55 @@ def test_a_reset_request_takes_the_same_path_for_known_and_unknown_addresses(vis
     assert [query for query, _ in known] == [query for query, _ in unknown]
     assert [changed for _, changed in known] == [changed for _, changed in unknown]  # the same rows written
     assert [letter["To"] for letter in post.delivered()] == ["ada@example.com"]  # and the worker sends one letter
+
+
+class QuotingFilter:
+    """A content filter's SMTP handler: it refuses every letter with a 554 that quotes its link's lines as they came.
+
+    On the wire the letter is quoted-printable, so those lines hold the link cut by soft
+    line breaks ("=" and a line end): pieces of the token, none of them a whole run of it.
+    """
+
+    def __init__(self):
+        self.answers: list[str] = []
+
+    async def handle_DATA(self, server, session, envelope):
+        lines = envelope.original_content.split(b"\r\n\r\n", 1)[1].split(b"\r\n")
+        start = next(n for n, line in enumerate(lines) if b"://" in line)
+        self.answers.append(
+            "554 5.7.1 Link refused by content filter: " + " ".join(line.decode() for line in lines[start : start + 3])
+        )
+        return self.answers[-1]
+
+
+def pieces(secret: str, size: int = 8) -> set[str]:
+    """Every run of `size` characters of `secret`."""
+    return {secret[n : n + size] for n in range(len(secret) - size + 1)}
+
+
+def test_a_mail_server_that_quotes_the_refused_reset_letter_leaves_no_piece_of_its_link_anywhere(
+    visitor, post, db, smtp, caplog
+):
+    visitor.confirmed_account("ada@example.com")
+    content_filter = smtp.controller.handler = QuotingFilter()
+    visitor.submit("/resets/new", email="ada@example.com")
+
+    with caplog.at_level(logging.INFO, logger="jobs"):
+        while jobs.worked(db, mail.QUEUE, upkeep.performers) is not None:
+            pass
+
+    (body,) = db.execute("SELECT args->>'body' FROM jobs WHERE name = 'deliver'").fetchone()
+    token = re.search(r"/resets/(\S+)/edit", body).group(1)
+    (answer,) = content_filter.answers
+    assert any(piece in answer for piece in pieces(token)), "the refusal quotes the link"
+    (shelved,) = jobs.failed(db, mail.QUEUE)
+    assert shelved["failure"].startswith("the mail server refused the letter: 554")
+    kept = {
+        "the failure": shelved["failure"],
+        "the traceback": shelved["traceback"],
+        "the reasons": " ".join(shelved["reasons"]),
+        "the log": caplog.text,
+    }
+    for where, text in kept.items():
+        found = sorted(piece for piece in pieces(token) if piece in text)
+        assert not found, f"{where} holds pieces of the reset token: {found[:3]}"

@@ -138,3 +138,49 @@ def test_a_cancelled_job_whose_connection_was_cut_is_shelved_not_claimed_again(d
     assert store.claimed(db, "default") == []
     with db.transaction():
         assert [row.id for row in control.cancelled_reaped(db)] == [job]
+
+
+def operator_cancels(connect, job, heard: bool) -> None:
+    """An operator cancels `job`; with `heard`, the worker's listener hears of it at once."""
+    with connect() as operator:
+        operator.autocommit = True
+        jobs.cancelled(operator, job.id)
+        if heard:
+            chores.heard_cancelled(operator, [job])
+
+
+@pytest.mark.parametrize("heard", [False, True], ids=["before the listener hears", "heard by the listener"])
+def test_a_job_cancelled_past_its_point_of_no_return_ends_as_it_succeeded_and_is_not_on_the_shelf(
+    db, connect, writes, heard
+):
+    def sends(conn, args):
+        jobs.current_job().point_of_no_return()  # what follows (a letter handed over) no rollback undoes
+        operator_cancels(connect, jobs.current_job(), heard)
+        written(conn, "sent")
+
+    jobs.later(db, "default", "sends", {})
+    assert jobs.worked(db, "default", {"sends": sends}) == "ran sends"
+    assert jobs.failed(db) == [] and jobs.listed(db) == [], "nothing left on the shelf for a retry to do again"
+    assert writes() == [("sent",)]
+
+
+def test_a_job_cancelled_past_its_point_of_no_return_that_writes_nothing_is_deleted_with_its_neighbours(db, connect):
+    def sends(conn, args):
+        jobs.current_job().point_of_no_return()
+        operator_cancels(connect, jobs.current_job(), heard=False)
+
+    jobs.later(db, "default", "sends", {})
+    assert jobs.worked(db, "default", {"sends": sends}) == "ran sends"
+    assert jobs.listed(db) == []
+
+
+def test_a_job_cancelled_before_its_point_of_no_return_stops_there_and_is_on_the_shelf(db, connect, writes):
+    def sends(conn, args):
+        operator_cancels(connect, jobs.current_job(), heard=True)
+        jobs.current_job().point_of_no_return()
+        written(conn, "sent")
+
+    job = jobs.later(db, "default", "sends", {})
+    assert jobs.worked(db, "default", {"sends": sends}) == "cancelled sends"
+    assert [(j["id"], j["failure"]) for j in jobs.failed(db)] == [(job, "cancelled")]
+    assert writes() == []

@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import jobs
+from jobs.control import RUNNING_CANCELLED
 from tests.jobs.helpers import PROJECT, WAIT
 from tests.jobs.performers import doomed
 
@@ -252,7 +253,7 @@ def test_cancel_shelves_a_waiting_job_marks_a_running_one_and_names_the_rest(db,
         0,
         (
             f"job {waiting} was waiting: it will not run, and is on the failed shelf as cancelled\n"
-            f"job {running} is running: its worker stops it within a heartbeat and shelves it as cancelled\n"
+            f"job {running} is running: {RUNNING_CANCELLED}\n"
             "job 999 is neither waiting nor running: no such job, or on the failed shelf already\n"
         ),
     )

@@ -275,6 +275,14 @@ def test_cancel_pause_and_resume_say_what_they_changed(client, table):
     assert [j["id"] for j in jobs.failed(table)] == [2, 1]
 
 
+def test_cancel_of_a_running_job_says_that_one_past_its_point_of_no_return_runs_on(client, db):
+    running = jobs.later(db, "mail", "deliver", {}, T)
+    db.execute("UPDATE jobs SET claim = 1, attempts = 1, run_at = %s WHERE id = %s", (jobs.now_ms() + 600_000, running))
+    answer = posted(client, "/cancel", {"id": str(running)}).text
+    assert f"Running: {running}." in answer and "unless it is past its point of no return" in answer
+    assert "within a heartbeat" not in answer, "a performer past its point of no return is not stopped"
+
+
 def test_the_batches_page_shows_each_batch_s_progress(client, table):
     jobs.worked(table, "reports", {"note": lambda *_: None}, jobs.now_ms())
     page = get(client, "/batches").text

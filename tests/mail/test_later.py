@@ -1,13 +1,17 @@
 """`delivered_later`: the letter waits as a job on the caller's transaction, and a worker sends it."""
 
+import asyncio
+import logging
+import threading
 import time
 
 import pytest
 
 import jobs
 import mail
+from tests.jobs.helpers import WAIT, wait_for
 
-from .smtpd import free_port
+from .smtpd import Inbox, SMTPServer, free_port
 
 LETTER = mail.message("guestbook@example.com", "ada@example.com", "Hello", "A body.\n")
 
@@ -173,3 +177,77 @@ def test_letter_that_expired_before_it_was_queued_is_refused_and_queues_nothing(
         mail.delivered_later(db, mail.message("guestbook@example.com", "ada@example.com", "Hi", "body", lifetime=-1))
 
     assert jobs.listed(db) == []
+
+
+class HoldingInbox(Inbox):
+    """An SMTP handler that holds each exchange at `step` ("EHLO" or "DATA") until `go` is set; `held` says it is there.
+
+    At DATA the server is reading the letter, handed over already: a slow relay, or a
+    content filter at work. At EHLO the letter has not left yet.
+    """
+
+    def __init__(self, step: str):
+        super().__init__()
+        self.step, self.held, self.go = step, threading.Event(), threading.Event()
+
+    async def waited(self, step: str) -> None:
+        if step == self.step and not self.go.is_set():
+            self.held.set()
+            await asyncio.get_running_loop().run_in_executor(None, self.go.wait)
+
+    async def handle_EHLO(self, server, session, envelope, hostname, responses):
+        await self.waited("EHLO")
+        session.host_name = hostname
+        return responses
+
+    async def handle_DATA(self, server, session, envelope):
+        await self.waited("DATA")
+        return await super().handle_DATA(server, session, envelope)
+
+
+def cancelled_in(step: str, db, connect, monkeypatch, caplog) -> tuple[int, HoldingInbox]:
+    """Queues LETTER, cancels it while a worker's exchange with the mail server is held at `step`, then retries it
+    from the shelf as an operator would; answers the job's id and the inbox once the worker has nothing left to do."""
+    inbox = HoldingInbox(step)
+    with SMTPServer() as server, caplog.at_level(logging.INFO, logger="jobs"):
+        server.controller.handler = inbox
+        monkeypatch.setenv("MAIL_URL", server.url)
+        job = mail.delivered_later(db, LETTER)
+        worker = jobs.Worker(connect, mail.QUEUE, mail.performers, poll=0.1).start()
+        try:
+            assert inbox.held.wait(WAIT), f"the letter never reached {step}"
+            assert jobs.cancelled(db, job).signalled == [job]
+            heard = f"job {job} (deliver on mail) was cancelled"
+            wait_for(lambda: heard in caplog.text, "the worker to hear the cancel")
+            inbox.go.set()
+            wait_for(lambda: not held(db, job), "the letter's attempt to end")
+            jobs.retried(db, job)  # the operator's Retry on the failed shelf
+            wait_for(lambda: jobs.listed(db) == [], "the mail queue to empty")
+        finally:
+            worker.stop()
+            worker.join(WAIT)
+    return job, inbox
+
+
+def held(db, job: int) -> bool:
+    """Whether a worker holds job `job` now."""
+    return db.execute("SELECT FROM jobs WHERE id = %s AND claim IS NOT NULL", [job]).fetchone() is not None
+
+
+def test_a_letter_cancelled_while_the_mail_server_reads_it_is_sent_once_and_no_retry_sends_it_again(
+    db, connect, monkeypatch, caplog
+):
+    job, inbox = cancelled_in("DATA", db, connect, monkeypatch, caplog)
+
+    assert [letter["Message-ID"] for letter in inbox.letters] == [LETTER.message_id]
+    assert "was cancelled past its point of no return" in caplog.text
+
+
+def test_a_letter_cancelled_before_it_is_handed_over_is_kept_back_and_sent_once_by_a_retry(
+    db, connect, monkeypatch, caplog
+):
+    job, inbox = cancelled_in("EHLO", db, connect, monkeypatch, caplog)
+
+    stopped = f"job {job} (deliver on mail) was cancelled: its writes are undone"
+    assert stopped in caplog.text, "the first attempt stopped before the letter went"
+    assert [letter["Message-ID"] for letter in inbox.letters] == [LETTER.message_id], "only the retry sent it"

@@ -7,8 +7,9 @@ from email.policy import default
 import pytest
 
 import mail
+from mail.transports import WORDS_LEFT_OUT, email_of
 
-from .smtpd import SMTPServer, body_of, free_port
+from .smtpd import Inbox, SMTPServer, body_of, free_port
 
 LETTER = mail.message(
     "guestbook@example.com", "ada@example.com", "Confirm your account", "Open this:\n\nhttp://x.test/confirm/t\n"
@@ -51,8 +52,63 @@ def test_server_that_refuses_the_letter_raises(monkeypatch):
     with SMTPServer() as server:
         server.controller.handler = Refusing()
         monkeypatch.setenv("MAIL_URL", server.url)
-        with pytest.raises(smtplib.SMTPDataError, match="not today"):
+        with pytest.raises(smtplib.SMTPDataError, match="554"):
             mail.delivered(LETTER)
+
+
+class QuotingFilter:
+    """A content filter's SMTP handler: it refuses every letter with `code`, quoting its body as it came."""
+
+    def __init__(self, code: str):
+        self.code = code
+        self.answers: list[str] = []
+
+    async def handle_DATA(self, server, session, envelope):
+        body = envelope.original_content.split(b"\r\n\r\n", 1)[1]
+        self.answers.append(f"{self.code} Refused by content filter: " + body.decode().replace("\r\n", " "))
+        return self.answers[-1]
+
+
+TOKEN = "eJwFwbERgDAMA8BdqClsrNhhFo7CStD-I_D_-HmstE2_h0j3KkghwMpUQoXSSIza1dMUnTO7A98CMS8tHu8PnPsTPQ"
+
+
+@pytest.mark.parametrize(
+    "body, encoding",
+    [
+        (f"Open this link:\n\nhttp://x.test/resets/{TOKEN}/edit\n", "quoted-printable"),
+        (f"Ça — été à Noël, où ça ? Ça — été à Noël, où ça ?\n\nhttp://x.test/resets/{TOKEN}/edit\n", "base64"),
+    ],
+)
+@pytest.mark.parametrize("code, status", [("554 5.7.1", b"5.7.1"), ("451 4.7.1", b"4.7.1"), ("554", b"")])
+def test_a_server_answer_to_the_letter_is_kept_as_its_codes_without_its_words(
+    monkeypatch, body, encoding, code, status
+):
+    letter = mail.message("guestbook@example.com", "ada@example.com", "Choose a new password", body)
+    with SMTPServer() as server:
+        server.controller.handler = content_filter = QuotingFilter(code)
+        monkeypatch.setenv("MAIL_URL", server.url)
+        with pytest.raises(smtplib.SMTPDataError) as refused:
+            mail.delivered(letter)
+
+    (answer,) = content_filter.answers
+    assert f"Content-Transfer-Encoding: {encoding}" in email_of(letter).as_string()
+    assert TOKEN not in answer, "the answer holds the token as the transfer encoding made it, which no search finds"
+    error = refused.value
+    assert (error.smtp_code, error.smtp_error) == (int(code[:3]), (status + b" " if status else b"") + WORDS_LEFT_OUT)
+    assert error.__cause__ is None and error.__suppress_context__, "no traceback shows the server's words"
+
+
+def test_a_letter_the_server_accepted_is_not_failed_by_its_answer_to_quit(monkeypatch):
+    class QuitRefused(Inbox):
+        async def handle_QUIT(self, server, session, envelope):
+            return "421 4.3.0 closing, not saying bye"
+
+    with SMTPServer() as server:
+        server.controller.handler = handler = QuitRefused()
+        monkeypatch.setenv("MAIL_URL", server.url)
+        mail.delivered(LETTER)
+
+    assert [received["Message-ID"] for received in handler.letters] == [LETTER.message_id]
 
 
 def test_mail_url_with_an_unknown_scheme_is_refused(monkeypatch):
