@@ -20,7 +20,8 @@ import jobs
 URL = os.environ["DATABASE_URL"]
 QUEUE = "orders"
 ORDERS = (
-    "CREATE TABLE IF NOT EXISTS asgi_orders (id serial PRIMARY KEY, item text NOT NULL, receipt_sent bool DEFAULT false)"
+    "CREATE TABLE IF NOT EXISTS asgi_orders"
+    " (id serial PRIMARY KEY, item text NOT NULL, receipt_sent bool DEFAULT false)"
 )
 
 
