@@ -13,6 +13,7 @@ and the thread then lets go of its whole Hand (ledger.py).
 """
 
 import contextvars
+import inspect
 import logging
 import threading
 import time
@@ -26,6 +27,7 @@ import psycopg
 from . import flows
 from .backends import Backend
 from .complaints import described
+from .coroutines import awaited
 from .hand import Hand
 from .job import Job, Performer
 from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
@@ -219,7 +221,10 @@ def ran(
     began = time.monotonic()
     error: BaseException | None = None
     try:
-        perform(transaction.for_job(), job.args)
+        if inspect.iscoroutinefunction(perform):
+            awaited(perform, transaction.for_job(), job.args, job)  # on this thread's event loop (coroutines.py)
+        else:
+            perform(transaction.for_job(), job.args)
         if transaction.left_failed():
             error = RuntimeError("a statement of the job failed and its error was not raised")
         elif transaction.left_ended():

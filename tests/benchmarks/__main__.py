@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import checks, database, plain, plot, pressure, queue, report, shelf, timing, writing
+from . import asynchronous, checks, database, plain, plot, pressure, queue, report, shelf, timing, writing
 
 DEFAULT_JOBS = 20_000  # jobs each drain settles; every other size follows from it (see `sized`)
 DEFAULT_ROUNDS = 3  # times each rate and latency is measured; the best round is kept
@@ -120,6 +120,20 @@ def enqueue(url: str, sizes: Sizes, figures: dict) -> None:
     )
 
 
+def in_async(url: str, sizes: Sizes, figures: dict) -> None:
+    """`await jobs.later` and a plain INSERT on an AsyncConnection; the drain of async performers and of sync ones."""
+    measured(
+        figures,
+        sizes.rounds,
+        [
+            ("async enqueue", partial(asynchronous.enqueue_rate, url, sizes.one_by_one)),
+            ("async plain insert", partial(asynchronous.plain_enqueue_rate, url, sizes.one_by_one)),
+            ("async drain", partial(asynchronous.drain_rate, url, sizes.drain)),
+            ("sync drain", partial(queue.drain_rate, url, sizes.drain, 1)),
+        ],
+    )
+
+
 def bulk(url: str, sizes: Sizes, figures: dict) -> None:
     """`jobs.later_many` when jobs has it; plain COPY."""
     measured(
@@ -202,6 +216,7 @@ COLUMNS = {
     "drain-1": drain_at_one,
     "drain-best": drain_at_best,
     "writing": writing_jobs,
+    "async": in_async,
     "pressure": under_pressure,
     "memory": memory,
     "scale": scale,

@@ -4,7 +4,7 @@ The figures come in one dict filled by __main__.py; any column left out with --o
 is missing from it, and its rows and goals are left out of the report.
 """
 
-from . import pressure, timing
+from . import asynchronous, pressure, timing
 
 # The goals of issue 7 (and of issues 12 and 15 for the shelf, 13 under pressure), each a ratio or a
 # bound measured in the run itself.
@@ -114,6 +114,7 @@ def comparisons(figures: dict, sizes) -> list[list[str]]:
                 "n/a" if own is None else ratio(own, figures["plain copy"]),
             ]
         )
+    rows += asynchronous.rows(figures, rate, ratio)
     if "latency" in figures:
         for name, measure in (("median", timing.median), ("p95", timing.p95)):
             own, limit = measure(figures["latency"]), measure(figures["plain latency"])
@@ -289,6 +290,7 @@ def goals(figures: dict) -> list[list[str]]:
                 "MISS (no jobs.later_many)" if share is None else verdict(share >= BULK_SHARE),
             ]
         )
+    rows += asynchronous.goals(figures, verdict)
     if "scale" in figures:
         empty, full, _ = figures["scale"]
         factor = full.due / empty.due
