@@ -11,7 +11,8 @@ chosen before keys existed get theirs at the app's start, `keys_made`). A sign-u
 does not write its name on the account: it claims the key (`claimed`, table
 name_claims) for CLAIM_MAX_AGE, and writes the same claim whether or not its address
 had an account, so a later sign-up refused the name learns nothing of that address;
-the account takes the name when it is confirmed (`claim_kept`). The templates escape
+the account takes the name when it is confirmed (`claim_kept`), and may change it on
+the name page (renames.py). The templates escape
 a name like any text, and isolate it (<bdi>) so that a right-to-left name cannot
 reorder the line it stands in.
 """
@@ -102,9 +103,30 @@ def claim_kept(db, account_id: int) -> bool:
     return db.execute(queries["claim_taken_up"], {"id": account_id}).fetchone()[0]
 
 
+def renamed(db, account_id: int, name: str) -> bool:
+    """Gives the account `name` ("" for none); False, changing nothing, when another account or claim holds it."""
+    try:
+        with db.transaction():  # a savepoint, so a lost race leaves the caller's transaction usable
+            params = {"id": account_id, "name": name, "key": key(name)}
+            return db.execute(queries["account_renamed"], params).rowcount == 1
+    except psycopg.errors.UniqueViolation:
+        return False  # another account took a look-alike a moment ago
+
+
+def released(db, account_id: int) -> None:
+    """Unties the claims the account's sign-up wrote from it: they hold their keys to their end, for no account."""
+    db.execute(queries["claims_released"], {"id": account_id})
+
+
 def claims_pruned(db) -> int:
     """Deletes the claims that have ended, which hold nothing any more; returns how many."""
     return db.execute(queries["claims_pruned"]).rowcount
+
+
+def of(db, account_id: int) -> str:
+    """The name the account signs with ("" for none)."""
+    row = db.execute(queries["account_name"], {"id": account_id}).fetchone()
+    return row[0] if row else ""
 
 
 def init_app(app) -> None:

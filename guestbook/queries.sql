@@ -50,6 +50,25 @@ WITH claim AS (
 )
 SELECT EXISTS (SELECT 1 FROM named) OR NOT EXISTS (SELECT 1 FROM claim) AS kept
 
+-- name: claims_released
+-- A reset of an account never confirmed: the claim its sign-up wrote (a squatter's,
+-- perhaps) no longer speaks for the account, and holds its key to its end as the claim
+-- of a taken address's sign-up does, so when the name comes free tells nothing of the reset.
+UPDATE name_claims SET account_id = NULL WHERE account_id = %(id)s
+
+-- name: account_renamed
+-- The name the account chose (the name page, or the reset of an account never
+-- confirmed). name_taken's look at claims is made again here, as the row is written;
+-- the unique index on name_key is the last word on the accounts that hold a key.
+UPDATE accounts SET display_name = %(name)s, name_key = %(key)s
+WHERE id = %(id)s AND NOT EXISTS (
+    SELECT 1 FROM name_claims
+    WHERE name_key = %(key)s AND held_until > now() AND coalesce(account_id <> %(id)s, true)
+)
+
+-- name: account_name
+SELECT display_name FROM accounts WHERE id = %(id)s
+
 -- name: claims_pruned
 -- The daily upkeep (upkeep.py): the claims that have ended hold nothing, and go.
 DELETE FROM name_claims WHERE held_until <= now()
