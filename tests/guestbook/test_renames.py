@@ -98,3 +98,12 @@ def test_posts_to_the_name_page_are_counted_with_the_client_s_tries(visitor, db)
     assert tries == [422] * limits.CLIENT_TRIES
     assert visitor.submit("/name", name="Ann").status_code == 429
     assert name_of(db) == ("Ada", names.key("Ada"))
+
+
+def test_a_name_posted_without_the_session_s_csrf_token_changes_nothing(visitor, db):
+    signed_in_as(visitor, "ada@example.com", "Ada")
+
+    answer = visitor.client.post("/name", data={"name": "Mallory", "csrf_token": "not the token"})
+
+    assert_refused(answer, 400, "not sent from this site")
+    assert name_of(db) == ("Ada", names.key("Ada"))
