@@ -5,7 +5,7 @@ How a request travels, file by file:
                that may act passes (forms.py, csrf.py, then limits.py for the posts
                that cost a hash or a letter), the headers of every answer
                (headers.py), and one blueprint per feature.
-  auth.py, unlocks.py, resets.py, entries.py, outbox.py   the views.
+  auth.py, unlocks.py, resets.py, renames.py, entries.py, outbox.py   the views.
   accounts.py  the SQL of the accounts table (queries.sql), on db.py's connection.
   sessions.py  the rows that sessions are, which signing out deletes; names.py the
                name an account signs its entries with, kept apart from its look-alikes
@@ -38,6 +38,7 @@ from . import (
     names,
     outbox,
     passwords,
+    renames,
     resets,
     sessions,
     tokens,
@@ -74,7 +75,7 @@ def create_app(config: dict | None = None) -> Flask:
     forms.init_app(app)
     csrf.init_app(app)
     limits.init_app(app)  # after the checks: a request they refuse costs nothing, and is not counted
-    for blueprint in (entries.bp, unlocks.bp, resets.bp):
+    for blueprint in (entries.bp, unlocks.bp, resets.bp, renames.bp):
         app.register_blueprint(blueprint)
     if app.config["DEVELOPMENT"]:
         development.init_app(app)

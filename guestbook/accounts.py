@@ -41,11 +41,10 @@ def for_token(db, purpose: str, token: str):
     return account
 
 
-def created(db, email: str, digest: str, name: str = "", name_key: str | None = None):
-    """A new unconfirmed account signing as `name` (whose names.key is `name_key`), or None when the address
-    already has one, or the name was taken a moment ago."""
-    params = {"email": email, "digest": digest, "name": name, "name_key": name_key}
-    return db.execute(queries["account_created"], params).fetchone()
+def created(db, email: str, digest: str):
+    """A new unconfirmed account, without a name until it is confirmed (names.claim_kept), or None when the address
+    already has one."""
+    return db.execute(queries["account_created"], {"email": email, "digest": digest}).fetchone()
 
 
 def confirmed(db, account) -> bool:

@@ -8,6 +8,7 @@ is loaded once per request into `g.account`, from the session's row (sessions.py
 
 import functools
 
+import psycopg
 from flask import Blueprint, abort, flash, g, redirect, render_template, request, session, url_for
 
 import mail
@@ -58,7 +59,11 @@ def login_required(view):
 
 @bp.route("/signup", methods=("GET", "POST"))
 def signup():
-    """Makes an unconfirmed account and queues its confirmation letter; the same answer for a taken address."""
+    """Makes an unconfirmed account and queues its confirmation letter; the same answer for a taken address.
+
+    Its name is claimed for names.CLAIM_MAX_AGE whether or not the address was taken, so
+    the answer of a later sign-up of that name is the same either way too.
+    """
     if request.method != "POST":
         return render_template("auth/signup.html")
     email, password, name = email_field(), field("password", passwords.PASSWORD_MAX), names.posted()
@@ -76,12 +81,19 @@ def signup():
             retry_after=mailer.BACKLOG_RETRY_AFTER,
         )
     digest = passwords.digest(password)
-    with db.transaction():
-        account = accounts.created(db, email, digest, name, names.key(name))
+    with db.transaction() as written:
+        account = accounts.created(db, email, digest)
+        # The same claim on the name whether or not the address was taken; lost to another sign-up, nothing stays.
+        claimed = names.claimed(db, name, account.id if account else None)
+        if not claimed:
+            raise psycopg.Rollback(written)
         if account is not None:
             mailer.confirmation(db, account)
         elif accounts.signup_again_claimed(db, email):
             mailer.already_registered(db, email)
+    if not claimed:
+        flash(names.TAKEN, "error")
+        return render_template("auth/signup.html", email=email, name=name), 422
     flash(f"A letter is on its way to {email}. Open its link to confirm your account.")
     return redirect(url_for("auth.signin"))
 
@@ -105,11 +117,22 @@ def confirm(token: str):
         return render_template("auth/confirm.html", account=account)
     if account.confirmed_at is None:
         password = field("password", passwords.PASSWORD_MAX)
-        if not password_counted(db, account, password) or not accounts.confirmed(db, account):
+        if not password_counted(db, account, password) or not confirmed_with_its_name(db, account):
             flash(CONFIRM_FAILED, "error")
             return render_template("auth/confirm.html", account=account), 401
     flash("Your account is confirmed. You can sign in now.")
     return redirect(url_for("auth.signin"))
+
+
+def confirmed_with_its_name(db, account) -> bool:
+    """Confirms the account and gives it the name its sign-up claimed, on one transaction; False as
+    accounts.confirmed. An account whose claim ended first is told how to choose a name."""
+    with db.transaction():
+        if not accounts.confirmed(db, account):
+            return False
+        if not names.claim_kept(db, account.id):
+            flash(names.CLAIM_ENDED)
+    return True
 
 
 @bp.route("/signin", methods=("GET", "POST"))

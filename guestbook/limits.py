@@ -1,4 +1,4 @@
-"""How fast one client may sign in, sign up, confirm and reset: CLIENT_TRIES a CLIENT_WINDOW.
+"""How fast one client may sign in, sign up, confirm, reset and rename: CLIENT_TRIES a CLIENT_WINDOW.
 
 Each of those costs a password hash (about 90 ms of a core), a new password's scoring
 (zxcvbn) or a letter, so a client that sends them as fast as it can would take the
@@ -21,13 +21,16 @@ CLIENT_WINDOW = 60  # seconds a window lasts: it begins with a client's first tr
 FORGET_BATCH = 10  # clients whose window ended that each try forgets, so the table holds recent ones only
 IPV6_PREFIX = 64  # an IPv6 client is its /64 network: one home or server is given a whole /64
 UNKNOWN = "unknown"  # what every request without a readable IP address counts against, together
+# The views whose posts are counted: a confirmation hashes its password, a new password is scored and hashed,
+# a new name is looked for among every account's and claim's.
 LIMITED = {
     "auth.signin",
     "auth.signup",
     "auth.confirm",
     "resets.new",
     "resets.edit",
-}  # the views whose posts are counted (a confirmation hashes its password, a new password is scored and hashed)
+    "renames.edit",
+}
 SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}  # methods that only read, never counted
 
 

@@ -7,9 +7,14 @@ bidirectional-override characters), holds no character that shows as nothing
 look-alike skeleton, skeletons.py, without case and without the characters that show
 as nothing) is neither RESERVED's nor that of
 a name taken, which the database's unique index on accounts.name_key enforces (names
-chosen before keys existed get theirs at the app's start, `keys_made`). The
-templates escape a name like any text, and isolate it (<bdi>) so that a right-to-left
-name cannot reorder the line it stands in.
+chosen before keys existed get theirs at the app's start, `keys_made`). A sign-up
+does not write its name on the account: it claims the key (`claimed`, table
+name_claims) for CLAIM_MAX_AGE, and writes the same claim whether or not its address
+had an account, so a later sign-up refused the name learns nothing of that address;
+the account takes the name when it is confirmed (`claim_kept`), and may change it on
+the name page (renames.py). The templates escape
+a name like any text, and isolate it (<bdi>) so that a right-to-left name cannot
+reorder the line it stands in.
 """
 
 import re
@@ -21,6 +26,7 @@ from flask import request
 from .db import queries
 from .forms import field
 from .skeletons import skeleton
+from .tokens import CONFIRM_MAX_AGE
 
 NAME_MAX = 50  # characters a display name may hold
 ANONYMOUS = "a guest"  # how the entries of an account without a name are signed
@@ -29,6 +35,12 @@ RESERVED = (ANONYMOUS,)  # names no account may take, nor any that looks like on
 BLANKS = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 COMBINING_RUN_MAX = 3  # combining marks in a row (after NFC) that a name may hold: more stack into a smear
 TAKEN = "That name is taken, or looks like one that is: choose another, or none."  # the sign-up's answer to one
+# Seconds a sign-up's claim on its name holds it: as long as the confirmation link it sends lives, 3 days.
+CLAIM_MAX_AGE = CONFIRM_MAX_AGE
+CLAIM_ENDED = (  # what a confirmation says when the name of its sign-up was held too long ago
+    f"The name you signed up with was held for you {CLAIM_MAX_AGE // 86400} days only: your entries are signed "
+    f"“{ANONYMOUS}” until you choose a name on the name page."
+)
 SPACES = re.compile(r" +")  # a page shows a run of spaces as one (other white space is not printable)
 
 
@@ -69,9 +81,52 @@ def key(name: str) -> str | None:
     return skeleton(skeleton(unicodedata.normalize("NFKC", name)).casefold())
 
 
-def taken(db, name: str) -> bool:
-    """Whether an account has taken `name`, or a name that looks like it."""
-    return bool(name) and db.execute(queries["name_taken"], {"key": key(name)}).fetchone() is not None
+def taken(db, name: str, account_id: int | None = None) -> bool:
+    """Whether an account other than `account_id`, or a claim not its own, holds `name` or a name that looks like
+    it."""
+    params = {"key": key(name), "account_id": account_id}
+    return bool(name) and db.execute(queries["name_taken"], params).fetchone() is not None
+
+
+def claimed(db, name: str, account_id: int | None) -> bool:
+    """Claims `name` for CLAIM_MAX_AGE, for the account a sign-up made (None: its address had one already); False,
+    claiming nothing, when another claim or an account holds it. No name needs no claim."""
+    if not name:
+        return True
+    params = {"key": key(name), "name": name, "account_id": account_id, "max_age": CLAIM_MAX_AGE}
+    return db.execute(queries["name_claimed"], params).fetchone() is not None
+
+
+def claim_kept(db, account_id: int) -> bool:
+    """Gives the account being confirmed the name its claim holds; False when the claim ended first, and the account
+    is left without a name. A claim another sign-up took over once it ended is no longer the account's."""
+    return db.execute(queries["claim_taken_up"], {"id": account_id}).fetchone()[0]
+
+
+def renamed(db, account_id: int, name: str) -> bool:
+    """Gives the account `name` ("" for none); False, changing nothing, when another account or claim holds it."""
+    try:
+        with db.transaction():  # a savepoint, so a lost race leaves the caller's transaction usable
+            params = {"id": account_id, "name": name, "key": key(name)}
+            return db.execute(queries["account_renamed"], params).rowcount == 1
+    except psycopg.errors.UniqueViolation:
+        return False  # another account took a look-alike a moment ago
+
+
+def released(db, account_id: int) -> None:
+    """Unties the claims the account's sign-up wrote from it: they hold their keys to their end, for no account."""
+    db.execute(queries["claims_released"], {"id": account_id})
+
+
+def claims_pruned(db) -> int:
+    """Deletes the claims that have ended, which hold nothing any more; returns how many."""
+    return db.execute(queries["claims_pruned"]).rowcount
+
+
+def of(db, account_id: int) -> str:
+    """The name the account signs with ("" for none)."""
+    row = db.execute(queries["account_name"], {"id": account_id}).fetchone()
+    return row[0] if row else ""
 
 
 def init_app(app) -> None:

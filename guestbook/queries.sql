@@ -3,16 +3,75 @@
 
 -- name: account_created
 -- A taken address makes no row and no error: the caller answers the same either way.
--- So does a name taken between the caller's look (name_taken) and this insert: the
--- conflict names no index, so the one on name_key is an arbiter as well as email's.
-INSERT INTO accounts (email, password_digest, display_name, name_key)
-VALUES (%(email)s, %(digest)s, %(name)s, %(name_key)s)
-ON CONFLICT DO NOTHING
+-- The account holds no name yet: its sign-up's claim does (name_claimed), until the
+-- account is confirmed (claim_taken_up).
+INSERT INTO accounts (email, password_digest)
+VALUES (%(email)s, %(digest)s)
+ON CONFLICT (email) DO NOTHING
 RETURNING id, email, password_digest, confirmed_at, locked_at, false AS locked
 
 -- name: name_taken
--- By the unique index on name_key.
-SELECT 1 FROM accounts WHERE name_key = %(key)s
+-- A key is held by an account (the unique index on name_key) or by a claim that has not
+-- ended (name_claims' primary key); a holder that is the account %(account_id)s (NULL
+-- at a sign-up, which is no account's) does not count, so an account may keep its own.
+SELECT 1 FROM accounts WHERE name_key = %(key)s AND coalesce(id <> %(account_id)s::bigint, true)
+UNION ALL
+SELECT 1 FROM name_claims
+WHERE name_key = %(key)s AND held_until > now() AND coalesce(account_id <> %(account_id)s::bigint, true)
+
+-- name: name_claimed
+-- Written by every sign-up that gives a name, with the account it made or NULL for a
+-- taken address, so the claim, and the answer of every later sign-up of the name, is
+-- the same either way. It takes over a claim that has ended, never one that holds:
+-- two sign-ups of a name at once take turns on the key's row, and the second sees the
+-- first's claim hold and returns nothing. Nor is a key an account holds claimed.
+INSERT INTO name_claims AS c (name_key, display_name, account_id, held_until)
+SELECT %(key)s, %(name)s, %(account_id)s, now() + make_interval(secs => %(max_age)s)
+WHERE NOT EXISTS (SELECT 1 FROM accounts WHERE name_key = %(key)s)
+ON CONFLICT (name_key) DO UPDATE
+SET display_name = excluded.display_name, account_id = excluded.account_id, held_until = excluded.held_until
+WHERE c.held_until <= now()
+RETURNING name_key
+
+-- name: claim_taken_up
+-- At its confirmation the account takes the name its sign-up claimed, if the claim still
+-- holds (one that ended may be another sign-up's since, and then no longer names this
+-- account) and no account took the key meanwhile. The claim goes either way: the
+-- account's key holds the name from now on, or an ended claim held nothing. `kept`:
+-- false when the account had a claim, and has no name from it.
+WITH claim AS (
+    DELETE FROM name_claims WHERE account_id = %(id)s
+    RETURNING name_key, display_name, held_until > now() AS holds
+), named AS (
+    UPDATE accounts a SET display_name = claim.display_name, name_key = claim.name_key
+    FROM claim
+    WHERE a.id = %(id)s AND claim.holds AND NOT EXISTS (SELECT 1 FROM accounts WHERE name_key = claim.name_key)
+    RETURNING a.id
+)
+SELECT EXISTS (SELECT 1 FROM named) OR NOT EXISTS (SELECT 1 FROM claim) AS kept
+
+-- name: claims_released
+-- A reset of an account never confirmed: the claim its sign-up wrote (a squatter's,
+-- perhaps) no longer speaks for the account, and holds its key to its end as the claim
+-- of a taken address's sign-up does, so when the name comes free tells nothing of the reset.
+UPDATE name_claims SET account_id = NULL WHERE account_id = %(id)s
+
+-- name: account_renamed
+-- The name the account chose (the name page, or the reset of an account never
+-- confirmed). name_taken's look at claims is made again here, as the row is written;
+-- the unique index on name_key is the last word on the accounts that hold a key.
+UPDATE accounts SET display_name = %(name)s, name_key = %(key)s
+WHERE id = %(id)s AND NOT EXISTS (
+    SELECT 1 FROM name_claims
+    WHERE name_key = %(key)s AND held_until > now() AND coalesce(account_id <> %(id)s, true)
+)
+
+-- name: account_name
+SELECT display_name FROM accounts WHERE id = %(id)s
+
+-- name: claims_pruned
+-- The daily upkeep (upkeep.py): the claims that have ended hold nothing, and go.
+DELETE FROM name_claims WHERE held_until <= now()
 
 -- name: names_unkeyed
 -- Names chosen before accounts had name_key (schema step 2), oldest account first, by

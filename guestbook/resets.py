@@ -5,14 +5,16 @@ and takes the same path, as long: it writes the letter and queues one job either
 way, and the worker decides (mailer.reset_letter), sending at most one letter per
 account every RESET_EVERY seconds, and none to an address without one. The link is
 bound to the password digest, so setting a new password uses it up; the reset
-also ends every session of the account (sessions.ended_everywhere).
+also ends every session of the account (sessions.ended_everywhere). The reset of
+an account never confirmed sets its name as well (see `edit`).
 """
 
+import psycopg
 from flask import Blueprint, abort, flash, redirect, render_template, request, session, url_for
 
 import mail
 
-from . import accounts, mailer, passwords, sessions
+from . import accounts, mailer, names, passwords, sessions
 from .db import get_db
 from .forms import email_field, field
 
@@ -40,24 +42,40 @@ def new():
 
 @bp.route("/<token>/edit", methods=("GET", "POST"))
 def edit(token: str):
-    """Shows the new-password form (GET), and sets the password, once (POST)."""
+    """Shows the new-password form (GET), and sets the password, once (POST).
+
+    The reset of an account never confirmed proves the address as a confirmation would,
+    and hands the account to the address's owner, who may not be who signed it up: its
+    form asks for the name too (optional, with sign-up's rules), and the claim its
+    sign-up wrote no longer speaks for it (names.released), so no squatter's name stays.
+    """
     db = get_db()
     account = accounts.for_token(db, "reset", token)
     if account is None:
         abort(400, INVALID)
+    naming = account.confirmed_at is None
     if request.method != "POST":
-        return render_template("resets/edit.html")
-    password = field("password", passwords.PASSWORD_MAX)
-    problem = passwords.problem(password, account.email)
+        return render_template("resets/edit.html", naming=naming)
+    password, name = field("password", passwords.PASSWORD_MAX), names.posted() if naming else ""
+    problem = passwords.problem(password, account.email) or names.problem(name)
+    problem = problem or (names.TAKEN if names.taken(db, name, account.id) else "")
     if problem:
         flash(problem, "error")
-        return render_template("resets/edit.html"), 422
+        return render_template("resets/edit.html", naming=naming, name=name), 422
     digest = passwords.digest(password)
-    with db.transaction():
+    with db.transaction() as written:
         if not accounts.password_reset(db, account, digest):
             abort(400, INVALID)
+        named = not naming or names.renamed(db, account.id, name)
+        if not named:  # taken a moment ago: the link stays good for another try
+            raise psycopg.Rollback(written)
+        if naming:
+            names.released(db, account.id)
         sessions.ended_everywhere(db, account.id)
         mailer.password_changed(db, account.email)
+    if not named:
+        flash(names.TAKEN, "error")
+        return render_template("resets/edit.html", naming=naming, name=name), 422
     session.clear()
     flash("Your password is changed, and every session signed in with the old one has ended. Sign in with the new one.")
     return redirect(url_for("auth.signin"))

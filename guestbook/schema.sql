@@ -103,3 +103,21 @@ CREATE TABLE IF NOT EXISTS admins (
 -- names.keys_made at the app's next start, the older account's first as in step 2: of
 -- two names that now look alike, the younger keeps its name without a key.
 UPDATE accounts SET name_key = NULL WHERE name_key IS NOT NULL;
+
+-- name: step 5
+-- What a sign-up's name holds (names.py): a claim on its look-alike key, written by
+-- every sign-up that gives a name whether or not its address had an account, so that
+-- the next sign-up's answer about the name cannot tell which (the unique key of step 2
+-- was written only when the sign-up made an account). A claim holds its key until
+-- held_until, names.CLAIM_MAX_AGE after the sign-up that wrote it; the account that
+-- sign-up made (account_id) takes the name when it is confirmed, if the claim still
+-- holds. A claim whose account goes (pruned, unconfirmed) holds its key to the end all
+-- the same. Accounts left unconfirmed before this step keep the keys they hold.
+CREATE TABLE IF NOT EXISTS name_claims (
+    name_key text PRIMARY KEY,                -- names.key of the name claimed
+    display_name text NOT NULL,               -- the name as its sign-up gave it
+    account_id bigint REFERENCES accounts (id) ON DELETE SET NULL,  -- the account its sign-up made; NULL for none
+    held_until timestamptz NOT NULL           -- when the claim ends
+);
+CREATE INDEX IF NOT EXISTS name_claims_account ON name_claims (account_id);
+CREATE INDEX IF NOT EXISTS name_claims_held_until ON name_claims (held_until);

@@ -3,8 +3,8 @@
 The worker beside the server (and the Procfile's worker) works the mail queue with
 `performers`, the letters' (mail's and mailer.py's) and the upkeep's, and holds `schedules`: every process
 holds them, and each tick still runs once ("Work on a schedule" in jobs/README.md). Each
-job keeps a table from growing without end: accounts never confirmed, sessions that
-have ended, letters that failed long ago, and finished batches.
+job keeps a table from growing without end: accounts never confirmed (and the claims
+on names that ended), sessions that have ended, letters that failed long ago, and finished batches.
 """
 
 import logging
@@ -13,7 +13,7 @@ import guestbook
 import jobs
 import mail
 
-from . import accounts, mailer, sessions
+from . import accounts, mailer, names, sessions
 
 QUEUE = mail.QUEUE  # the queue the worker beside the server works
 BATCHES_KEPT = 7 * 24 * 3600  # seconds a finished batch of jobs is kept before it is pruned: a week
@@ -23,9 +23,11 @@ log = logging.getLogger("guestbook")
 
 
 def prune_unconfirmed(db, args) -> None:
-    """Deletes the accounts whose last confirmation link expired unused, but for those with a live reset link."""
+    """Deletes the accounts whose last confirmation link expired unused, but for those with a live reset link, and
+    the claims on names that sign-ups wrote and that have ended (names.CLAIM_MAX_AGE)."""
     reset_max_age = guestbook.settings_from_environment()["RESET_TOKEN_MAX_AGE"]  # as the app reads it
     log.info("pruned %d account(s) never confirmed", accounts.unconfirmed_pruned(db, reset_max_age))
+    log.info("pruned %d ended claim(s) on names", names.claims_pruned(db))
 
 
 def prune_sessions(db, args) -> None:

@@ -242,3 +242,59 @@ def test_a_mail_server_that_quotes_the_refused_reset_letter_leaves_no_piece_of_i
     for where, text in kept.items():
         found = sorted(piece for piece in pieces(token) if piece in text)
         assert not found, f"{where} holds pieces of the reset token: {found[:3]}"
+
+
+def squatted(visitor, post, name: str) -> str:
+    """Ada's address signed up by someone else with `name`; the path of the reset link she then asks for."""
+    visitor.submit("/signup", email="ada@example.com", password="the squatter's own password", name=name)
+    post.delivered()  # the confirmation letter she never asked for
+    return reset_link(visitor, post)
+
+
+def test_the_reset_of_an_account_never_confirmed_sets_the_name_chosen_on_its_form(client, visitor, post, db):
+    link = squatted(visitor, post, "Ada is a fraud")
+
+    form = client.get(link).get_data(as_text=True)
+    visitor.submit(link, password=NEW_PASSWORD, name="Ada")
+
+    assert 'name="name"' in form
+    assert db.execute("SELECT display_name, confirmed_at IS NOT NULL FROM accounts").fetchone() == ("Ada", True)
+    visitor.signin("ada@example.com", NEW_PASSWORD)
+    visitor.submit("/entries", body="my first entry")
+    page = client.get("/").get_data(as_text=True)
+    assert '<bdi class="author">Ada</bdi>' in page and "fraud" not in page
+
+
+def test_the_reset_of_an_account_never_confirmed_without_a_name_clears_the_squatter_s(visitor, post, db):
+    link = squatted(visitor, post, "Ada is a fraud")
+
+    assert visitor.submit(link, password=NEW_PASSWORD).status_code == 302
+
+    assert db.execute("SELECT display_name, name_key FROM accounts").fetchone() == ("", None)
+
+
+def test_the_reset_of_an_account_never_confirmed_refuses_a_name_sign_up_would_and_keeps_the_link(visitor, post, db):
+    visitor.confirmed_account("bo@example.com")
+    visitor.submit("/signup", email="eve@example.com", password=PASSWORD, name="Bob")  # Eve's claim on it
+    post.delivered()
+    link = squatted(visitor, post, "Ada is a fraud")
+
+    taken = visitor.submit(link, password=NEW_PASSWORD, name="bob")
+    reserved = visitor.submit(link, password=NEW_PASSWORD, name="A guest")
+
+    assert (taken.status_code, reserved.status_code) == (422, 422)
+    assert "taken" in taken.get_data(as_text=True) and "reserved" in reserved.get_data(as_text=True)
+    assert db.execute("SELECT confirmed_at FROM accounts WHERE email = 'ada@example.com'").fetchone()[0] is None
+    assert visitor.submit(link, password=NEW_PASSWORD, name="Ada").status_code == 302
+
+
+def test_the_reset_of_a_confirmed_account_asks_no_name_and_keeps_its_own(client, visitor, post, db):
+    visitor.submit("/signup", email="ada@example.com", password=PASSWORD, name="Ada")
+    visitor.submit(post.only_link_to("ada@example.com"), password=PASSWORD)
+    link = reset_link(visitor, post)
+
+    form = client.get(link).get_data(as_text=True)
+    visitor.submit(link, password=NEW_PASSWORD, name="Mallory")
+
+    assert 'name="name"' not in form
+    assert db.execute("SELECT display_name FROM accounts").fetchone()[0] == "Ada"

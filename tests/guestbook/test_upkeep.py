@@ -4,7 +4,7 @@ pruned."""
 import pytest
 
 import jobs
-from guestbook import sessions, tokens, upkeep
+from guestbook import names, sessions, tokens, upkeep
 from jobs import schedules
 from tests.jobs.helpers import PROJECT, start_worker, stopped, wait_for
 
@@ -62,6 +62,19 @@ def test_accounts_whose_confirmation_link_expired_unused_are_deleted(app, db, vi
     jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
     assert worked_upkeep(db) == ["ran prune_unconfirmed"]
     assert emails(db) == ["confirmed@example.com", "fresh@example.com"]
+
+
+def test_claims_on_names_that_have_ended_are_pruned_and_live_ones_kept(app, db, visitor, post):
+    for email, name in (("old@example.com", "Old"), ("new@example.com", "New")):
+        visitor.submit("/signup", email=email, password=PASSWORD, name=name)
+    db.execute(
+        "UPDATE name_claims SET held_until = held_until - make_interval(secs => %s) WHERE display_name = 'Old'",
+        [names.CLAIM_MAX_AGE],
+    )
+    post.delivered()
+    jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
+    assert worked_upkeep(db) == ["ran prune_unconfirmed"]
+    assert [row[0] for row in db.execute("SELECT display_name FROM name_claims")] == ["New"]
 
 
 def test_a_confirmation_letter_sent_again_keeps_the_account_as_long_as_its_link(app, db, visitor, post):
