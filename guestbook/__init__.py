@@ -12,7 +12,7 @@ How a request travels, file by file:
                by skeletons.py.
   tokens.py    the signed links; mailer.py queues the letters that carry them.
   upkeep.py    the jobs that run on a schedule beside the server (__main__.py).
-  connections.py  what waitress, before the app, does with slow clients (__main__.py).
+  connections.py  what waitress, before the app, does with slow clients (server.py).
   dashboard.py the job queue's dashboard at /jobs, for the accounts admins.py says an
                operator granted it; development.py keeps /outbox and /jobs to the
                browser holding the key printed at start, and every path to local Hosts.

@@ -12,8 +12,8 @@ import time
 import pytest
 
 from guestbook import forms, limits
-from guestbook.__main__ import BODY_MAX, CHANNEL_TIMEOUT, CLEANUP_INTERVAL, CONNECTION_LIMIT
 from guestbook.connections import CLIENT_CONNECTIONS, REQUEST_DEADLINE
+from guestbook.server import BODY_MAX, CHANNEL_TIMEOUT, CLEANUP_INTERVAL, CONNECTION_LIMIT
 
 from .served import Served, environment
 
