@@ -1,6 +1,6 @@
-"""The command line: `guestbook serve [--port N] [--development]`, the web server with its mail worker
-beside it, and `guestbook admins add|remove ADDRESS` and `admins list`, the operator's grants of the
-job queue's dashboard (admins.py).
+"""The command line: `guestbook serve [--host ADDRESS] [--port N] [--development]`, the web server with its
+mail worker beside it, and `guestbook admins add|remove ADDRESS` and `admins list`, the operator's grants of
+the job queue's dashboard (admins.py).
 
 The server is waitress (a production WSGI server, set up by server.py) in both modes, with a worker on
 the `mail` queue in threads beside it (jobs.beside), so every process that serves
@@ -64,6 +64,12 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(required=True, metavar="COMMAND")
     serve = commands.add_parser("serve", help="serve the guestbook, with its mail worker beside it")
     serve.add_argument(
+        "--host",
+        default=None,
+        metavar="ADDRESS",
+        help="the address listened on (default: HOST, else 127.0.0.1 in development and 0.0.0.0 otherwise)",
+    )
+    serve.add_argument(
         "--port", type=int, default=None, metavar="N", help=f"the port (default: PORT, else {server.DEFAULT_PORT})"
     )
     serve.add_argument(
@@ -103,6 +109,7 @@ def serve_command(args) -> int:
     try:
         performers = upkeep.performers  # the letters', made from MAIL_RETRY_INTERVALS now, and the upkeep's
         settings_from_environment()
+        host = server.host(args.host or os.environ.get("HOST"), args.development)
     except ValueError as error:
         print(f"guestbook: {error}", file=sys.stderr)
         return 2
@@ -125,7 +132,7 @@ def serve_command(args) -> int:
             "DEVELOPMENT": args.development,
         }
     )
-    served = server.listening(app, server.DEFAULT_HOSTS[args.development], port)
+    served = server.listening(app, host, port)
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     if args.development:  # the outbox and the dashboard show live links: for the person who started it only
         print(
