@@ -17,7 +17,7 @@ def guestbook_settings():
 
 
 def test_letter_in_the_outbox_confirms_the_account(page, guestbook):
-    page.goto(f"{guestbook.url}/signup")
+    page.goto(f"{guestbook.keyed_url}/signup")  # the pages of the printed link, which show the outbox
     page.get_by_label("Email").fill(ADA)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign up").click()

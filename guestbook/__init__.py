@@ -16,7 +16,7 @@ How a request travels, file by file:
                proxies.py who the client is when proxies stand in front.
   dashboard.py the job queue's dashboard at /jobs, for the accounts admins.py says an
                operator granted it; development.py keeps /outbox and /jobs to the
-               browser holding the key printed at start, and every path to local Hosts.
+               pages under the link printed at start, and every path to local Hosts.
 """
 
 import os
@@ -57,10 +57,9 @@ def create_app(config: dict | None = None) -> Flask:
 
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
     (seconds), TRUSTED_PROXIES (the networks of the proxies in front, whose X-Forwarded-For
-    is believed: proxies.parsed),
-    and DEVELOPMENT (True: the /outbox page and /jobs for
-    the browser that holds the printed key (development.py), cookies without Secure,
-    no HSTS, and only the Host names LOCAL_HOSTS and BASE_URL's, for every path).
+    is believed: proxies.parsed), and DEVELOPMENT (True: the /outbox page and /jobs on
+    the pages under the printed link (development.py), cookies without Secure, no HSTS,
+    and only the Host names LOCAL_HOSTS and BASE_URL's, for every path).
     """
     app = Flask(__name__)
     config = config or {}
@@ -95,7 +94,8 @@ def create_app(config: dict | None = None) -> Flask:
     headers.init_app(app)
     if app.config["DEVELOPMENT"]:  # outermost: no part of the app, the dashboard included, sees another Host
         # Flask's documented way to wrap an app in middleware, which mypy reads as assigning to a method.
-        app.wsgi_app = development.hosts_checked(app.wsgi_app, local_hosts())  # type: ignore[method-assign]
+        keyed = development.keyed(app.wsgi_app, development.key(app))  # the whole app under the printed link too
+        app.wsgi_app = development.hosts_checked(keyed, local_hosts())  # type: ignore[method-assign]
     return app
 
 

@@ -136,8 +136,8 @@ def serve_command(args) -> int:
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     if args.development:  # the outbox and the dashboard show live links: for the person who started it only
         print(
-            f"Open {development.link(app, base)} once to see /outbox and /jobs in your browser "
-            "(no other user of this machine can)",
+            f"Open {development.link(app, base)} to see /outbox and /jobs: every page under that link shows them "
+            "(keep it; no other user of this machine can see them)",
             flush=True,
         )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends served.run() the way Ctrl-C does
