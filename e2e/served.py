@@ -45,6 +45,7 @@ SETTINGS = (
     "MAIL_OUTBOX",
     "BASE_URL",
     "PORT",
+    "HOST",
     "MAIL_RETRY_INTERVALS",
     "RESET_TOKEN_MAX_AGE",
     "TRUSTED_PROXIES",
