@@ -1,6 +1,6 @@
 """The web server's connections, guarded against slow clients: a deadline per request, and a cap per client.
 
-waitress (started by __main__.py) closes a connection that sends nothing for
+waitress (started by server.py) closes a connection that sends nothing for
 CHANNEL_TIMEOUT, and serves at most CONNECTION_LIMIT at once, for every client
 together. A client that sends a byte every few seconds is never idle, so a thousand
 such connections (a few hundred bytes a second in all, "slowloris") would fill that
@@ -31,7 +31,7 @@ CLIENT_CONNECTIONS = (
 )
 
 
-def guarded(trusted: tuple[proxies.Network, ...] = ()) -> type:
+def guarded(trusted: tuple[proxies.Network, ...]) -> type:
     """waitress's connection with the deadline, and with the cap per client for every peer not in `trusted` (the
     proxies')."""
     return type("GuardedChannel", (GuardedChannel,), {"trusted": trusted, "held": Counter()})

@@ -13,7 +13,6 @@ import ipaddress
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 FORWARDED_MAX = 20  # addresses of X-Forwarded-For read from its right end, at most: proxies are never that many
-PEER = "guestbook.proxies.peer"  # the environ key keeping the connection's own address, once REMOTE_ADDR is the client
 
 
 def parsed(text: str) -> tuple[Network, ...]:
@@ -60,11 +59,10 @@ def client_address(peer: str, forwarded_for: str, proxies: tuple[Network, ...]) 
 
 
 def proxied(wsgi_app, proxies: tuple[Network, ...]):
-    """`wsgi_app` with REMOTE_ADDR the client's address (`client_address`), the peer's kept at PEER."""
+    """`wsgi_app` with REMOTE_ADDR the client's address (`client_address`) instead of the peer's."""
 
     def app(environ, start_response):
         peer = environ.get("REMOTE_ADDR", "")
-        environ[PEER] = peer
         environ["REMOTE_ADDR"] = client_address(peer, environ.get("HTTP_X_FORWARDED_FOR", ""), proxies)
         return wsgi_app(environ, start_response)
 
