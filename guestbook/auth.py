@@ -69,6 +69,12 @@ def signup():
     if problem:
         flash(problem, "error")
         return render_template("auth/signup.html", email=email, name=name), 422
+    if mailer.backlogged(db):  # the same for every address, taken or not: it tells nothing of them
+        abort(
+            503,
+            "Too many letters are waiting to be sent just now. Try again in a few minutes.",
+            retry_after=mailer.BACKLOG_RETRY_AFTER,
+        )
     digest = passwords.digest(password)
     with db.transaction():
         account = accounts.created(db, email, digest, name, names.key(name))

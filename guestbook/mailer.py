@@ -5,6 +5,12 @@ given, inside the view's transaction, and returns the job's id; the worker besid
 the server sends it a moment later. Links start from mail.url_for (BASE_URL).
 The reset letter takes one step more (`reset_asked`), so that asking for one costs
 the same whether or not the address has an account.
+
+The letters somebody waits for at the screen, the reset and unlock letters, are queued
+at AWAITED, ahead of every other letter: a flood of sign-ups, each bounded per client
+only, would otherwise queue a backlog that a reset link outlives before its turn
+(`backlogged` bounds that backlog as a whole). They go one at a time, after the letter
+in hand, and each is bounded by its own account (RESET_EVERY, one per lock).
 """
 
 from dataclasses import asdict
@@ -15,7 +21,13 @@ import jobs
 import mail
 
 from . import accounts, tokens
+from .db import queries
 
+AWAITED = -1  # the priority of the letters a person waits for (reset, unlock): sent before any other
+BULK = 0  # the priority of every other letter: jobs' default
+LETTERS_WAITING_MAX = 1000  # BULK letters waiting before a sign-up is told to come back, unless the setting
+# of that name says otherwise: at half a second a letter, about eight minutes of sending
+BACKLOG_RETRY_AFTER = 300  # seconds a sign-up turned away by the backlog is told to wait
 RESET_SECRET_ARGS = ("letter",)  # the reset job's whole letter, live link and all, as mail.SECRET_ARGS: never shown
 
 
@@ -59,6 +71,7 @@ def unlock(db, account) -> int:
         account.email,
         "Your guestbook account is locked",
         lifetime=tokens.UNLOCK_MAX_AGE,
+        priority=AWAITED,
         body=(
             f"After {accounts.LOCK_AFTER} wrong passwords in a row, your guestbook account is locked.\n"
             "Open this link to unlock it:\n\n"
@@ -94,9 +107,8 @@ def reset_asked(db, account) -> int:
     reason = mail.refusal(letter)
     if reason:
         raise mail.Refused(reason)
-    job = jobs.later(
-        db, mail.QUEUE, "reset_letter", {"account": account.id, "letter": asdict(letter)}, secret=RESET_SECRET_ARGS
-    )
+    args = {"account": account.id, "letter": asdict(letter)}
+    job = jobs.later(db, mail.QUEUE, "reset_letter", args, secret=RESET_SECRET_ARGS, priority=AWAITED)
     assert job is not None  # jobs.later answers None only for a job with a unique key, and this one has none
     return job
 
@@ -104,7 +116,7 @@ def reset_asked(db, account) -> int:
 def reset_letter(db, args: dict) -> None:
     """The `reset_letter` job: queues the reset letter when it is an account's and none went in RESET_EVERY."""
     if args["account"] is not None and accounts.reset_claimed(db, args["account"]):
-        mail.delivered_later(db, mail.Letter(**args["letter"]))
+        mail.delivered_later(db, mail.Letter(**args["letter"]), priority=AWAITED)
 
 
 PERFORMERS = {"reset_letter": reset_letter}  # the jobs of this module, for the worker on the mail queue
@@ -124,13 +136,27 @@ def password_changed(db, email: str) -> int:
     )
 
 
-def queued(db, to: str, subject: str, body: str, lifetime: int | None = None) -> int:
-    """Queues a letter from MAIL_FROM on `db`'s transaction; returns the job's id.
+def backlogged(db) -> bool:
+    """Whether the app's LETTERS_WAITING_MAX letters of BULK wait already, so that no sign-up may add one now.
+
+    The count is read outside the sign-up's transaction and without a lock, so
+    requests at the same instant may each add their letter past it: the bound is
+    exact to within the requests served at once, which is all it needs to be.
+    """
+    at_most = current_app.config["LETTERS_WAITING_MAX"]
+    params = {"queue": mail.QUEUE, "priority": BULK, "at_most": at_most}
+    row = db.execute(queries["letters_waiting"], params).fetchone()
+    return row[0] >= at_most
+
+
+def queued(db, to: str, subject: str, body: str, lifetime: int | None = None, priority: int = BULK) -> int:
+    """Queues a letter from MAIL_FROM on `db`'s transaction, at `priority`; returns the job's id.
 
     A letter carrying a link that dies is given the link's `lifetime` (seconds), and
     is never sent once that has passed (mail.message).
     """
-    return mail.delivered_later(db, mail.message(current_app.config["MAIL_FROM"], to, subject, body, lifetime=lifetime))
+    letter = mail.message(current_app.config["MAIL_FROM"], to, subject, body, lifetime=lifetime)
+    return mail.delivered_later(db, letter, priority=priority)
 
 
 def spoken(seconds: int) -> str:

@@ -239,3 +239,15 @@ SELECT a.email, d.granted_at FROM admins d JOIN accounts a ON a.id = d.account_i
 -- name: admin_held
 -- Asked on every request to /jobs and for every page whose header may link there.
 SELECT 1 FROM admins WHERE account_id = %(account_id)s
+
+-- name: letters_waiting
+-- The letters of one priority the mail queue holds and has yet to send: due, in work,
+-- or waiting to be tried again, but not those failed for good (attempts spent) or sent
+-- (a sent letter's job is deleted). Counted up to %(at_most)s + 1 only: the bound needs
+-- no more, and a backlog's whole length is not read again for every sign-up. The rows
+-- are the jobs package's (jobs/schema.sql); jobs_ready leads with queue and priority.
+SELECT count(*) FROM (
+    SELECT 1 FROM jobs
+    WHERE queue = %(queue)s AND priority = %(priority)s AND attempts < max_attempts
+    LIMIT %(at_most)s + 1
+) AS waiting

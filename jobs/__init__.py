@@ -4,6 +4,8 @@ How a job travels, file by file (the modules marked SQL send statements, each on
 named in queries.sql and read by sql.py; the others never touch SQL themselves):
   schema.py       SQL: `prepared` makes the tables, or takes the steps of schema.sql
                   they lack, without locking a current schema.
+  bridges.py      `later` takes the app's connection: psycopg's, async or not, or the
+                  one under a SQLAlchemy session or Django's `connection`.
   arguments.py    `later` first checks the queue, name and arguments, writing nothing
                   if they could not survive the trip through the table.
   store.py        SQL: `later` writes the row on the caller's transaction and notifies
@@ -45,6 +47,7 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
 It needs psycopg 3 and the standard library only, so it can be copied into an app.
 """
 
+from .bridges import later, later_many
 from .connections import SILENT_AFTER, keepalives
 from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
@@ -57,8 +60,8 @@ from .schedules import Schedule, every
 from .schema import SchemaError, prepared
 from .shelf import PAGE, discarded, failed, retried, status
 from .sql import load as load_queries
-from .starting import beside, worker
-from .store import ATTEMPTS, LEASE, later, later_many, listed, now_ms
+from .starting import beside, beside_asgi, worker
+from .store import ATTEMPTS, LEASE, listed, now_ms
 from .workers import Worker
 
 __all__ = [
@@ -79,6 +82,7 @@ __all__ = [
     "batch",
     "batch_status",
     "beside",
+    "beside_asgi",
     "cancel_batch",
     "cancelled",
     "chain",

@@ -139,12 +139,14 @@ class Keeper:
             if back:
                 queues = flows.released(db, [(entry.id, entry.claim, due_at(entry)) for entry in back])
                 store.announced(db, queues)  # for idle workers elsewhere too
+                self.crew.counts.given_back += len(back)
                 left = [entry for entry in left if entry not in back]
                 self.crew.doorbell.ring()
             lapsed = [entry for entry in left if entry.fate is Fate.LAPSE]
             if lapsed:
                 store.lapsed(db, [(entry.id, entry.claim) for entry in lapsed])
                 log.info("%d job(s) it held when cut off are due again at once", len(lapsed))
+                self.crew.counts.given_back += len(lapsed)
                 left = [entry for entry in left if entry not in lapsed]
                 self.crew.doorbell.ring()
             for claim in {entry.claim for entry in left if entry.fate is Fate.DELETE}:

@@ -49,9 +49,17 @@ class Counts:
     lease_lost: int = 0  # settlements refused because another worker held the job
     timed_out: int = 0  # attempts that ran past their timeout (counted as rescheduled or failed too)
     cancelled: int = 0  # jobs an operator cancelled while the worker held them
+    given_back: int = 0  # jobs it held that went back to the queue unrun, or due again after it was cut off
 
     def add(self, kind: str) -> None:
         setattr(self, kind, getattr(self, kind) + 1)
+
+    def said(self) -> str:
+        """The counts an operator looks for when a worker stops, as a line of the log."""
+        return (
+            f"{self.processed} job(s) done, {self.failed} failed for good, {self.rescheduled} to be tried again, "
+            f"{self.given_back} given back to the queue"
+        )
 
 
 class TransactionEnded(RuntimeError):

@@ -1,11 +1,13 @@
-"""Starting a worker: `worker` for a process of its own, `beside` for one next to a web server.
+"""Starting a worker: `worker` for a process of its own, `beside` for one next to a web server,
+`beside_asgi` for one within an ASGI app's lifespan.
 
-Both take the Worker's options (workers.py); `beside` makes the tables first and stops
-the worker when the server returns, so a small app runs its mail and its pages in one
-process.
+Each takes the Worker's options (workers.py); `beside` and `beside_asgi` make the tables
+first and stop the worker when the server is done, so a small app runs its mail and its
+pages in one process.
 """
 
-from collections.abc import Callable, Iterable, Mapping
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TypeVar
 
 from . import schema
@@ -14,6 +16,11 @@ from .job import Performer
 from .workers import Worker
 
 T = TypeVar("T")  # what `beside`'s serve() answers
+# The ASGI callable's shape (the asgiref spec), spelled out: jobs imports no ASGI package.
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
+]
 
 
 def worker(
@@ -50,3 +57,46 @@ def beside(
     finally:
         running.stop()
         running.join()
+
+
+def beside_asgi(
+    app: ASGIApp, connect: Connect, queue: str, performers: Mapping[str, Performer], **options: Any
+) -> ASGIApp:
+    """`app`, an ASGI app, with a worker on `queue` in threads beside it for as long as its server runs it.
+
+    The worker starts once `app` has started (its lifespan's startup is complete) and
+    stops, the job in hand finishing, before the server hears that `app` has shut down,
+    so a performer may use what the app's startup made. The waits on the database and
+    on the threads run off the event loop (asyncio.to_thread). `app` must speak the
+    lifespan protocol, as Starlette, FastAPI, Litestar and Quart apps do.
+    """
+    running: list[Worker] = []
+
+    def started() -> Worker:
+        with connect() as db:
+            schema.prepared(db)
+        return worker(connect, [queue], performers, **options)
+
+    def stopped(done: Worker) -> None:
+        done.stop()
+        done.join()
+
+    async def served(
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Message]],
+        send: Callable[[Message], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "lifespan":
+            await app(scope, receive, send)
+            return
+
+        async def sent(message: Message) -> None:
+            if message["type"] == "lifespan.startup.complete":
+                running.append(await asyncio.to_thread(started))
+            elif message["type"] == "lifespan.shutdown.complete" and running:
+                await asyncio.to_thread(stopped, running.pop())
+            await send(message)
+
+        await app(scope, receive, sent)
+
+    return served

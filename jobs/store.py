@@ -72,12 +72,28 @@ def later(
     without their values (redaction.py). A name that is not an argument is a ValueError.
     batch and flow are written by `flows` for the jobs of batches and chains.
     """
-    text = encoded(queue, name, args)
-    secret = redaction.declared(name, args, secret)
-    params = {
+    params = later_params(queue, name, args, at, priority, unique, key, batch, flow, secret)
+    row = db.execute(queries["later"], params).fetchone()
+    return None if row is None else row[0]
+
+
+def later_params(
+    queue: str,
+    name: str,
+    args: dict[str, Any],
+    at: int | None,
+    priority: int,
+    unique: str | None,
+    key: str | None,
+    batch: int | None,
+    flow: dict[str, Any] | None,
+    secret: Collection[str] | None,
+) -> dict[str, Any]:
+    """The parameters of statement `later` for one job, checked (ValueError, TypeError) before anything is sent."""
+    return {
         "queue": queue,
         "name": name,
-        "args": text,
+        "args": encoded(queue, name, args),
         "run_at": at,
         "now": None,
         "priority": priority,
@@ -86,10 +102,8 @@ def later(
         "unique": unique,
         "batch": batch,
         "flow": None if flow is None else json.dumps(flow),
-        "secret": secret,
+        "secret": redaction.declared(name, args, secret),
     }
-    row = db.execute(queries["later"], params).fetchone()
-    return None if row is None else row[0]
 
 
 def later_many(
@@ -109,18 +123,31 @@ def later_many(
     does. Written on `db`'s current transaction (one of its own on an autocommit
     connection), with one notification for all of them.
     """
-    named(queue, name)
-    many_args = list(many_args)
-    texts = [encoded_args(name, args) for args in many_args]
-    secrets_of = [redaction.declared(name, args, secret) for args in many_args]
+    checked = many_checked(queue, name, many_args, secret)
     with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
         now = one(cursor.execute(queries["now"], {"now": None}))[0]
-        run_at, later_on = (now, False) if at is None else (at, at > now)
         with cursor.copy(queries["later_many"]) as copy:
-            for text, hidden in zip(texts, secrets_of, strict=True):
-                copy.write_row((queue, name, text, run_at, later_on, priority, ATTEMPTS, hidden))
+            for row in many_rows(queue, name, checked, at, now, priority):
+                copy.write_row(row)
         cursor.execute(queries["notify"], {"queue": queue})
-    return len(texts)
+    return len(checked)
+
+
+def many_checked(
+    queue: str, name: str, many_args: Iterable[dict[str, Any]], secret: Collection[str] | None
+) -> list[tuple[str, list[str] | None]]:
+    """Each job's arguments as JSON text, with its secret names: all checked before any is written."""
+    named(queue, name)
+    return [(encoded_args(name, args), redaction.declared(name, args, secret)) for args in list(many_args)]
+
+
+def many_rows(
+    queue: str, name: str, checked: list[tuple[str, list[str] | None]], at: int | None, now: int, priority: int
+) -> Iterable[tuple[Any, ...]]:
+    """The rows of statement `later_many`'s COPY, due at `at` or, when None, at the database's `now`."""
+    run_at, later_on = (now, False) if at is None else (at, at > now)
+    for text, hidden in checked:
+        yield (queue, name, text, run_at, later_on, priority, ATTEMPTS, hidden)
 
 
 def promoted(db: psycopg.Connection[Any], now: int | None = None) -> list[str]:

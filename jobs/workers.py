@@ -89,6 +89,7 @@ class Worker:
         self._ready = threading.Event()  # set once the worker is registered and has read the paused queues
         self._registered = self._paused_read = False
         self._grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
+        self._said_stopped = False  # join() logs what the worker did once, when it has ended
         self._lock = threading.Lock()
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self.schedules = held(schedules)
@@ -151,7 +152,7 @@ class Worker:
             self.doorbell.ring_everyone()
 
     def join(self, timeout: float | None = None) -> bool:
-        """Waits for the threads to end; True when they all have."""
+        """Waits for the threads to end; True when they all have, and then logs (once) what the worker did."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
             threads = self._threads()
@@ -163,6 +164,9 @@ class Worker:
             return False
         self._listener.closed()
         self.watchdog.stop()
+        if not self._said_stopped:
+            self._said_stopped = True
+            log.info("the worker stopped: %s", self.counts.said())
         return True
 
     def wait_until_empty(self, timeout: float) -> bool:

@@ -34,8 +34,11 @@ class Undeliverable(Exception):
     """The mail server refused the letter for good (a 5xx answer): another attempt would not help."""
 
 
-def delivered_later(db: psycopg.Connection[Any], m: Letter) -> int:
+def delivered_later(db: psycopg.Connection[Any], m: Letter, *, priority: int = 0) -> int:
     """Queues `m` to be sent by a worker on the `mail` queue, and returns the job's id.
+
+    Of the letters due, those of a lower `priority` are sent first (jobs' own order):
+    a letter somebody waits for at the screen can go ahead of a backlog of others.
 
     The job is written on `db`'s current transaction: if that rolls back, the letter
     was never queued. A letter `delivered` would refuse is refused here with
@@ -46,7 +49,7 @@ def delivered_later(db: psycopg.Connection[Any], m: Letter) -> int:
     reason = refusal(m)
     if reason:
         raise Refused(reason)
-    job = jobs.later(db, QUEUE, "deliver", asdict(m), secret=SECRET_ARGS)
+    job = jobs.later(db, QUEUE, "deliver", asdict(m), secret=SECRET_ARGS, priority=priority)
     assert job is not None  # jobs.later answers None only for a job with a unique key, and this one has none
     return job
 

@@ -86,10 +86,13 @@ class Served:
         return visitor
 
     def stopped(self) -> int:
-        """Sends SIGTERM, as a platform stopping the process does, and returns its exit status."""
+        """Sends SIGTERM, as a platform stopping the process does, and returns its exit status; what it printed
+        from the address line on is kept in `after`."""
         self.process.send_signal(signal.SIGTERM)
         try:
-            return self.process.wait(WAIT)
+            status = self.process.wait(WAIT)
+            self.after = self.process.stdout.read()
+            return status
         finally:
             self.process.stdout.close()
 

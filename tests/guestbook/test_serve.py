@@ -119,6 +119,7 @@ def test_served_signup_answers_and_the_worker_beside_sends_its_letter(database_u
             assert f"{SITE}/confirm/" in smtp.letters[0].get_body(("plain",)).get_content()
         finally:
             assert served.stopped() == 0
+        assert "the worker stopped: 1 job(s) done, 0 failed for good" in served.after, served.after
 
 
 @pytest.mark.slow

@@ -9,6 +9,12 @@ from jobs import flows, store
 from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
+# The line a worker logs as it ends, with what it did (workers.Worker.join).
+STOP_LINE = (
+    "the worker stopped: {done} job(s) done, {failed} failed for good, {again} to be tried again, "
+    "{back} given back to the queue"
+)
+
 
 def tables(db):
     for made in (RUNS, STARTS):
@@ -88,6 +94,7 @@ def test_sigterm_gives_back_a_job_still_running_when_the_grace_period_ends(db, d
     assert 1 <= time.monotonic() - began < 30, "the grace period ended it, not the job of 60 s"
     assert given_back(db, job), "another worker may take it at once, without waiting out the lease"
     assert scalar(db, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 0, "a shutdown spends no attempt"
+    assert STOP_LINE.format(done=0, failed=0, again=0, back=1) in output, output
 
 
 def test_a_second_signal_gives_everything_back_at_once(db, database_url):
@@ -114,6 +121,7 @@ def test_sigterm_lets_a_job_that_ends_within_the_grace_period_finish(db, databas
     assert worker.returncode == 0, output
     assert scalar(db, "SELECT count(*) FROM runs WHERE job = %s", (job,)) == 1
     assert scalar(db, "SELECT count(*) FROM jobs") == 0
+    assert STOP_LINE.format(done=1, failed=0, again=0, back=0) in output, output
 
 
 def test_a_job_given_back_is_due_as_it_was_before_its_claim(db):
