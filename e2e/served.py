@@ -45,6 +45,7 @@ SETTINGS = (
     "MAIL_OUTBOX",
     "BASE_URL",
     "PORT",
+    "HOST",
     "MAIL_RETRY_INTERVALS",
     "RESET_TOKEN_MAX_AGE",
     "TRUSTED_PROXIES",
@@ -102,11 +103,16 @@ class Guestbook:
 
     @property
     def key_link(self) -> str:
-        """The link it printed at start, which lets the browser that opens it see /outbox and /jobs."""
-        found = re.search(rf"Open ({re.escape(self.url)}/\?key=\w+) once", self.log.read_text())
+        """The link it printed at start, under which its pages show /outbox and /jobs."""
+        found = re.search(rf"Open ({re.escape(self.url)}/[0-9a-f]+/) to see", self.log.read_text())
         if found is None:
             raise RuntimeError(f"the guestbook printed no link to open; what it printed:\n{self.log.read_text()}")
         return found.group(1)
+
+    @property
+    def keyed_url(self) -> str:
+        """The guestbook's address under the printed link: `url` for the person who started it."""
+        return self.key_link.rstrip("/")
 
     def answers(self) -> bool:
         """Whether a request for its front page gets an answer; raises RuntimeError if it has exited."""

@@ -41,7 +41,7 @@ def test_a_letter_that_failed_for_good_is_retried_from_the_dashboard_and_arrives
     page, guest, guestbook, inbox, database_url
 ):
     guest.sign_up(ADA)  # no mail server listens: the letter's two attempts fail
-    page.goto(f"{guestbook.url}/jobs/")
+    page.goto(f"{guestbook.keyed_url}/jobs/")
     page.evaluate("window.loadedOnce = true")  # gone if the page reloads
     mail_row = page.locator("tr", has=page.locator('td[data-label="Queue"]', has_text="mail"))
     expect(mail_row.locator('td[data-label="Failed"]')).to_have_text("1", timeout=REFRESH)
@@ -62,7 +62,7 @@ def test_a_letter_that_failed_for_good_is_retried_from_the_dashboard_and_arrives
 
 def worker_heard_paused(page, guestbook) -> bool:
     """Whether the dashboard's metrics say the worker beside the server has heard that the mail queue is paused."""
-    metrics = page.request.get(f"{guestbook.url}/jobs/metrics").text()
+    metrics = page.request.get(f"{guestbook.keyed_url}/jobs/metrics").text()
     return f'jobs_worker_queue_paused{{queue="{mail.QUEUE}"}} 1' in metrics.splitlines()
 
 
@@ -70,7 +70,7 @@ def test_a_letter_waits_while_the_mail_queue_is_paused_from_the_dashboard_and_ar
     page, guest, guestbook, inbox
 ):
     inbox.start()  # the mail server is up: only the pause holds the letter back
-    page.goto(f"{guestbook.url}/jobs/")
+    page.goto(f"{guestbook.keyed_url}/jobs/")
     page.get_by_label("Queue to pause").fill(mail.QUEUE)
     page.get_by_role("button", name="Pause queue").click()
     expect(page.get_by_role("status")).to_contain_text(f"Queue {mail.QUEUE} paused")
@@ -78,7 +78,7 @@ def test_a_letter_waits_while_the_mail_queue_is_paused_from_the_dashboard_and_ar
     wait_until(lambda: worker_heard_paused(page, guestbook), WAIT, "the worker to hear the mail queue is paused")
 
     guest.sign_up(ADA)
-    page.goto(f"{guestbook.url}/jobs/")
+    page.goto(f"{guestbook.keyed_url}/jobs/")
     mail_row = page.locator("tr", has=page.locator('td[data-label="Queue"]', has_text=mail.QUEUE))
     expect(mail_row.locator('td[data-label="Due"]')).to_have_text("1")
     expect(mail_row.locator('td[data-label="Paused"]')).to_have_text("yes")

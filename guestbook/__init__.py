@@ -12,10 +12,11 @@ How a request travels, file by file:
                by skeletons.py.
   tokens.py    the signed links; mailer.py queues the letters that carry them.
   upkeep.py    the jobs that run on a schedule beside the server (__main__.py).
-  connections.py  what waitress, before the app, does with slow clients (__main__.py).
+  connections.py  what waitress, before the app, does with slow clients (server.py);
+               proxies.py who the client is when proxies stand in front.
   dashboard.py the job queue's dashboard at /jobs, for the accounts admins.py says an
                operator granted it; development.py keeps /outbox and /jobs to the
-               browser holding the key printed at start, and every path to local Hosts.
+               pages under the link printed at start, and every path to local Hosts.
 """
 
 import os
@@ -38,6 +39,7 @@ from . import (
     names,
     outbox,
     passwords,
+    proxies,
     renames,
     resets,
     sessions,
@@ -46,7 +48,7 @@ from . import (
 )
 
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
-TRUSTED_PROXIES_DEFAULT = 0  # proxies in front unless TRUSTED_PROXIES says otherwise: the client is who connects
+TRUSTED_PROXIES_DEFAULT = ""  # the proxies unless TRUSTED_PROXIES names some: none, the client is who connects
 # The Host names development answers to: a page elsewhere that points its own name at
 # 127.0.0.1 (DNS rebinding) is refused, so it cannot read /outbox and its links.
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
@@ -56,10 +58,11 @@ def create_app(config: dict | None = None) -> Flask:
     """Builds the app from the environment, with `config` (a mapping of settings) over it.
 
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
-    (seconds), LETTERS_WAITING_MAX (mailer.backlogged), TRUSTED_PROXIES (how many proxies in front set X-Forwarded-For),
-    and DEVELOPMENT (True: the /outbox page and /jobs for
-    the browser that holds the printed key (development.py), cookies without Secure,
-    no HSTS, and only the Host names LOCAL_HOSTS and BASE_URL's, for every path).
+    (seconds), LETTERS_WAITING_MAX (mailer.backlogged), TRUSTED_PROXIES (the networks of
+    the proxies in front, whose X-Forwarded-For is believed: proxies.parsed), and
+    DEVELOPMENT (True: the /outbox page and /jobs on the pages under the printed link
+    (development.py), cookies without Secure, no HSTS, and only the Host names
+    LOCAL_HOSTS and BASE_URL's, for every path).
     """
     app = Flask(__name__)
     config = config or {}
@@ -94,7 +97,8 @@ def create_app(config: dict | None = None) -> Flask:
     headers.init_app(app)
     if app.config["DEVELOPMENT"]:  # outermost: no part of the app, the dashboard included, sees another Host
         # Flask's documented way to wrap an app in middleware, which mypy reads as assigning to a method.
-        app.wsgi_app = development.hosts_checked(app.wsgi_app, local_hosts())  # type: ignore[method-assign]
+        keyed = development.keyed(app.wsgi_app, development.key(app))  # the whole app under the printed link too
+        app.wsgi_app = development.hosts_checked(keyed, local_hosts())  # type: ignore[method-assign]
     return app
 
 
@@ -106,7 +110,7 @@ def settings_from_environment() -> dict:
         "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
         "RESET_TOKEN_MAX_AGE": whole_number("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE),
         "LETTERS_WAITING_MAX": whole_number("LETTERS_WAITING_MAX", mailer.LETTERS_WAITING_MAX),
-        "TRUSTED_PROXIES": whole_number("TRUSTED_PROXIES", TRUSTED_PROXIES_DEFAULT),
+        "TRUSTED_PROXIES": proxies.parsed(os.environ.get("TRUSTED_PROXIES", TRUSTED_PROXIES_DEFAULT)),
         "DEVELOPMENT": False,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",

@@ -1,8 +1,8 @@
-"""The command line: `guestbook serve [--port N] [--development]`, the web server with its mail worker
-beside it, and `guestbook admins add|remove ADDRESS` and `admins list`, the operator's grants of the
-job queue's dashboard (admins.py).
+"""The command line: `guestbook serve [--host ADDRESS] [--port N] [--development]`, the web server with its
+mail worker beside it, and `guestbook admins add|remove ADDRESS` and `admins list`, the operator's grants of
+the job queue's dashboard (admins.py).
 
-The server is waitress (a production WSGI server) in both modes, with a worker on
+The server is waitress (a production WSGI server, set up by server.py) in both modes, with a worker on
 the `mail` queue in threads beside it (jobs.beside), so every process that serves
 requests also sends the letters they queue. --development is for a person running
 it on their own machine: an embedded PostgreSQL in .pgdata/ when DATABASE_URL is
@@ -23,7 +23,6 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import psycopg
-import waitress.server
 from psycopg.rows import namedtuple_row
 
 import jobs
@@ -31,33 +30,19 @@ import mail
 
 from . import (
     admins,
-    connections,
     create_app,
     dashboard,
     db,
     development,
     embedded,
-    forms,
+    server,
     settings_from_environment,
     upkeep,
 )
 
-DEFAULT_PORT = 5000  # the port served when neither --port nor PORT names one
-THREADS = db.POOL_MAX  # requests served at once: one pool connection each
 SECRET_FILE = Path(".secret_key")  # where development keeps the secret it made
 SECRET_BYTES = 32  # random bytes in a secret made for development
 SECRET_KEY_MIN = 32  # characters a SECRET_KEY needs outside development (a random one: `openssl rand -hex 32`)
-HOSTS = {True: "127.0.0.1", False: "0.0.0.0"}  # the interface listened on, in development or not
-# waitress's limits, so that a slow or hostile client cannot hold the server (see
-# docs/security.md): a connection idle mid-request for CHANNEL_TIMEOUT is closed,
-# looked for every CLEANUP_INTERVAL; up to CONNECTION_LIMIT are served at once, polled
-# (select() would stop at 1024 descriptors); a body is refused with a 413 as soon as it
-# is past the app's own limit, before it is read (waitress refuses at >=, Flask past >).
-# connections.py adds a deadline for each request and a cap on one client's connections.
-CHANNEL_TIMEOUT = 10  # seconds a connection may send nothing before waitress closes it (its default: 120)
-CLEANUP_INTERVAL = 2  # seconds between waitress's looks for idle connections (its default: 30)
-CONNECTION_LIMIT = 1000  # connections open at once (its default: 100, which 100 idle clients filled)
-BODY_MAX = forms.CONTENT_MAX + 1  # waitress's max_request_body_size (its default: 1 GiB)
 EXIT_NOTICE = 1  # `admins add` or `remove` changed nothing: no such confirmed account, or no such grant
 RETIRED = {  # settings that no longer do what they did: serve refuses to start while one is set
     "ADMIN_EMAILS": "ADMIN_EMAILS no longer grants the dashboard to an address: grant it to a confirmed account "
@@ -79,7 +64,13 @@ def parser() -> argparse.ArgumentParser:
     commands = top.add_subparsers(required=True, metavar="COMMAND")
     serve = commands.add_parser("serve", help="serve the guestbook, with its mail worker beside it")
     serve.add_argument(
-        "--port", type=int, default=None, metavar="N", help=f"the port (default: PORT, else {DEFAULT_PORT})"
+        "--host",
+        default=None,
+        metavar="ADDRESS",
+        help="the address listened on (default: HOST, else 127.0.0.1 in development and 0.0.0.0 otherwise)",
+    )
+    serve.add_argument(
+        "--port", type=int, default=None, metavar="N", help=f"the port (default: PORT, else {server.DEFAULT_PORT})"
     )
     serve.add_argument(
         "--development", action="store_true", help="local defaults: embedded database, kept secret, outbox"
@@ -118,6 +109,7 @@ def serve_command(args) -> int:
     try:
         performers = upkeep.performers  # the letters', made from MAIL_RETRY_INTERVALS now, and the upkeep's
         settings_from_environment()
+        host = server.host(args.host or os.environ.get("HOST"), args.development)
     except ValueError as error:
         print(f"guestbook: {error}", file=sys.stderr)
         return 2
@@ -131,7 +123,7 @@ def serve_command(args) -> int:
             "set DATABASE_URL to it, or run `make jobs ARGS=status` beside this server)",
             flush=True,
         )
-    port = args.port or int(os.environ.get("PORT") or DEFAULT_PORT)
+    port = args.port or int(os.environ.get("PORT") or server.DEFAULT_PORT)
     base = os.environ.setdefault("BASE_URL", f"http://127.0.0.1:{port}")  # mail.url_for reads it
     app = create_app(
         {
@@ -140,44 +132,28 @@ def serve_command(args) -> int:
             "DEVELOPMENT": args.development,
         }
     )
-    server = waitress.server.create_server(  # listens now
-        app,
-        host=HOSTS[args.development],
-        port=port,
-        threads=THREADS,
-        channel_timeout=CHANNEL_TIMEOUT,
-        cleanup_interval=CLEANUP_INTERVAL,
-        connection_limit=CONNECTION_LIMIT,
-        asyncore_use_poll=True,
-        max_request_body_size=BODY_MAX,
-        # The app reads X-Forwarded-For through TRUSTED_PROXIES proxies (limits.py); waitress,
-        # told of no proxy itself, would delete the header first, and every client behind
-        # the proxy would count as the proxy.
-        clear_untrusted_proxy_headers=False,
-    )
-    assert isinstance(server, waitress.server.BaseWSGIServer)  # one host and port: one socket, served by one server
-    server.channel_class = connections.guarded(capped=not app.config["TRUSTED_PROXIES"])  # for every accept from now
+    served = server.listening(app, host, port)
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     if args.development:  # the outbox and the dashboard show live links: for the person who started it only
         print(
-            f"Open {development.link(app, base)} once to see /outbox and /jobs in your browser "
-            "(no other user of this machine can)",
+            f"Open {development.link(app, base)} to see /outbox and /jobs: every page under that link shows them "
+            "(keep it; no other user of this machine can see them)",
             flush=True,
         )
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends server.run() the way Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends served.run() the way Ctrl-C does
     try:
         jobs.beside(
             lambda: psycopg.connect(url, **jobs.keepalives()),
             mail.QUEUE,
             performers,
-            server.run,
+            served.run,
             schedules=upkeep.schedules,
             on_start=lambda worker: dashboard.shows_worker(app, worker),
         )
     except KeyboardInterrupt:
         pass
     finally:
-        server.close()
+        served.close()
         db.closed(app)
     return 0
 

@@ -1,6 +1,6 @@
 """The web server's connections, guarded against slow clients: a deadline per request, and a cap per client.
 
-waitress (started by __main__.py) closes a connection that sends nothing for
+waitress (started by server.py) closes a connection that sends nothing for
 CHANNEL_TIMEOUT, and serves at most CONNECTION_LIMIT at once, for every client
 together. A client that sends a byte every few seconds is never idle, so a thousand
 such connections (a few hundred bytes a second in all, "slowloris") would fill that
@@ -9,9 +9,11 @@ closes them: every request must arrive whole, head and body, within REQUEST_DEAD
 of its first byte, and one client (limits.client: an address, or an IPv6 /64) holds
 at most CLIENT_CONNECTIONS at once; one more is closed as soon as it is accepted.
 
-Behind proxies (TRUSTED_PROXIES), every connection comes from a proxy, so the cap is
-left to them; the proxy should buffer each request (nginx does) so none arrives slowly.
-Many addresses dripping at once are a flood a proxy or the network must stop.
+A proxy's connections (an address TRUSTED_PROXIES names, proxies.py) carry every
+client's, so they are not capped, and the cap behind it is the proxy's; it should
+buffer each request (nginx does) so none arrives slowly. Every other peer is capped,
+one beside the proxy included. Many addresses dripping at once are a flood a proxy
+or the network must stop.
 """
 
 import time
@@ -19,6 +21,7 @@ from collections import Counter
 
 from waitress.channel import HTTPChannel
 
+from . import proxies
 from .limits import client
 
 REQUEST_DEADLINE = 10  # seconds a request may take to arrive whole from its first byte: 50 B/s for a head,
@@ -28,10 +31,10 @@ CLIENT_CONNECTIONS = (
 )
 
 
-def guarded(capped: bool) -> type:
-    """waitress's connection with the deadline, and with the cap per client unless `capped` is False (behind
-    proxies)."""
-    return type("GuardedChannel", (GuardedChannel,), {"cap": CLIENT_CONNECTIONS if capped else None, "held": Counter()})
+def guarded(trusted: tuple[proxies.Network, ...]) -> type:
+    """waitress's connection with the deadline, and with the cap per client for every peer not in `trusted` (the
+    proxies')."""
+    return type("GuardedChannel", (GuardedChannel,), {"trusted": trusted, "held": Counter()})
 
 
 class GuardedChannel(HTTPChannel):
@@ -41,7 +44,7 @@ class GuardedChannel(HTTPChannel):
     connections, so `held` (the connections each client holds, one Counter per server) needs no lock.
     """
 
-    cap: int | None = CLIENT_CONNECTIONS
+    trusted: tuple[proxies.Network, ...] = ()  # the peers not capped: the proxies'
     held: Counter
     began = None  # time.monotonic() at the first byte of the request being received; None between requests
     counted = False
@@ -49,11 +52,11 @@ class GuardedChannel(HTTPChannel):
     def __init__(self, server, sock, addr, adj, map=None):
         super().__init__(server, sock, addr, adj, map)
         self.client = client(addr[0]) if isinstance(addr, tuple) else None
-        if self.client is None or self.cap is None:
+        if self.client is None or proxies.trusted(addr[0], self.trusted):
             return
         self.held[self.client] += 1
         self.counted = True
-        if self.held[self.client] > self.cap:
+        if self.held[self.client] > CLIENT_CONNECTIONS:
             self.will_close = True  # before a byte is read: the loop's next turn closes it
 
     def received(self, data: bytes) -> bool:

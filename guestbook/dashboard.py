@@ -1,6 +1,6 @@
 """The job queue's dashboard (jobs.web) mounted at /jobs, for the people who run the guestbook.
 
-In development only the browser that opened the link the server printed may see it
+In development only the pages under the link the server printed show it
 (development.py); otherwise only a signed-in account an operator granted it
 (admins.py). The dashboard is a WSGI app of its own beside Flask's, on connections of
 the same pool, whose CSRF tokens are signed with SECRET_KEY and bound to the
@@ -24,8 +24,8 @@ from .db import get_db
 MOUNT = "/jobs"  # where the dashboard is served
 # What a browser the dashboard refuses is told, on the guestbook's own 403 page, by mode (development or not).
 REFUSALS = {
-    True: "The dashboard shows only in the browser that opened the link the server printed when it started "
-    '("Open http://127.0.0.1:5000/?key=... once"): open it in this browser, and this page shows.',
+    True: "The dashboard shows only under the link the server printed when it started "
+    '("Open http://127.0.0.1:5000/KEY/ to see /outbox and /jobs"): open it, and its Jobs link shows this page.',
     False: "The dashboard is for the accounts an operator granted it (python -m guestbook admins add ADDRESS): "
     "sign in with one.",
 }
@@ -38,7 +38,7 @@ def init_app(app) -> None:
     flask_app = app.wsgi_app
     dashboard = jobs.web.app(
         pool.connection,
-        authorize=lambda environ: development.holds_key(app, environ) if local else admin(app, environ),
+        authorize=lambda environ: development.holds_key(environ) if local else admin(app, environ),
         schedules=upkeep.schedules,
         secret=app.secret_key,
         session=lambda environ: session_of(app, environ),
@@ -50,7 +50,8 @@ def init_app(app) -> None:
     # Reached only through `refused` above: the dispatcher hands every other request under MOUNT to the dashboard.
     app.add_url_rule(f"{MOUNT}/", "dashboard.refused", refused_page, methods=["GET", "POST"])
     app.add_url_rule(f"{MOUNT}/<path:rest>", "dashboard.refused", refused_page, methods=["GET", "POST"])
-    app.context_processor(lambda: {"dashboard": MOUNT if may_see(app) else None})
+    # Under development's printed link the dashboard is too (request.script_root: /KEY).
+    app.context_processor(lambda: {"dashboard": request.script_root + MOUNT if may_see(app) else None})
 
 
 def refused_page(rest: str = ""):
@@ -67,7 +68,7 @@ def unmounted(environ):
 def may_see(app) -> bool:
     """Whether this request's browser may open the dashboard: it holds development's key, or is an admin's."""
     if app.config["DEVELOPMENT"]:
-        return development.holds_key(app, request.environ)
+        return development.holds_key(request.environ)
     return is_admin(g.get("account"))
 
 

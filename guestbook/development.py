@@ -1,31 +1,39 @@
 """What keeps development's own pages, /outbox and /jobs, to the person who started the server.
 
 The server listens on 127.0.0.1 only, but every user of the machine can reach that,
-and the outbox and the dashboard show live links. So, as Jupyter does, `guestbook
-serve --development` prints a link holding a key (`link`): opening it once gives the
-browser a cookie holding the key, and only a request carrying that cookie sees the
-outbox or the dashboard. The key is an HMAC of SECRET_KEY (kept in .secret_key, which
-only its owner may read), so it holds across restarts. `hosts_checked` keeps the
-whole app, dashboard included, to the local Host names, against DNS rebinding.
+and the outbox and the dashboard show live links. So `guestbook serve --development`
+prints a link holding a key (`link`), and those pages show only under it: `keyed`
+serves the whole app under /KEY/ as well as at /, and a request that came that way
+is the only one `holds_key`. The key is never a cookie: a browser sends its cookies
+for 127.0.0.1 to every port of it (cookies ignore ports, and SameSite counts every
+port as one site), so a page another user serves on 127.0.0.1:8099 would be sent it.
+A path is the one thing a browser keeps to this origin: links and redirects under
+/KEY/ (url_for, the dashboard's SCRIPT_NAME) stay under it, and Referrer-Policy
+no-referrer keeps it out of the requests they lead to. The key is an HMAC of
+SECRET_KEY (kept in .secret_key, which only its owner may read), so the link holds
+across restarts. `hosts_checked` keeps the whole app to the local Host names, against
+DNS rebinding.
 """
 
 import hashlib
 import hmac
-from urllib.parse import urlencode
 
-from flask import abort, current_app, redirect, request
+from flask import abort, request
 from werkzeug.exceptions import SecurityError
-from werkzeug.http import parse_cookie
 from werkzeug.wsgi import get_host
 
-COOKIE = "guestbook_key"  # the cookie that holds the key, once the printed link was opened
-PARAM = "key"  # the query parameter of the printed link
-COOKIE_MAX_AGE = 30 * 24 * 3600  # seconds a browser keeps the key: 30 days
+KEYED = "guestbook.development.keyed"  # the environ key `keyed` sets on a request that came under /KEY/
 
 
 def init_app(app) -> None:
-    """Takes the key from the printed link (any page), and refuses /outbox without it."""
-    app.before_request(key_taken)
+    """Refuses /outbox to every request that did not come under the printed link."""
+    app.before_request(outbox_guarded)
+
+
+def outbox_guarded() -> None:
+    """A 403 for /outbox, unless the request holds the key."""
+    if request.endpoint == "outbox.index" and not holds_key(request.environ):
+        abort(403, "The outbox shows only under the link the server printed when it started: open that link.")
 
 
 def key(app) -> str:
@@ -35,29 +43,29 @@ def key(app) -> str:
 
 
 def link(app, base: str) -> str:
-    """The link to print at start: opened once, it lets the browser see /outbox and /jobs."""
-    return f"{base.rstrip('/')}/?{urlencode({PARAM: key(app)})}"
+    """The link to print at start: its pages, and only they, show /outbox and /jobs."""
+    return f"{base.rstrip('/')}/{key(app)}/"
 
 
-def holds_key(app, environ) -> bool:
-    """Whether the request carries the key's cookie."""
-    held = parse_cookie(environ.get("HTTP_COOKIE", "")).get(COOKIE, "")
-    return hmac.compare_digest(held.encode(), key(app).encode())
+def holds_key(environ) -> bool:
+    """Whether the request came under the printed link (`keyed` said so)."""
+    return environ.get(KEYED) is True
 
 
-def key_taken():
-    """Keeps the printed link's key in a cookie and sends the browser on without it in the address; guards /outbox."""
-    given = request.args.get(PARAM)
-    if given is not None:
-        if not hmac.compare_digest(given.encode(), key(current_app).encode()):
-            abort(403, "This key is not the one the server printed when it started.")
-        others = {name: value for name, value in request.args.items(multi=True) if name != PARAM}
-        answer = redirect(request.path + (f"?{urlencode(others)}" if others else ""))
-        answer.set_cookie(COOKIE, given, max_age=COOKIE_MAX_AGE, httponly=True, samesite="Strict")
-        return answer
-    if request.endpoint == "outbox.index" and not holds_key(current_app, request.environ):
-        abort(403, "The outbox shows only in the browser that opened the link the server printed when it started.")
-    return None
+def keyed(wsgi_app, secret: str):
+    """`wsgi_app`, which also answers under /`secret`/ (the key) as if mounted there, marking those requests KEYED."""
+    prefix = f"/{secret}".encode()
+
+    def app(environ, start_response):
+        path = environ.get("PATH_INFO", "")
+        first, _, rest = path.partition("/")[2].partition("/")
+        if hmac.compare_digest(f"/{first}".encode(), prefix):  # in constant time: no guess is told it is near
+            environ[KEYED] = True
+            environ["SCRIPT_NAME"] = environ.get("SCRIPT_NAME", "") + f"/{first}"
+            environ["PATH_INFO"] = f"/{rest}"
+        return wsgi_app(environ, start_response)
+
+    return app
 
 
 def hosts_checked(wsgi_app, hosts: list[str]):

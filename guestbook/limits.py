@@ -5,15 +5,15 @@ Each of those costs a password hash (about 90 ms of a core), a new password's sc
 server from everyone else. The count is kept in the database (table client_tries), so
 it holds across every process that serves the site and across restarts; a client past
 it gets a 429 page, with a Retry-After header, saying when to try again. Behind
-proxies, the client's address is the one TRUSTED_PROXIES of them vouch for (werkzeug's
-ProxyFix), never a header the client could write itself.
+proxies, the client's address is the one the proxies TRUSTED_PROXIES names vouch for
+(proxies.py), never a header a client could write itself.
 """
 
 import ipaddress
 
 from flask import abort, request
-from werkzeug.middleware.proxy_fix import ProxyFix
 
+from . import proxies
 from .db import get_db, queries
 
 CLIENT_TRIES = 30  # sign-ins, sign-ups, confirmations and resets one client may send in a window
@@ -35,11 +35,10 @@ SAFE_METHODS = {"GET", "HEAD", "OPTIONS"}  # methods that only read, never count
 
 
 def init_app(app) -> None:
-    """Counts every post to a LIMITED view before it runs, and reads client addresses through TRUSTED_PROXIES
+    """Counts every post to a LIMITED view before it runs, and reads client addresses through the TRUSTED_PROXIES
     proxies."""
-    proxies = app.config["TRUSTED_PROXIES"]
-    if proxies:
-        app.wsgi_app = ProxyFix(app.wsgi_app, x_for=proxies, x_proto=0, x_host=0, x_port=0, x_prefix=0)
+    if app.config["TRUSTED_PROXIES"]:
+        app.wsgi_app = proxies.proxied(app.wsgi_app, app.config["TRUSTED_PROXIES"])
     app.before_request(counted)
 
 

@@ -5,7 +5,7 @@ on a throw-away PostgreSQL, makes one confirmed account, and times REQUESTS rese
 requests for its address and as many for unknown addresses, taken in turns, then
 prints both medians. The promise holds when they are within TOLERANCE of each other
 (both take one path: guestbook/resets.py). Each request comes from a visitor of its
-own behind one proxy (TRUSTED_PROXIES=1), so the per-client limit measures nothing.
+own behind one proxy (TRUSTED_PROXIES=127.0.0.1: the benchmark), so the per-client limit measures nothing.
 On a machine shared with other work the medians wander by more than TOLERANCE from
 run to run; tests/guestbook/test_resets.py holds the property itself (one path, the
 same statements and rows) whatever the machine's load.

@@ -32,6 +32,7 @@ SETTINGS = (
     "MAIL_OUTBOX",
     "BASE_URL",
     "PORT",
+    "HOST",
     "MAIL_RETRY_INTERVALS",
     "RESET_TOKEN_MAX_AGE",
     "TRUSTED_PROXIES",
@@ -81,6 +82,7 @@ class Served:
         visitor = Visitor(self.base)
         if keyed and self.key_link:
             visitor.request(self.key_link.removeprefix(self.base))
+            visitor.base = self.key_link.split("?")[0].rstrip("/")  # its pages are the printed link's
         return visitor
 
     def stopped(self) -> int:

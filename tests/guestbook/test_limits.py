@@ -3,7 +3,7 @@ to try again."""
 
 import pytest
 
-from guestbook import limits
+from guestbook import limits, proxies
 
 from .conftest import PASSWORD
 
@@ -73,11 +73,11 @@ def test_without_trusted_proxies_a_forwarded_for_header_changes_nothing(visitor)
 
 
 class TestBehindOneProxy:
-    """TRUSTED_PROXIES = 1: one proxy in front, which adds the address it saw to X-Forwarded-For."""
+    """TRUSTED_PROXIES names 10.0.0.1: one proxy in front, which adds the address it saw to X-Forwarded-For."""
 
     @pytest.fixture
     def settings(self, settings):
-        return {**settings, "TRUSTED_PROXIES": 1}
+        return {**settings, "TRUSTED_PROXIES": proxies.parsed("10.0.0.1")}
 
     def test_client_is_the_address_the_proxy_saw(self, visitor):
         proxy = "10.0.0.1"
@@ -95,6 +95,26 @@ class TestBehindOneProxy:
 
         # The client sent "X-Forwarded-For: 203.0.113.9"; the proxy added the address it saw.
         assert tries_from(visitor, proxy, 1, **{"X-Forwarded-For": "203.0.113.9, 198.51.100.7"}) == [429]
+
+    def test_a_client_that_is_not_the_proxy_counts_as_itself_whatever_it_forwards(self, visitor):
+        tries_from(visitor, "192.0.2.1", limits.CLIENT_TRIES, **{"X-Forwarded-For": "198.51.100.7"})
+
+        assert tries_from(visitor, "192.0.2.1", 1, **{"X-Forwarded-For": "198.51.100.8"}) == [429]
+
+
+@pytest.mark.parametrize(
+    "peer, forwarded_for, client",
+    [
+        ("192.0.2.1", "198.51.100.7", "192.0.2.1"),  # not a proxy: its header is not read
+        ("10.0.0.1", "", "10.0.0.1"),  # the proxy's own request
+        ("10.0.0.1", "203.0.113.9, 198.51.100.7", "198.51.100.7"),  # the proxy's hop, not the client's own words
+        ("10.0.0.1", "198.51.100.7, 10.0.0.2", "198.51.100.7"),  # through two proxies of the network
+        ("10.0.0.1", "10.0.0.3, 10.0.0.2", "10.0.0.3"),  # every hop a proxy: the farthest
+        ("::ffff:10.0.0.1", "198.51.100.7", "198.51.100.7"),  # the proxy on a dual-stack socket
+    ],
+)
+def test_the_client_is_the_nearest_address_that_is_not_a_trusted_proxy(peer, forwarded_for, client):
+    assert proxies.client_address(peer, forwarded_for, proxies.parsed("10.0.0.0/24")) == client
 
 
 def test_ipv6_clients_of_one_network_share_its_limit(visitor):

@@ -17,10 +17,9 @@ def settings(settings):
 
 
 @pytest.fixture
-def keyed(app, client):
-    """The client has opened the link the server prints at start, as the person who started it does."""
-    assert client.get(development.link(app, "http://localhost")).status_code == 302
-    return client
+def keyed(app) -> str:
+    """Where the pages of the link the server prints at start are, as the person who started it opens them: /KEY."""
+    return development.link(app, "http://localhost").removeprefix("http://localhost").rstrip("/")
 
 
 @pytest.fixture
@@ -37,7 +36,7 @@ def test_outbox_shows_sent_letters_newest_first_with_clickable_links(keyed, clie
     while jobs.worked(db, mail.QUEUE, mail.performers):
         pass
 
-    page = client.get("/outbox").get_data(as_text=True)
+    page = client.get(f"{keyed}/outbox").get_data(as_text=True)
 
     assert len(list(outbox.glob("*.eml"))) == 2
     assert page.index("To bo@example.com") < page.index("To ada@example.com")
@@ -47,7 +46,7 @@ def test_outbox_shows_sent_letters_newest_first_with_clickable_links(keyed, clie
 def test_outbox_link_confirms_the_account(keyed, client, visitor, db, outbox):
     visitor.signup("ada@example.com")
     jobs.worked(db, mail.QUEUE, mail.performers)
-    page = client.get("/outbox").get_data(as_text=True)
+    page = client.get(f"{keyed}/outbox").get_data(as_text=True)
     link = page.split('<a href="http://guestbook.test', 1)[1].split('"', 1)[0]
 
     visitor.submit(link, password=PASSWORD)
@@ -88,40 +87,40 @@ def test_development_refuses_host_names_that_are_not_local(client, visitor, db, 
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1:5000", "localhost:5000", "localhost", "guestbook.test"])
-def test_development_answers_its_local_names_and_base_urls(app, host):
-    browser = app.test_client(use_cookies=False)  # the cookie is sent as a browser would send it to `host`
-    cookie = f"{development.COOKIE}={development.key(app)}"
-    assert browser.get("/outbox", headers={"Host": host, "Cookie": cookie}).status_code == 200
+def test_development_answers_its_local_names_and_base_urls(client, keyed, host):
+    assert client.get(f"{keyed}/outbox", headers={"Host": host}).status_code == 200
 
 
-def test_the_outbox_and_the_dashboard_answer_only_the_browser_that_opened_the_printed_link(app, client, db, outbox):
-    for path in ("/outbox", "/jobs/", "/jobs/failed", "/jobs/metrics", "/?key=not-the-key"):
-        assert client.get(path).status_code == 403, path
+def test_the_outbox_and_the_dashboard_answer_only_under_the_printed_link(app, client, keyed, db, outbox):
+    wrong = "/" + "0" * len(development.key(app))  # a key of the right shape, not the one printed
+    for path in ("/outbox", "/jobs/", "/jobs/failed", "/jobs/metrics", f"{wrong}/outbox", f"{wrong}/jobs/"):
+        assert client.get(path).status_code in (403, 404), path
     assert client.post("/jobs/pause", data={"queue": "mail"}).status_code == 403
+    assert client.get(f"{keyed}/outbox").status_code == 200
+    assert client.get("/outbox").status_code == 403  # no cookie carries the key from one request to the next
 
-    opened = client.get(development.link(app, "http://localhost") + "&page=1")
+    home = client.get(f"{keyed}/").get_data(as_text=True)
 
-    assert (opened.status_code, opened.headers["Location"]) == (302, "/?page=1")  # the key leaves the address bar
-    assert "HttpOnly" in opened.headers["Set-Cookie"] and "SameSite=Strict" in opened.headers["Set-Cookie"]
+    assert f'href="{keyed}/outbox"' in home and f'href="{keyed}/jobs/"' in home and f'href="{keyed}/signup"' in home
+    assert "Set-Cookie" not in client.get(f"{keyed}/outbox").headers
     for path in ("/outbox", "/jobs/", "/jobs/failed", "/jobs/metrics"):
-        assert client.get(path).status_code == 200, path
+        assert client.get(keyed + path).status_code == 200, path
 
 
 @pytest.mark.parametrize(
     "path", ["/jobs/", "/jobs/failed", "/jobs/metrics", "/jobs/job/1?args=shown", "/jobs/style.css"]
 )
-def test_a_rebound_host_name_reaches_no_page_of_the_dashboard(app, db, path):
+def test_a_rebound_host_name_reaches_no_page_of_the_dashboard(app, keyed, db, path):
     browser = app.test_client(use_cookies=False)  # its cookies are sent by hand, as a browser would send them
-    key = f"{development.COOKIE}={development.key(app)}"
-    page = browser.get("/jobs/", headers={"Cookie": key})
+    page = browser.get(f"{keyed}/jobs/")
     token = re.search(r'name="csrf" value="([^"]+)"', page.get_data(as_text=True)).group(1)
-    cookies = f"{key}; {page.headers['Set-Cookie'].split(';')[0]}"  # the key and the dashboard's CSRF nonce
+    cookies = page.headers["Set-Cookie"].split(";")[0]  # the dashboard's CSRF nonce
     rebound = {"Host": "rebind.attacker.example", "Cookie": cookies}
 
-    assert browser.get(path, headers=rebound).status_code == 400
-    assert browser.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers=rebound).status_code == 400
+    assert browser.get(keyed + path, headers=rebound).status_code == 400
+    form = {"csrf": token, "queue": "mail"}
+    assert browser.post(f"{keyed}/jobs/pause", data=form, headers=rebound).status_code == 400
     assert jobs.paused_queues(db) == set()
     assert (
-        browser.post("/jobs/pause", data={"csrf": token, "queue": "mail"}, headers={"Cookie": cookies}).status_code
-        == 200
+        browser.post(f"{keyed}/jobs/pause", data=form, headers={"Cookie": cookies}).status_code == 200
     )  # the same form, from the local name

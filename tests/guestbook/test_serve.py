@@ -28,7 +28,23 @@ def test_serve_refuses_to_start_outside_development_without_a_secret_and_a_datab
     [
         ("MAIL_RETRY_INTERVALS", "1,soon", "MAIL_RETRY_INTERVALS takes seconds separated by commas, got '1,soon'"),
         ("RESET_TOKEN_MAX_AGE", "an hour", "RESET_TOKEN_MAX_AGE takes a whole number, got 'an hour'"),
-        ("TRUSTED_PROXIES", "-1", "TRUSTED_PROXIES takes a whole number, got '-1'"),
+        (
+            "TRUSTED_PROXIES",
+            "1",
+            "TRUSTED_PROXIES names the proxies' addresses now, not how many there are (got '1'): set it to the "
+            "address or network each proxy connects from, as 127.0.0.1 or 10.0.0.0/8,10.1.2.3",
+        ),
+        (
+            "TRUSTED_PROXIES",
+            "10.0.0.1,proxy.example",
+            "TRUSTED_PROXIES takes addresses or networks separated by commas, as 10.0.0.0/8,10.1.2.3; "
+            "got 'proxy.example'",
+        ),
+        (
+            "HOST",
+            "every interface",
+            "HOST (or --host) takes the IP address to listen on, as 127.0.0.1, ::1 or 0.0.0.0; got 'every interface'",
+        ),
     ],
 )
 def test_serve_with_a_bad_setting_says_which_and_exits_2(database_url, tmp_path, setting, value, words):

@@ -4,8 +4,9 @@ attacker would.
 A production process (an https BASE_URL, as behind a TLS proxy) and a development
 one, each a real `guestbook serve`, with a real SMTP server: pre-registering an
 address gets no dashboard, no page shows a live link, the dashboard's forms hold only
-a token the server signed, and in development only the browser that opened the
-printed link sees /outbox and /jobs, under a local Host name only.
+a token the server signed, and in development only the pages under the printed
+link show /outbox and /jobs, under a local Host name only, whatever cookies a
+request carries.
 """
 
 import re
@@ -21,6 +22,17 @@ from ..mail.smtpd import SMTPServer, body_of
 from .served import ROOT, WAIT, Served, environment, eventually
 from .test_serve import SECRET, SITE
 
+OTHER_PORT = "http://127.0.0.1:8099"  # a page another user of the machine serves, on another port of 127.0.0.1
+# What Chromium sends with a page's request to the guestbook after a link on OTHER_PORT's page: the same site
+# (ports do not count), not the same origin.
+FROM_OTHER_PORT = {
+    "Sec-Fetch-Site": "same-site",
+    "Sec-Fetch-Mode": "navigate",
+    "Sec-Fetch-Dest": "document",
+    "Origin": OTHER_PORT,
+    "Referer": f"{OTHER_PORT}/",
+}
+SAME_ORIGIN = {"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
 PASSWORD = "correct horse battery"  # the owner's
 SQUATTER = "the squatter's own password"  # chosen by someone who does not own the address
 
@@ -155,7 +167,7 @@ def test_development_shows_the_outbox_and_the_dashboard_only_to_the_printed_link
 ):
     served = Served(["--development"], environment(DATABASE_URL=database_url), tmp_path)
     try:
-        assert served.key_link.startswith(f"{served.base}/?key=")
+        assert re.fullmatch(rf"{re.escape(served.base)}/[0-9a-f]{{64}}/", served.key_link)
         neighbour = served.visitor()  # another user of the machine, who did not start the server
         assert [neighbour.request(path)[0] for path in ("/outbox", "/jobs/", "/jobs/metrics")] == [403, 403, 403]
         assert [served.request(path)[0] for path in ("/outbox", "/jobs/", "/jobs/metrics")] == [200, 200, 200]
@@ -164,5 +176,27 @@ def test_development_shows_the_outbox_and_the_dashboard_only_to_the_printed_link
             served.visitor(keyed=True).request(path, headers=rebound)[0]
             for path in ("/outbox", "/jobs/", "/jobs/failed", "/jobs/metrics")
         ] == [400, 400, 400, 400]
+    finally:
+        assert served.stopped() == 0
+
+
+@pytest.mark.slow
+def test_development_s_pages_answer_no_cookie_the_browser_would_also_send_to_another_port(database_url, db, tmp_path):
+    """Cookies ignore ports: every cookie the developer's browser holds for 127.0.0.1 is sent to OTHER_PORT too."""
+    served = Served(["--development"], environment(DATABASE_URL=database_url), tmp_path)
+    try:
+        developer = served.visitor(keyed=True)  # opened the printed link
+        signed_up = address()
+        developer.request("/signup", {"email": signed_up, "password": PASSWORD})
+        assert eventually(lambda: f"To {signed_up}" in developer.request("/outbox", headers=SAME_ORIGIN)[1])
+        status, page = developer.request("/outbox", headers=SAME_ORIGIN)
+        assert status == 200 and "/confirm/" in page
+
+        other_user = served.visitor()
+        other_user.cookies = dict(developer.cookies)  # what OTHER_PORT's server was sent
+        for headers in (FROM_OTHER_PORT, {}):  # through the developer's browser, or replayed from its own
+            for path in ("/outbox", "/jobs/", "/jobs/failed"):
+                status, page = other_user.request(path, headers=headers)
+                assert status in (403, 404) and "/confirm/" not in page, (path, headers)
     finally:
         assert served.stopped() == 0

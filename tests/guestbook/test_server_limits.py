@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from guestbook import forms, limits
-from guestbook.__main__ import BODY_MAX, CHANNEL_TIMEOUT, CLEANUP_INTERVAL, CONNECTION_LIMIT
+from guestbook import forms
 from guestbook.connections import CLIENT_CONNECTIONS, REQUEST_DEADLINE
+from guestbook.server import BODY_MAX, CHANNEL_TIMEOUT, CLEANUP_INTERVAL, CONNECTION_LIMIT
 
 from .served import Served, environment
 
@@ -160,29 +160,6 @@ def test_a_body_of_exactly_the_limit_reaches_the_app(served):
 
 
 @pytest.mark.slow
-def test_behind_a_trusted_proxy_each_client_it_names_has_a_limit_of_its_own(database_url, db, tmp_path):
-    served = Served(["--development"], environment(DATABASE_URL=database_url, TRUSTED_PROXIES="1"), tmp_path)
-    try:
-        visitor = served.visitor()
-        token = visitor.csrf_token()
-        statuses = []
-        for n in range(limits.CLIENT_TRIES + 1):  # one more than one client may send
-            connection = connected(
-                served,
-                (
-                    "POST /resets/new HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                    "Content-Type: application/x-www-form-urlencoded\r\n"
-                    f"Cookie: {visitor.cookie}\r\nX-Forwarded-For: 10.0.0.{n + 1}\r\nConnection: close\r\n"
-                    f"Content-Length: {len(body := f'csrf_token={token}&email=ada%40example.com')}\r\n\r\n{body}"
-                ).encode(),
-            )
-            statuses.append(status_of(connection))
-        assert statuses == [302] * (limits.CLIENT_TRIES + 1)
-    finally:
-        assert served.stopped() == 0
-
-
-@pytest.mark.slow
 def test_a_thousand_dripping_connections_from_one_client_leave_the_server_answering_others(served):
     """Each connection sends a byte every DRIP_EVERY, so none is idle; together they are CONNECTION_LIMIT."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -211,17 +188,3 @@ def test_a_request_that_drips_is_closed_at_the_request_deadline(served):
         assert REQUEST_DEADLINE - 1 <= time.monotonic() - started < CHANNEL_TIMEOUT + REQUEST_DEADLINE
     finally:
         drips.stopped()
-
-
-@pytest.mark.slow
-def test_behind_a_trusted_proxy_its_connections_are_not_capped(database_url, db, tmp_path):
-    served = Served(["--development"], environment(DATABASE_URL=database_url, TRUSTED_PROXIES="1"), tmp_path)
-    held = [connected(served, HALF_SENT) for _ in range(CLIENT_CONNECTIONS + 1)]  # every client's, through the proxy
-    try:
-        normal = connected(served, b"GET /signin HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        assert status_of(normal) == 200
-        assert open_among(held) == CLIENT_CONNECTIONS + 1
-    finally:
-        for connection in held:
-            connection.close()
-        assert served.stopped() == 0
