@@ -8,7 +8,9 @@ exactly once with its job. A statement awaited runs at once on the thread, one a
 time, as a transaction's statements must; the rest of the coroutine (an HTTP call, a
 sleep, other tasks it starts) runs on the loop as in any async app.
 
-Each work thread keeps one loop (`loop_of_this_thread`) for all its jobs. When the job
+Each work thread keeps one loop (`loop_of_this_thread`) for all its jobs, and a
+coroutine that never waits on it (its only awaits are its statements) never turns it
+(`awaited`): it costs its job what a plain performer does. When the job
 must stop (its timeout passed, an operator cancelled it, or a stop's grace ran out:
 `job.cancelled` is set), the coroutine is cancelled within LOOK seconds, so it ends
 there (asyncio.CancelledError) instead of running on past its job, as a sync performer
@@ -38,9 +40,23 @@ def loop_of_this_thread() -> asyncio.AbstractEventLoop:
 
 
 def awaited(perform: Callable[..., Coroutine[Any, Any, object]], db: Any, args: dict[str, Any], job: Job) -> None:
-    """Runs `perform(AsyncFace(db), args)` to its end on this thread's loop; cancels it once `job` must stop."""
+    """Runs `perform(AsyncFace(db), args)` to its end on this thread's loop; cancels it once `job` must stop.
+
+    Its first step is taken at once, with the loop set as this thread's running one
+    (asyncio's own `_set_running_loop`, as a loop's run does): a coroutine that never
+    waits on the loop, as one whose only awaits are its statements, ends there, with no
+    task and no turn of the loop. One that waits goes on in a task (`rest`).
+    """
     loop = loop_of_this_thread()
-    task = loop.create_task(perform(AsyncFace(db), args))
+    coroutine = perform(AsyncFace(db), args)
+    asyncio._set_running_loop(loop)
+    try:
+        waited = coroutine.send(None)
+    except StopIteration:
+        return
+    finally:
+        asyncio._set_running_loop(None)
+    task = loop.create_task(rest(coroutine, waited))
 
     def looked() -> None:
         if job.cancelled.is_set():
@@ -53,6 +69,35 @@ def awaited(perform: Callable[..., Coroutine[Any, Any, object]], db: Any, args: 
         loop.run_until_complete(task)
     finally:
         handle[0].cancel()
+
+
+async def rest(coroutine: Coroutine[Any, Any, object], waited: Any) -> None:
+    """Steps a started `coroutine` on to its end, as a task steps its own: `waited` is what it waits on.
+
+    A Future is waited on until it is done (the coroutine reads its result when it goes
+    on); a bare yield (asyncio.sleep(0)) gives the loop one turn. When this task is
+    cancelled, the cancel is thrown into the coroutine where it waits, as it would be
+    into a task's.
+    """
+    while True:
+        try:
+            if waited is None:
+                await asyncio.sleep(0)
+            else:
+                waited._asyncio_future_blocking = False  # taken, as a task takes what its coroutine yields
+                await asyncio.wait([waited])
+        except asyncio.CancelledError as cancel:
+            if waited is not None:
+                waited.cancel()
+            try:
+                waited = coroutine.throw(cancel)
+            except StopIteration:
+                return
+            continue
+        try:
+            waited = coroutine.send(None)
+        except StopIteration:
+            return
 
 
 class AsyncFace:

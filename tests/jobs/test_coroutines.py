@@ -36,7 +36,8 @@ def started(connect):
 
 
 async def pay(db, args):
-    await asyncio.sleep(0)  # a real await between the statements, as an HTTP call would be
+    if args["n"] % 2:
+        await asyncio.sleep(0.001)  # a real wait between the statements, as an HTTP call's would be
     await db.execute("INSERT INTO async_paid VALUES (%s, %s)", [jobs.current_job().id, args["n"]])
     cursor = await db.execute("SELECT count(*) FROM async_paid WHERE job = %s", [jobs.current_job().id])
     (count,) = await cursor.fetchone()
