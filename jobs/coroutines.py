@@ -47,6 +47,11 @@ def awaited(perform: Callable[..., Coroutine[Any, Any, object]], db: Any, args: 
     waits on the loop, as one whose only awaits are its statements, ends there, with no
     task and no turn of the loop. One that waits goes on in a task (`rest`).
     """
+    if asyncio._get_running_loop() is not None:
+        raise RuntimeError(
+            "an async performer runs on its thread's own loop, and this thread runs a loop already: "
+            "call jobs.worked from a thread of its own"
+        )
     loop = loop_of_this_thread()
     coroutine = perform(AsyncFace(db), args)
     asyncio._set_running_loop(loop)

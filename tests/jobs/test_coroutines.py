@@ -99,3 +99,20 @@ def test_a_stop_s_grace_ends_an_async_performer_and_gives_its_job_back(paid, con
     assert time.monotonic() - began < STUCK / 2
     assert scalar(paid, "SELECT attempts, claim FROM jobs WHERE id = %s", (job,)) == 0
     assert scalar(paid, "SELECT count(*) FROM async_paid") == 0
+
+
+async def noop(db, args):
+    pass
+
+
+def test_an_async_performer_worked_inside_a_running_loop_fails_with_the_reason_and_leaves_the_loop_running(paid):
+    job = jobs.later(paid, "default", "noop", {})
+
+    async def app() -> tuple[str | None, bool]:
+        said = jobs.worked(paid, "default", {"noop": noop})  # blocking, on the loop's own thread
+        return said, asyncio.get_running_loop().is_running()
+
+    said, running = asyncio.run(app())
+    assert said is not None and said.startswith("failed noop on attempt 1"), said
+    assert running
+    assert "this thread runs a loop already" in scalar(paid, "SELECT failure FROM jobs WHERE id = %s", (job,))
