@@ -39,6 +39,16 @@ def awaited(said: "queue.Queue[str]", *starts: str) -> dict[str, str]:
     return found
 
 
+def ctrl_c_as_in_a_terminal() -> None:
+    """Lets SIGINT reach the quick start as Ctrl-C in a terminal does.
+
+    A command that a non-interactive shell starts in the background (as CI's script
+    starts the tests) has SIGINT ignored, and its children inherit that: Python then
+    installs no KeyboardInterrupt, and the SIGINT this test sends would do nothing.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def test_the_quick_start_runs_its_job_and_serves_its_dashboard(db, database_url, tmp_path):
     (source,) = BLOCK.findall(MANUAL.read_text())
     (tmp_path / "quickstart.py").write_text(source)
@@ -49,6 +59,7 @@ def test_the_quick_start_runs_its_job_and_serves_its_dashboard(db, database_url,
         env=env,
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     try:
         # The worker may run the job before the server prints its address.
