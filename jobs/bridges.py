@@ -114,21 +114,11 @@ def later_many(
 
 
 async def later_async(
-    db: psycopg.AsyncConnection[Any],
-    queue: str,
-    name: str,
-    args: dict[str, Any],
-    at: int | None = None,
-    *,
-    priority: int = 0,
-    unique: str | None = None,
-    key: str | None = None,
-    batch: int | None = None,
-    flow: dict[str, Any] | None = None,
-    secret: Collection[str] | None = None,
+    db: psycopg.AsyncConnection[Any], queue: str, name: str, args: dict[str, Any], at: int | None = None, **options: Any
 ) -> int | None:
-    """store.later on an AsyncConnection: the same statement, checked the same way before it is sent."""
-    params = store.later_params(queue, name, args, at, priority, unique, key, batch, flow, secret)
+    """store.later on an AsyncConnection, with its options: the same statement, checked the same way before it is
+    sent."""
+    params = store.later_params(queue, name, args, at, **options)
     cursor = await db.execute(queries["later"], params)
     row = await cursor.fetchone()
     return None if row is None else row[0]

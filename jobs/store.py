@@ -72,7 +72,9 @@ def later(
     without their values (redaction.py). A name that is not an argument is a ValueError.
     batch and flow are written by `flows` for the jobs of batches and chains.
     """
-    params = later_params(queue, name, args, at, priority, unique, key, batch, flow, secret)
+    params = later_params(
+        queue, name, args, at, priority=priority, unique=unique, key=key, batch=batch, flow=flow, secret=secret
+    )
     row = db.execute(queries["later"], params).fetchone()
     return None if row is None else row[0]
 
@@ -81,15 +83,17 @@ def later_params(
     queue: str,
     name: str,
     args: dict[str, Any],
-    at: int | None,
-    priority: int,
-    unique: str | None,
-    key: str | None,
-    batch: int | None,
-    flow: dict[str, Any] | None,
-    secret: Collection[str] | None,
+    at: int | None = None,
+    *,
+    priority: int = 0,
+    unique: str | None = None,
+    key: str | None = None,
+    batch: int | None = None,
+    flow: dict[str, Any] | None = None,
+    secret: Collection[str] | None = None,
 ) -> dict[str, Any]:
-    """The parameters of statement `later` for one job, checked (ValueError, TypeError) before anything is sent."""
+    """The parameters of statement `later` for one job (`later`'s own), checked (ValueError, TypeError) before
+    anything is sent."""
     return {
         "queue": queue,
         "name": name,

@@ -27,32 +27,36 @@ ASYNC_PERFORMERS = {database.NAME: noop}
 
 def enqueue_rate(url: str, count: int) -> float:
     """Jobs a second queued with `await jobs.later` on an autocommit AsyncConnection, one per transaction."""
-    with database.connected(url) as db:
-        database.emptied(db, queue.TABLE)
 
-    async def queued() -> float:
-        async with await psycopg.AsyncConnection.connect(url, autocommit=True, **options()) as aconn:
-            started = time.perf_counter()
-            for n in range(count):
-                await jobs.later(aconn, database.QUEUE, database.NAME, {"n": n})
-            return count / (time.perf_counter() - started)
+    async def queued(aconn, n: int) -> None:
+        await jobs.later(aconn, database.QUEUE, database.NAME, {"n": n})
 
-    return asyncio.run(queued())
+    return inserts_rate(url, count, queue.TABLE, queued)
 
 
 def plain_enqueue_rate(url: str, count: int) -> float:
     """Rows a second inserted one per transaction on an autocommit AsyncConnection: plain.py's INSERT."""
-    with database.connected(url) as db:
-        database.emptied(db, plain.TABLE)
 
-    async def inserted() -> float:
+    async def inserted(aconn, n: int) -> None:
+        await aconn.execute(plain.statements["insert"], plain.row_params(n))
+
+    return inserts_rate(url, count, plain.TABLE, inserted)
+
+
+def inserts_rate(url: str, count: int, table: str, insert) -> float:
+    """Rows a second that `await insert(aconn, n)` writes, `count` times on one autocommit AsyncConnection,
+    into `table` emptied first."""
+    with database.connected(url) as db:
+        database.emptied(db, table)
+
+    async def timed() -> float:
         async with await psycopg.AsyncConnection.connect(url, autocommit=True, **options()) as aconn:
             started = time.perf_counter()
             for n in range(count):
-                await aconn.execute(plain.statements["insert"], plain.row_params(n))
+                await insert(aconn, n)
             return count / (time.perf_counter() - started)
 
-    return asyncio.run(inserted())
+    return asyncio.run(timed())
 
 
 def options() -> dict:
