@@ -11,6 +11,7 @@ by the module of its connection's type, so jobs still needs psycopg alone.
 """
 
 import contextlib
+import inspect
 from collections.abc import Collection, Coroutine, Iterable
 from typing import Any, overload
 
@@ -35,6 +36,12 @@ def psycopg_of(db: Any) -> psycopg.Connection[Any]:
         # A Session's connection() is the Connection of its transaction, begun if need be;
         # a Connection's own `connection` is the pool's proxy of the driver's connection.
         connection = db.connection() if callable(db.connection) else db
+        if inspect.iscoroutine(connection):  # an AsyncSession's: awaited only in its own loop
+            connection.close()
+            raise TypeError(
+                f"jobs cannot queue on a {type(db).__name__}; await jobs.later on its psycopg AsyncConnection"
+                " ((await session.connection()).connection.driver_connection)"
+            )
         driver = connection.connection.driver_connection
     elif module.startswith(DJANGO):
         db.ensure_connection()

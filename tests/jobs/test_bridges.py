@@ -12,6 +12,7 @@ import sqlalchemy
 from django.conf import settings
 from django.db import connection, transaction
 from psycopg.conninfo import conninfo_to_dict
+from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import Session
 
 import jobs
@@ -121,6 +122,13 @@ def test_a_sqlalchemy_session_queues_its_job_on_its_transaction(database_url, or
         engine.dispose()
     assert queued(orders) == [("default", "receipt", {"order": 2}), ("default", "receipt", {"order": 3})]
     assert scalar(orders, "SELECT array_agg(id ORDER BY id) FROM bridge_orders") == [2]
+
+
+def test_a_sqlalchemy_async_session_is_refused_with_what_to_hand_instead(database_url, db):
+    engine = create_async_engine(sqlalchemy_url(database_url))
+    with pytest.raises(TypeError, match="AsyncConnection"):
+        jobs.later(AsyncSession(engine), "default", "receipt", {})
+    assert queued(db) == []
 
 
 def test_a_sqlalchemy_engine_on_another_driver_is_refused_with_the_reason(database_url):
