@@ -5,12 +5,15 @@ its performer through `current_job()`.
 """
 
 import functools
+import json
 import operator
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import MISSING, dataclass, field, fields
 from typing import Any
 
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
 from psycopg.cursor import BaseCursor
 from psycopg.rows import RowMaker
 
@@ -110,3 +113,21 @@ def picker(names: tuple[bytes, ...]) -> Callable[[Sequence[Any]], Any]:
     if missing:
         raise LookupError(f"the claim's statement returns no column for {', '.join(missing)} of a Job")
     return operator.itemgetter(*(columns.index(name) for name in CLAIMED))
+
+
+_decoder = json.JSONDecoder()
+
+
+class ArgsLoader(Loader):
+    """Reads a claim's jsonb columns (args, flow) into Python, as psycopg's own loader does, at a third of its cost.
+
+    psycopg's loader hands the column's bytes to json.loads, which first works out
+    their encoding and checks their type: for a no-op job's few arguments that costs
+    more than its share of the claim. jsonb's text from the server is always UTF-8
+    and always one JSON value, so it is decoded and parsed straight away. Registered
+    on the claim's cursor only (store.claimed): a performer's own reads keep the loads
+    its app set up.
+    """
+
+    def load(self, data: Buffer) -> Any:
+        return _decoder.decode(str(data, "utf-8"))

@@ -10,6 +10,7 @@ a cancelled job goes (`cancelled_or_lost`): on the shelf, its chain or batch tol
 """
 
 import contextlib
+import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,10 +23,12 @@ from .job import Job
 from .policies import Policy
 from .settlement import JobTransaction
 
+NAMES_KEPT = 256  # performers' names whose success outcome is kept made (`processed`)
+
 log = logging.getLogger("jobs")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Outcome:
     """How one attempt went: its counter, its line, and its log record."""
 
@@ -37,7 +40,13 @@ class Outcome:
 
 
 def processed(job: Job) -> Outcome:
-    return Outcome("processed", f"ran {job.name}")
+    """The outcome of a success: one per performer's name, as a drain has thousands of each."""
+    return success_of(job.name)
+
+
+@functools.lru_cache(maxsize=NAMES_KEPT)
+def success_of(name: str) -> Outcome:
+    return Outcome("processed", f"ran {name}")
 
 
 def cancelled(job: Job) -> Outcome:

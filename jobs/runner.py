@@ -31,7 +31,7 @@ from .coroutines import awaited
 from .hand import Hand
 from .job import Job, Performer
 from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
-from .policies import DEFAULT, NO_RETRY, policy_of
+from .policies import DEFAULT, NO_RETRY, Policy, policy_of
 from .settlement import JobTransaction
 
 COMMIT_AFTER = 0.005  # seconds a success that wrote nothing waits to be deleted with the ones after it
@@ -90,6 +90,19 @@ def reason_of(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
+Kind = tuple[Policy, bool]  # a performer's policy, and whether it is `async def`
+
+
+def kind_of(name: str, perform: Performer, kinds: dict[str, Kind] | None) -> Kind:
+    """The policy of `perform`, the performer of `name`, and whether it is async; read once per batch (`kinds`)."""
+    kind = kinds.get(name) if kinds is not None else None
+    if kind is None:
+        kind = policy_of(perform), inspect.iscoroutinefunction(perform)
+        if kinds is not None:
+            kinds[name] = kind
+    return kind
+
+
 def current_job() -> Job:
     """The job being performed, for a performer that wants its id, attempt, queue or `final`.
 
@@ -133,9 +146,10 @@ def performed(
     autocommit = db.autocommit
     db.autocommit = True  # each job's transaction is begun and committed by the runner itself
     own = db.cursor()  # the one cursor of the runner's own statements in each job's transaction
+    kinds: dict[str, Kind] = {}  # each performer's policy and whether it is async, read once a batch
     try:
         while not stopping() and (job := hand.next()) is not None:
-            outcome, quiet, seconds = ran(db, job, performers, now, timeout, backend, own)
+            outcome, quiet, seconds = ran(db, job, performers, now, timeout, backend, own, kinds)
             hand.ended(job, quiet)
             if patience is not None and seconds > patience:
                 give_back(hand)  # a thread that waits takes them
@@ -193,6 +207,7 @@ def ran(
     timeout: float | None = None,
     backend: Backend | None = None,
     cursor: psycopg.Cursor[Any] | None = None,
+    kinds: dict[str, Kind] | None = None,
 ) -> tuple[Outcome, bool, float]:
     """Performs one job and settles it, unless it is a quiet success.
 
@@ -212,7 +227,7 @@ def ran(
     if perform is None:
         reason = f"no performer is named {job.name}"
         return recorded_failure(db, job, DEFAULT, LookupError(reason), reason, "", now, "dropped"), False, 0.0
-    policy = policy_of(perform)
+    policy, is_async = kind_of(job.name, perform, kinds)
     job.final = policy.is_last(job.attempt)
     limit = policy.timeout if policy.timeout is not None else timeout
     job.deadline = None if limit is None else time.monotonic() + limit
@@ -221,7 +236,7 @@ def ran(
     began = time.monotonic()
     error: BaseException | None = None
     try:
-        if inspect.iscoroutinefunction(perform):
+        if is_async:
             awaited(perform, transaction.for_job(), job.args, job)  # on this thread's event loop (coroutines.py)
         else:
             perform(transaction.for_job(), job.args)

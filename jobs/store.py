@@ -20,7 +20,7 @@ from psycopg.rows import dict_row
 
 from . import redaction
 from .arguments import encoded, encoded_args, named
-from .job import Job, Performer, job_row
+from .job import ArgsLoader, Job, Performer, job_row
 from .sql import one, queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
@@ -197,6 +197,7 @@ def claimed(
     try:
         with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
             with db.cursor(row_factory=job_row) as cursor:
+                cursor.adapters.register_loader("jsonb", ArgsLoader)
                 jobs = cursor.execute(claim_statement(limit, after is not None), params).fetchall()
     except psycopg.errors.UniqueViolation:
         # Two jobs of one concurrency key: twice in this batch, or taken side by side

@@ -5,6 +5,7 @@ import math
 import pytest
 
 import jobs
+from jobs import store
 from tests.jobs.helpers import scalar
 
 
@@ -79,6 +80,13 @@ def test_plain_json_arguments_come_back_unchanged(db):
     args = {"name": "Zoë", "n": 3, "x": 1.5, "ok": True, "none": None, "list": [1, "two", {"three": 3}]}
     jobs.later(db, "default", "greet", args)
     assert jobs.listed(db)[0]["args"] == args
+
+
+def test_a_claim_reads_the_arguments_back_as_they_were_queued(db):
+    args = {"name": "Zoë 🙂", "quote": 'a "b" \\ c\n\u2028', "big": 2**62, "x": -1.5e-7, "list": [1, None, {"k": []}]}
+    jobs.later(db, "default", "greet", args)
+    [job] = store.claimed(db, "default", limit=5)
+    assert job.args == args
 
 
 def test_many_jobs_queued_at_once_run_like_any_other(db):
