@@ -18,9 +18,9 @@ import logging
 import threading
 import time
 import traceback
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import psycopg
 
@@ -237,7 +237,8 @@ def ran(
     error: BaseException | None = None
     try:
         if is_async:
-            awaited(perform, transaction.for_job(), job.args, job)  # on this thread's event loop (coroutines.py)
+            coroutine = cast(Callable[..., Coroutine[Any, Any, object]], perform)  # is_async: inspect said so
+            awaited(coroutine, transaction.for_job(), job.args, job)  # on this thread's event loop (coroutines.py)
         else:
             perform(transaction.for_job(), job.args)
         if transaction.left_failed():
