@@ -52,6 +52,7 @@ from .connections import SILENT_AFTER, keepalives
 from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .job import Job, JobCancelled
+from .limits import Limit, limited, queue_limits, unlimited
 from .listener import POLL_INTERVAL
 from .once import worked
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
@@ -100,6 +101,10 @@ __all__ = [
     "load_queries",
     "now_ms",
     "paused",
+    "limited",
+    "queue_limits",
+    "Limit",
+    "unlimited",
     "paused_queues",
     "policy",
     "polynomial",

@@ -63,6 +63,9 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- one whose policy allows more than ATTEMPTS has them all, however its attempts end.
 -- A job an operator cancelled (cancelled_at) is never claimed: the heartbeat's
 -- cancelled_reaped puts it on the shelf.
+-- A queue with a limit (job_limits) is claimed by claim_limited only: this claim takes
+-- none of its jobs from the moment the limit is committed. The test reads one row of a
+-- small table by its key, once per statement (a one-time filter, not a test per row).
 -- The walk is a MATERIALIZED CTE, run once, and the table's side of the update finds
 -- the rows it took by their ids (`= ANY` of them, an index lookup). Written as a
 -- subquery in FROM, it met the first statistics of a busy table taken between bursts
@@ -79,6 +82,7 @@ WITH due AS MATERIALIZED (
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
         AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
+        AND NOT EXISTS (SELECT FROM job_limits WHERE queue = %(queue)s)
     ORDER BY priority, run_at, id
     LIMIT {limit}
     FOR UPDATE SKIP LOCKED
@@ -627,3 +631,91 @@ SELECT w.id, w.host, w.pid, w.queues, w.threads, w.lease, w.version, w.started_a
 FROM job_workers AS w
 WHERE w.ended_at IS NULL OR w.ended_at >= {now} - %(kept)s
 ORDER BY w.ended_at IS NOT NULL, w.started_at DESC, w.id
+
+-- Limits (limits.py) -------------------------------------------------------------
+
+-- name: limit_set
+-- A queue's limit, new or changed; the moments of the window's claims are kept, so a
+-- rate lowered while the window is full holds at once.
+INSERT INTO job_limits (queue, rate, per_ms, concurrency, changed_at)
+VALUES (%(queue)s, %(rate)s, %(per_ms)s, %(concurrency)s, {now})
+ON CONFLICT (queue) DO UPDATE SET rate = excluded.rate, per_ms = excluded.per_ms,
+    concurrency = excluded.concurrency, changed_at = excluded.changed_at
+
+-- name: limit_removed
+DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
+
+-- name: limit_held
+-- The first step of a limited queue's claim: its row, locked until the claim commits,
+-- so that claims of the queue are taken one after another across every worker. What
+-- comes back is the newest version of the row (a claim that waited for the lock reads
+-- the starts its predecessor wrote), for the worker to learn, when the window is full,
+-- when its first claim leaves it, without sending the claim itself.
+SELECT rate, per_ms, concurrency, starts, {clock} AS now FROM job_limits WHERE queue = %(queue)s FOR UPDATE
+
+-- name: claim_limited
+-- The claim of a limited queue, sent on limit_held's transaction: a statement of its
+-- own, because its snapshot must be taken after the lock was granted. In one
+-- statement the count of jobs in work would read a snapshot from before the lock, and
+-- miss what the claim that held the lock took meanwhile. The room is the least of the
+-- rate's (claims left in the window that ends now) and the concurrency's (jobs of the
+-- queue under a claim whose lease runs, read from jobs_claimed: a dead worker's job
+-- frees its slot when the reaper lets its lease run out). The walk is the claim's, but
+-- it is read only as far as the room (a CTE is run only as far as it is read), so no
+-- row past the room is locked. The moment of the claim (its {clock}, after the lock)
+-- is written once per job taken, and the moments older than the window are dropped.
+WITH lim AS MATERIALIZED (
+    SELECT rate, per_ms, concurrency, moment,
+        ARRAY(SELECT s FROM unnest(starts) AS s WHERE s > moment - per_ms ORDER BY s) AS recent
+    FROM (SELECT *, {clock} AS moment FROM job_limits WHERE queue = %(queue)s) AS row
+), room AS MATERIALIZED (
+    SELECT greatest(0, least(
+        coalesce(rate - cardinality(recent), {limit}),
+        coalesce(concurrency - (SELECT count(*) FROM jobs
+            WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > lim.moment), {limit}))) AS n
+    FROM lim
+), due AS MATERIALIZED (
+    SELECT id, run_at AS due_at
+    FROM jobs
+    WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
+        AND cancelled_at IS NULL
+        AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
+    ORDER BY priority, run_at, id
+    LIMIT {limit}
+    FOR UPDATE SKIP LOCKED
+), taken AS MATERIALIZED (
+    SELECT id, due_at FROM due LIMIT (SELECT coalesce(max(n), 0) FROM room)
+), counted AS (
+    UPDATE job_limits SET starts = lim.recent || array_fill(lim.moment, ARRAY[(SELECT count(*) FROM taken)::integer])
+    FROM lim
+    WHERE job_limits.queue = %(queue)s AND lim.rate IS NOT NULL AND EXISTS (SELECT FROM taken)
+)
+UPDATE jobs
+SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
+    worker = %(worker)s::bigint,
+    max_attempts = COALESCE((%(budgets)s::jsonb ->> jobs.name)::integer, jobs.max_attempts)
+FROM taken
+WHERE jobs.id = taken.id AND jobs.id = ANY (ARRAY(SELECT id FROM taken))
+RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, taken.due_at,
+    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim
+
+-- name: limited_queues
+-- The limited queues among a worker's, read by it once per POLL_INTERVAL: a handful of rows.
+SELECT queue, rate, per_ms, concurrency FROM job_limits WHERE queue = ANY(%(queues)s) ORDER BY queue
+
+-- name: limits
+-- Every limit, with what is used of it now: the claims of the window that ends now,
+-- the jobs in work (read from jobs_claimed), and the jobs due that wait for room (due
+-- now, to at most {over}, as status counts them; none while the limit has room for them).
+SELECT queue, rate, per_ms, concurrency, changed_at, used, in_work,
+    greatest(0, due - least(coalesce(rate - used, due), coalesce(concurrency - in_work, due))) AS waiting
+FROM (
+    SELECT l.queue, l.rate, l.per_ms, l.concurrency, l.changed_at,
+        (SELECT count(*) FROM unnest(l.starts) AS s WHERE s > {now} - l.per_ms)::integer AS used,
+        (SELECT count(*) FROM jobs WHERE jobs.queue = l.queue AND claim IS NOT NULL AND run_at > {now})::integer
+            AS in_work,
+        (SELECT count(*) FROM (SELECT FROM jobs WHERE jobs.queue = l.queue AND attempts < max_attempts
+            AND NOT scheduled AND run_at <= {now} AND cancelled_at IS NULL LIMIT {over}) AS part)::integer AS due
+    FROM job_limits AS l
+) AS usage
+ORDER BY queue

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import psycopg
 
-from . import store
+from . import limits, store
 from .backends import Backend, told
 from .complaints import Complaints, lost
 from .connections import Connect, kept_running
@@ -25,6 +25,7 @@ from .frontier import Frontiers
 from .hand import Hand
 from .job import Job, Performer
 from .ledger import Fate, Ledger
+from .limits import Limits
 from .runner import Counts, JobLost, lost_attempt, performed
 
 BATCH_MAX = 100  # jobs one claim may take at the most
@@ -51,6 +52,7 @@ class Shift(Protocol):
     ledger: Ledger
     doorbell: Doorbell
     frontiers: Frontiers
+    limits: Limits
 
     @property
     def draining(self) -> bool: ...
@@ -143,17 +145,26 @@ class WorkThread:
         worker = self.worker
         claim = store.new_claim()
         worker.ledger.claiming(claim)
+        after, lease, budgets = worker.frontiers.bound(queue), worker.lease, worker.budgets
         try:
-            jobs = store.claimed(
-                db,
-                queue,
-                limit=self.limit,
-                lease=worker.lease,
-                after=worker.frontiers.bound(queue),
-                worker=worker.id,
-                budgets=worker.budgets,
-                claim=claim,
-            )
+            if queue in worker.limits.known:
+                within = limits.claimed(
+                    db, queue, after=after, lease=lease, worker=worker.id, budgets=budgets, claim=claim
+                )
+                if within.room_in is not None:
+                    worker.limits.has_room_in(within.room_in)  # one thread is woken then, not every idle one
+                jobs = within.jobs
+            else:
+                jobs = store.claimed(
+                    db,
+                    queue,
+                    limit=self.limit,
+                    after=after,
+                    lease=lease,
+                    worker=worker.id,
+                    budgets=budgets,
+                    claim=claim,
+                )
         except BaseException:
             worker.ledger.unheard(claim)  # whatever it took is a stray now: the keeper gives it back
             raise

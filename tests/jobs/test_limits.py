@@ -1,0 +1,86 @@
+"""Limits on a queue, decided in the claim (limits.py): a job over its queue's limit is never claimed."""
+
+import bisect
+
+import pytest
+
+import jobs
+from jobs import limits
+from tests.jobs.helpers import database_ms, scalar, start_worker, stopped, wait_for
+
+SECOND = 1000  # ms
+RATE = 50  # jobs a second, in the tests of several worker processes
+
+
+def queued(db, count, queue="mail"):
+    with db.transaction():
+        return [jobs.later(db, queue, "record", {"n": n}) for n in range(count)]
+
+
+def test_a_rate_claims_no_more_than_its_window_allows_and_counts_no_attempt(db):
+    queued(db, 5)
+    jobs.limited(db, "mail", rate=(2, 1.0))
+    now = database_ms(db)
+    taken = [limits.claimed(db, "mail", now) for _ in range(3)]
+    assert [len(claim.jobs) for claim in taken] == [1, 1, 0]
+    assert taken[2].room_in == 1.0
+    assert scalar(db, "SELECT count(*) FROM jobs WHERE attempts = 0") == 3
+    assert len(limits.claimed(db, "mail", now + SECOND - 1).jobs) == 0  # the window still holds both
+    assert len(limits.claimed(db, "mail", now + SECOND).jobs) == 1
+
+
+def test_the_plain_claim_takes_nothing_of_a_limited_queue(db):
+    queued(db, 2)
+    jobs.limited(db, "mail", rate=(1, 1.0))
+    assert jobs.store.claimed(db, "mail", limit=10) == []
+    jobs.unlimited(db, "mail")
+    assert len(jobs.store.claimed(db, "mail", limit=10)) == 2
+
+
+# Every claim of the queue "mail" as its limit counted it: the moment the claim wrote in
+# the window's starts (the same for each job it took), or, where no limit counted it,
+# the moment it updated the row.
+CLAIMS_LOGGED = """
+CREATE TABLE IF NOT EXISTS claims_logged (job bigint NOT NULL, at bigint NOT NULL);
+TRUNCATE claims_logged;
+CREATE OR REPLACE FUNCTION claim_logged() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO claims_logged VALUES (NEW.id, coalesce(
+        (SELECT starts[cardinality(starts)] FROM job_limits WHERE queue = NEW.queue),
+        floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint));
+    RETURN NULL;
+END $$;
+CREATE OR REPLACE TRIGGER claim_logged AFTER UPDATE OF attempts ON jobs
+    FOR EACH ROW WHEN (NEW.attempts = OLD.attempts + 1 AND NEW.queue = 'mail') EXECUTE FUNCTION claim_logged();
+"""
+
+
+@pytest.fixture
+def claims(runs):
+    """Logs the claims of the queue "mail" in claims_logged (see CLAIMS_LOGGED) while the test runs."""
+    runs.execute(CLAIMS_LOGGED)
+    yield runs
+    runs.execute("DROP TRIGGER claim_logged ON jobs")
+
+
+def busiest(moments, window):
+    """The most moments in any half-open window [m, m + window) of ms."""
+    moments = sorted(moments)
+    return max(bisect.bisect_left(moments, m + window) - n for n, m in enumerate(moments))
+
+
+def test_four_processes_of_eight_threads_start_at_most_the_rate_in_any_window(claims, database_url):
+    queued(claims, 250)
+    jobs.limited(claims, "mail", rate=(RATE, 1.0))
+    workers = [start_worker(database_url, "mail", "--threads", "8") for _ in range(4)]
+    try:
+        wait_for(lambda: scalar(claims, "SELECT count(*) FROM runs") >= 4 * RATE, "four windows' jobs", timeout=20)
+    finally:
+        outputs = [stopped(worker) for worker in workers]
+    moments = [row[0] for row in claims.execute("SELECT at FROM claims_logged ORDER BY at")]
+    in_three_windows = sum(1 for moment in moments if moment < moments[0] + 3 * SECOND)
+    print(f"busiest window {busiest(moments, SECOND)}, first three windows {in_three_windows}")
+    assert busiest(moments, SECOND) <= RATE
+    assert in_three_windows >= 0.95 * 3 * RATE  # the rate achieved while jobs waited
+    assert scalar(claims, "SELECT count(*) FROM runs WHERE attempt > 1") == 0
+    assert all(worker.returncode == 0 for worker in workers), outputs
