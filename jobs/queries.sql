@@ -427,6 +427,8 @@ WHERE attempts >= max_attempts AND claim IS NULL
 --              attempt (until a heartbeat reaps it onto the shelf)
 --   failed     on the shelf
 --   paused     the queue is in job_paused_queues (paused, below)
+--   limit_*    its limit (job_limits: limits.py), NULL where none is set, and limit_used
+--              the claims in the rate's window that ends now
 -- A count of a million entries takes longer than the whole answer may (STATUS_EXACT,
 -- shelf.py), so due, scheduled and failed are each counted to at most {over} entries
 -- per part (LIMIT, written in as the claim's is): a count under it is exact, one that
@@ -460,6 +462,7 @@ WITH RECURSIVE ready(queue) AS (
     UNION SELECT queue FROM shelved WHERE queue IS NOT NULL
     UNION SELECT queue FROM jobs WHERE claim IS NOT NULL
     UNION SELECT queue FROM job_paused_queues
+    UNION SELECT queue FROM job_limits
 )
 SELECT queues.queue,
     (SELECT count(*) FROM (SELECT FROM jobs WHERE queue = queues.queue
@@ -480,9 +483,11 @@ SELECT queues.queue,
             AND attempts < max_attempts AND NOT scheduled AND run_at <= {now}),
         (SELECT min(run_at) FROM jobs WHERE queue = queues.queue AND scheduled AND run_at <= {now})
     ))::float8 / 1000 AS oldest_due_age,
-    EXISTS (SELECT FROM job_paused_queues AS p WHERE p.queue = queues.queue) AS paused
-FROM queues
-ORDER BY queue
+    EXISTS (SELECT FROM job_paused_queues AS p WHERE p.queue = queues.queue) AS paused,
+    l.rate AS limit_rate, l.per_ms AS limit_per_ms, l.concurrency AS limit_concurrency,
+    (SELECT count(*) FROM unnest(l.starts) AS s WHERE s > {now} - l.per_ms)::integer AS limit_used
+FROM queues LEFT JOIN job_limits AS l ON l.queue = queues.queue
+ORDER BY queues.queue
 
 -- name: index_sizes
 -- How many entries each partial index behind a status figure held at the last VACUUM
@@ -702,20 +707,3 @@ RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, taken.due_at
 -- name: limited_queues
 -- The limited queues among a worker's, read by it once per POLL_INTERVAL: a handful of rows.
 SELECT queue, rate, per_ms, concurrency FROM job_limits WHERE queue = ANY(%(queues)s) ORDER BY queue
-
--- name: limits
--- Every limit, with what is used of it now: the claims of the window that ends now,
--- the jobs in work (read from jobs_claimed), and the jobs due that wait for room (due
--- now, to at most {over}, as status counts them; none while the limit has room for them).
-SELECT queue, rate, per_ms, concurrency, changed_at, used, in_work,
-    greatest(0, due - least(coalesce(rate - used, due), coalesce(concurrency - in_work, due))) AS waiting
-FROM (
-    SELECT l.queue, l.rate, l.per_ms, l.concurrency, l.changed_at,
-        (SELECT count(*) FROM unnest(l.starts) AS s WHERE s > {now} - l.per_ms)::integer AS used,
-        (SELECT count(*) FROM jobs WHERE jobs.queue = l.queue AND claim IS NOT NULL AND run_at > {now})::integer
-            AS in_work,
-        (SELECT count(*) FROM (SELECT FROM jobs WHERE jobs.queue = l.queue AND attempts < max_attempts
-            AND NOT scheduled AND run_at <= {now} AND cancelled_at IS NULL LIMIT {over}) AS part)::integer AS due
-    FROM job_limits AS l
-) AS usage
-ORDER BY queue
