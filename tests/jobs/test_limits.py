@@ -1,6 +1,7 @@
 """Limits on a queue, decided in the claim (limits.py): a job over its queue's limit is never claimed."""
 
 import bisect
+import signal
 
 import pytest
 
@@ -84,3 +85,45 @@ def test_four_processes_of_eight_threads_start_at_most_the_rate_in_any_window(cl
     assert in_three_windows >= 0.95 * 3 * RATE  # the rate achieved while jobs waited
     assert scalar(claims, "SELECT count(*) FROM runs WHERE attempt > 1") == 0
     assert all(worker.returncode == 0 for worker in workers), outputs
+
+
+SPANS = "CREATE TABLE IF NOT EXISTS spans (job bigint, key text, began timestamptz, ended timestamptz); TRUNCATE spans"
+# The most spans in work at one moment: at each span's beginning, those begun and not ended.
+MOST_AT_ONCE = """
+SELECT max((SELECT count(*) FROM spans AS other WHERE other.began <= span.began AND span.began < other.ended))
+FROM spans AS span
+"""
+
+
+def test_four_processes_keep_at_most_the_concurrency_in_work_and_reach_it(runs, database_url):
+    runs.execute(SPANS)
+    with runs.transaction():
+        for _ in range(24):
+            jobs.later(runs, "mail", "span", {"seconds": 0.1})
+    jobs.limited(runs, "mail", concurrency=3)
+    workers = [start_worker(database_url, "mail", "--threads", "4") for _ in range(4)]
+    try:
+        wait_for(lambda: scalar(runs, "SELECT count(*) FROM spans") == 24, "every job", timeout=20)
+    finally:
+        outputs = [stopped(worker) for worker in workers]
+    assert scalar(runs, MOST_AT_ONCE) == 3
+    assert all(worker.returncode == 0 for worker in workers), outputs
+
+
+def test_the_slot_of_a_killed_worker_comes_back_when_its_lease_runs_out(runs, database_url):
+    jobs.limited(runs, "mail", concurrency=1)
+    first = start_worker(database_url, "mail", "--lease", "3")
+    second = None
+    try:
+        hung = jobs.later(runs, "mail", "slow_first_time", {"seconds": 60})
+        wait_for(lambda: scalar(runs, "SELECT attempts FROM jobs WHERE id = %s", (hung,)) == 1, "the first claim")
+        waiting = jobs.later(runs, "mail", "record", {})
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        second = start_worker(database_url, "mail", "--lease", "3")
+        wait_for(lambda: scalar(runs, "SELECT count(*) FROM jobs") == 0, "the slot to come back", timeout=20)
+    finally:
+        stopped(first)
+        if second:
+            stopped(second)
+    assert sorted(runs.execute("SELECT job, attempt FROM runs").fetchall()) == [(hung, 2), (waiting, 1)]
