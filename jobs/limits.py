@@ -6,6 +6,7 @@ claims their jobs with `claimed`, which takes the queue's row lock first, so tha
 claims of a limited queue are taken one after another across every worker.
 """
 
+import contextlib
 import logging
 import threading
 import time
@@ -126,22 +127,30 @@ def claimed(
     """
     params = store.claim_params(queue, now, after, lease=lease, worker=worker, budgets=budgets, claim=claim)
     try:
-        with db.transaction():
-            window = db.execute(queries["limit_held"], params).fetchone()
-            if window is not None:
-                room_in = full_for(*window)
-                if room_in is not None:
-                    return Claimed([], room_in)
-                with db.cursor(row_factory=job_row) as cursor:
-                    jobs = cursor.execute(limited_statement(limit, after is not None), params).fetchall()
-                return Claimed(sorted(jobs, key=lambda job: (job.priority, job.due_at, job.id)))
+        with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
+            with db.cursor(row_factory=job_row) as cursor:
+                jobs = cursor.execute(limited_statement(limit, after is not None), params).fetchall()
     except psycopg.errors.UniqueViolation:
         return Claimed([])  # two jobs of one concurrency key side by side: nothing taken (see store.claimed)
-    return Claimed(
-        store.claimed(
-            db, queue, now, limit=limit, after=after, lease=lease, worker=worker, budgets=budgets, claim=params["claim"]
+    if jobs:
+        jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
+        return Claimed(jobs)
+    window = db.execute(queries["limit_room"], params).fetchone()
+    if window is None:  # no limit now: it was lifted since the worker read it
+        return Claimed(
+            store.claimed(
+                db,
+                queue,
+                now,
+                limit=limit,
+                after=after,
+                lease=lease,
+                worker=worker,
+                budgets=budgets,
+                claim=params["claim"],
+            )
         )
-    )
+    return Claimed([], full_for(*window))
 
 
 def full_for(

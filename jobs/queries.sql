@@ -650,34 +650,37 @@ ON CONFLICT (queue) DO UPDATE SET rate = excluded.rate, per_ms = excluded.per_ms
 -- name: limit_removed
 DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
 
--- name: limit_held
--- The first step of a limited queue's claim: its row, locked until the claim commits,
--- so that claims of the queue are taken one after another across every worker. What
--- comes back is the newest version of the row (a claim that waited for the lock reads
--- the starts its predecessor wrote), for the worker to learn, when the window is full,
--- when its first claim leaves it, without sending the claim itself.
-SELECT rate, per_ms, concurrency, starts, {clock} AS now FROM job_limits WHERE queue = %(queue)s FOR UPDATE
-
 -- name: claim_limited
--- The claim of a limited queue, sent on limit_held's transaction: a statement of its
--- own, because its snapshot must be taken after the lock was granted. In one
--- statement the count of jobs in work would read a snapshot from before the lock, and
--- miss what the claim that held the lock took meanwhile. The room is the least of the
--- rate's (claims left in the window that ends now) and the concurrency's (jobs of the
--- queue under a claim whose lease runs, read from jobs_claimed: a dead worker's job
--- frees its slot when the reaper lets its lease run out). The walk is the claim's, but
--- it is read only as far as the room (a CTE is run only as far as it is read), so no
--- row past the room is locked. The moment of the claim (its {clock}, after the lock)
--- is written once per job taken, and the moments older than the window are dropped.
+-- The claim of a limited queue: the claim's walk, bounded by the room the limit
+-- leaves. It first locks the queue's row of job_limits (FOR UPDATE, in `lim`, which
+-- the room reads before the walk begins), so the claims of one limited queue take
+-- turns across every worker, and what it reads of the row is the newest version, with
+-- the starts of the claim that held the lock before it. The room is the least of:
+--   the rate's: claims left in the window that ends at the claim's moment ({clock},
+--   read once the lock is held, so each claim's moment follows its predecessor's commit);
+--   the concurrency's: jobs of the queue under a claim whose lease runs (read from
+--   jobs_claimed: a dead worker's job frees its slot when the reaper lets its lease run
+--   out), plus the jobs claimed under the limit since this statement's snapshot was
+--   taken. The snapshot is from before the lock was granted, so it does not see what
+--   the claims that held the lock meanwhile took: the row's `claimed` counter as the
+--   snapshot sees it (`seen`) and as the lock reads it tells how many. A job they
+--   claimed and that was settled since counts twice, never none: the room errs low.
+-- The walk is read only as far as the room (a CTE runs only as far as it is read),
+-- so no row past it is locked. The claim's moment is appended to the starts once per
+-- job taken, and the starts older than the window are dropped. One statement, one
+-- round trip: a first statement for the lock cost more than the claim itself.
 WITH lim AS MATERIALIZED (
-    SELECT rate, per_ms, concurrency, moment,
-        ARRAY(SELECT s FROM unnest(starts) AS s WHERE s > moment - per_ms ORDER BY s) AS recent
-    FROM (SELECT *, {clock} AS moment FROM job_limits WHERE queue = %(queue)s) AS row
+    SELECT rate, per_ms, concurrency, claimed, moment,
+        ARRAY(SELECT s FROM unnest(starts) AS s WHERE s > moment - per_ms) AS recent
+    FROM (SELECT *, {clock} AS moment FROM (
+        SELECT * FROM job_limits WHERE queue = %(queue)s FOR UPDATE) AS locked) AS row
 ), room AS MATERIALIZED (
     SELECT greatest(0, least(
         coalesce(rate - cardinality(recent), {limit}),
-        coalesce(concurrency - (SELECT count(*) FROM jobs
-            WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > lim.moment), {limit}))) AS n
+        CASE WHEN concurrency IS NULL THEN {limit} ELSE concurrency
+            - (SELECT count(*) FROM jobs WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > lim.moment)
+            - (claimed - coalesce((SELECT seen.claimed FROM job_limits AS seen WHERE seen.queue = %(queue)s), 0))
+        END)) AS n
     FROM lim
 ), due AS MATERIALIZED (
     SELECT id, run_at AS due_at
@@ -691,9 +694,12 @@ WITH lim AS MATERIALIZED (
 ), taken AS MATERIALIZED (
     SELECT id, due_at FROM due LIMIT (SELECT coalesce(max(n), 0) FROM room)
 ), counted AS (
-    UPDATE job_limits SET starts = lim.recent || array_fill(lim.moment, ARRAY[(SELECT count(*) FROM taken)::integer])
+    UPDATE job_limits
+    SET starts = CASE WHEN lim.rate IS NULL THEN ARRAY[]::bigint[]
+            ELSE lim.recent || array_fill(lim.moment, ARRAY[(SELECT count(*) FROM taken)::integer]) END,
+        claimed = lim.claimed + (SELECT count(*) FROM taken)
     FROM lim
-    WHERE job_limits.queue = %(queue)s AND lim.rate IS NOT NULL AND EXISTS (SELECT FROM taken)
+    WHERE job_limits.queue = %(queue)s AND EXISTS (SELECT FROM taken)
 )
 UPDATE jobs
 SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
@@ -703,6 +709,11 @@ FROM taken
 WHERE jobs.id = taken.id AND jobs.id = ANY (ARRAY(SELECT id FROM taken))
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, taken.due_at,
     jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim
+
+-- name: limit_room
+-- After a limited claim that took nothing: the queue's limit as it is now, for the
+-- worker to learn when a full window has room again (none: the limit was lifted).
+SELECT rate, per_ms, concurrency, starts, {clock} AS now FROM job_limits WHERE queue = %(queue)s
 
 -- name: limited_queues
 -- The limited queues among a worker's, read by it once per POLL_INTERVAL: a handful of rows.

@@ -1,0 +1,152 @@
+"""The limits column (issue 27): what a queue's limit costs its claim, and what the test for one costs every claim.
+
+Three claims of one due job, timed one at a time as the scale check times its claims: the
+plain claim of a queue with no limit as it is, the same without its test of job_limits (the
+claim before limits), and the claim of a queue at its rate's edge (EDGE_RATE - 1 starts in
+the window, so the claim takes the last room). And the enqueue→start latency of an idle
+worker on a queue limited far above what it is offered, beside the same with no limit.
+"""
+
+import time
+from dataclasses import dataclass
+
+from psycopg import sql
+
+import jobs
+from jobs import limits, store
+from jobs.job import job_row
+from jobs.sql import queries
+
+from . import database, queue, timing
+
+EDGE_RATE = 100  # the rate of the claim at its edge: jobs an hour, so the window holds EDGE_RATE - 1 starts
+LATENCY_RATE = 10_000  # jobs a second the latency's queue is limited to: far above what it is offered
+WARMUP = 10  # claims timed first and thrown away (prepared statements, caches)
+LIMITED_SHARE = 1.10  # the limited claim at its edge over the plain claim, at most (issue 27, point 4)
+UNLIMITED_SHARE = 1.05  # the plain claim over the claim before limits: "nothing measurable", within noise
+GUARD = "        AND NOT EXISTS (SELECT FROM job_limits WHERE queue = %(queue)s)\n"  # the plain claim's test
+
+
+@dataclass
+class Claims:
+    """Median seconds of each claim of one due job, and the latencies with and without a limit."""
+
+    plain: float
+    before: float
+    limited: float
+    latency: list[float]
+    latency_unlimited: list[float]
+
+
+def measure(url: str, samples: int, rounds: int) -> Claims:
+    """The three claims, the fastest median of `rounds` each, taking turns; then both latencies."""
+    medians: dict[str, list[float]] = {"plain": [], "before": [], "limited": []}
+    with database.connected(url) as db:
+        database.emptied(db, queue.TABLE)
+        for _ in range(rounds):
+            medians["plain"].append(timed(db, samples, plain_claim))
+            medians["before"].append(timed(db, samples, claim_before_limits))
+            jobs.limited(db, database.QUEUE, rate=(EDGE_RATE, 3600.0))
+            medians["limited"].append(timed(db, samples, edge_claim, at_the_edge))
+            jobs.unlimited(db, database.QUEUE)
+        jobs.limited(db, database.QUEUE, rate=(LATENCY_RATE, 1.0))
+        latency = queue.latencies(url, samples)
+        jobs.unlimited(db, database.QUEUE)
+    latency_unlimited = queue.latencies(url, samples)
+    plain, before, limited = (min(medians[key]) for key in ("plain", "before", "limited"))
+    return Claims(plain, before, limited, latency, latency_unlimited)
+
+
+def timed(db, samples: int, claim, before=lambda db: None) -> float:
+    """The median seconds of `samples` claims of a job queued just before each (and `before` run, untimed)."""
+    seconds = []
+    for n in range(WARMUP + samples):
+        jobs.later(db, database.QUEUE, database.NAME, {}, jobs.now_ms() - database.PAST)
+        before(db)
+        started = time.perf_counter()
+        taken = claim(db)
+        took = time.perf_counter() - started
+        if len(taken) != 1:
+            raise RuntimeError(f"the limits column's claim took {len(taken)} jobs, not the one due")
+        store.finished(db, taken)
+        if n >= WARMUP:
+            seconds.append(took)
+    return timing.median(seconds)
+
+
+def plain_claim(db) -> list:
+    return store.claimed(db, database.QUEUE, jobs.now_ms(), limit=1)
+
+
+def claim_before_limits(db) -> list:
+    """The plain claim without its test of job_limits: the claim as it was before limits."""
+    text = queries["claim"]
+    if GUARD not in text:
+        raise RuntimeError("the plain claim no longer tests job_limits as GUARD says: update GUARD")
+    statement = sql.SQL(text.replace(GUARD, "")).format(limit=sql.Literal(1), bound=sql.SQL(""))
+    params = store.claim_params(database.QUEUE, jobs.now_ms(), None)
+    with db.cursor(row_factory=job_row) as cursor:
+        return cursor.execute(statement, params).fetchall()
+
+
+def at_the_edge(db) -> None:
+    """Fills the window with EDGE_RATE - 1 starts, so the next claim takes its last room."""
+    db.execute(
+        "UPDATE job_limits SET starts = array_fill(%s::bigint, ARRAY[%s]) WHERE queue = %s",
+        (jobs.now_ms() - 1000, EDGE_RATE - 1, database.QUEUE),
+    )
+
+
+def edge_claim(db) -> list:
+    return limits.claimed(db, database.QUEUE, jobs.now_ms()).jobs
+
+
+def rows(figures: dict, ms, ratio) -> list[list[str]]:
+    """The report's rows of the column, with report.py's `ms` and `ratio`."""
+    if "limits" not in figures:
+        return []
+    claims = figures["limits"]
+    own, unlimited = timing.median(claims.latency), timing.median(claims.latency_unlimited)
+    return [
+        [
+            "claim of a queue with no limit",
+            ms(claims.plain),
+            ms(claims.before),
+            "the claim before limits",
+            ratio(claims.plain, claims.before),
+        ],
+        [
+            f"claim at a rate's edge ({EDGE_RATE - 1} starts in the window)",
+            ms(claims.limited),
+            ms(claims.plain),
+            "the claim of a queue with no limit",
+            ratio(claims.limited, claims.plain),
+        ],
+        [
+            "enqueue→start latency under a limit, median",
+            ms(own),
+            ms(unlimited),
+            "the same with no limit",
+            ratio(own, unlimited),
+        ],
+    ]
+
+
+def goals(figures: dict, verdict) -> list[list[str]]:
+    """The column's goals, with report.py's `verdict`."""
+    if "limits" not in figures:
+        return []
+    claims = figures["limits"]
+    limited, unlimited = claims.limited / claims.plain, claims.plain / claims.before
+    return [
+        [
+            f"claim at a rate's edge <= {LIMITED_SHARE:g} x no limit",
+            f"{limited:.2f}",
+            verdict(limited <= LIMITED_SHARE),
+        ],
+        [
+            f"claim with no limit <= {UNLIMITED_SHARE:g} x before limits",
+            f"{unlimited:.2f}",
+            verdict(unlimited <= UNLIMITED_SHARE),
+        ],
+    ]
