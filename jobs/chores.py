@@ -61,8 +61,8 @@ def timetable(
     reap = lease / roster.BEATS
     return [
         Chore("keeper", WATCH_INTERVAL, keeper.kept),
+        Chore("limits", poll, limits.read),  # before the pauses, whose first read lets the threads claim
         Chore("pauses", poll, lambda db: paused_now(control.paused_queues(db))),
-        Chore("limits", poll, limits.read),
         Chore("promotion", poll, lambda db: promoted(db, queues, doorbell)),
         Chore("schedules", poll, lambda db: fired(db, schedules)),  # the jobs of due ticks, once across workers
         Chore("frontier", poll, lambda db: looked(db, queues, frontiers, doorbell)),

@@ -71,6 +71,7 @@ class WorkThread:
         self.hand = Hand([])  # the jobs of its last claim not yet settled or let go
         self.backend: Backend | None = None  # the server process of this thread's connection (backends.py)
         self.limit = 1  # how many jobs the next claim may take
+        self.room_in: float | None = None  # seconds until a full window of its last pass's queues has room
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
 
     def start(self) -> "WorkThread":
@@ -125,6 +126,7 @@ class WorkThread:
         # a claim already under way then may still have read the bound the drain drops.
         # Nor while rows are on their way back to the queue (loose in the ledger).
         draining = worker.draining and not worker.ledger.letting_go()
+        self.room_in = None
         for queue in worker.claimable():
             jobs = self._claimed(db, queue)
             if len(jobs) == self.limit:
@@ -133,6 +135,9 @@ class WorkThread:
                 busy = True
                 self.limit = self._ran_batch(db)
         if not busy:
+            if draining and self.room_in is not None:  # due jobs a full window holds back: not drained yet
+                self.ending.wait(self.room_in)
+                return not self.abandoned
             if draining:
                 # Due means due: scheduled jobs whose moment has come are promoted first,
                 # rather than left for the listener's next promotion after the drain ended.
@@ -153,6 +158,7 @@ class WorkThread:
                 )
                 if within.room_in is not None:
                     worker.limits.has_room_in(within.room_in)  # one thread is woken then, not every idle one
+                    self.room_in = min(within.room_in, self.room_in or within.room_in)
                 jobs = within.jobs
             else:
                 jobs = store.claimed(

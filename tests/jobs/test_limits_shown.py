@@ -87,3 +87,14 @@ def test_a_changed_limit_holds_from_the_next_claim_without_a_restart_and_is_logg
         worker.stop()
         assert worker.join(10)
     assert database_ms(db) - started < 3 * jobs.POLL_INTERVAL * 1000
+
+
+def test_a_drain_waits_for_the_jobs_a_full_window_holds_back(db, connect):
+    with db.transaction():
+        for n in range(4):
+            jobs.later(db, "mail", "note", {"n": n})
+    jobs.limited(db, "mail", rate=(2, 1.0))
+    worker = jobs.worker(connect, "mail", {"note": lambda db, args: None}, threads=2)
+    worker.stop(drain=True)
+    assert worker.join(10)
+    assert jobs.listed(db) == []
