@@ -8,6 +8,7 @@ import pytest
 import jobs
 from jobs import limits
 from tests.jobs.helpers import database_ms, scalar, start_worker, stopped, wait_for
+from tests.jobs.test_processes import worker_connections
 
 SECOND = 1000  # ms
 RATE = 50  # jobs a second, in the tests of several worker processes
@@ -71,10 +72,11 @@ def busiest(moments, window):
 
 
 def test_four_processes_of_eight_threads_start_at_most_the_rate_in_any_window(claims, database_url):
-    queued(claims, 250)
     jobs.limited(claims, "mail", rate=(RATE, 1.0))
     workers = [start_worker(database_url, "mail", "--threads", "8") for _ in range(4)]
     try:
+        wait_for(lambda: worker_connections(claims) == 4 * (8 + 2), "four workers with ten connections each")
+        queued(claims, 250)
         wait_for(lambda: scalar(claims, "SELECT count(*) FROM runs") >= 4 * RATE, "four windows' jobs", timeout=20)
     finally:
         outputs = [stopped(worker) for worker in workers]
@@ -97,12 +99,13 @@ FROM spans AS span
 
 def test_four_processes_keep_at_most_the_concurrency_in_work_and_reach_it(runs, database_url):
     runs.execute(SPANS)
-    with runs.transaction():
-        for _ in range(24):
-            jobs.later(runs, "mail", "span", {"seconds": 0.1})
     jobs.limited(runs, "mail", concurrency=3)
     workers = [start_worker(database_url, "mail", "--threads", "4") for _ in range(4)]
     try:
+        wait_for(lambda: worker_connections(runs) == 4 * (4 + 2), "four workers with six connections each")
+        with runs.transaction():
+            for _ in range(24):
+                jobs.later(runs, "mail", "span", {"seconds": 0.1})
         wait_for(lambda: scalar(runs, "SELECT count(*) FROM spans") == 24, "every job", timeout=20)
     finally:
         outputs = [stopped(worker) for worker in workers]
