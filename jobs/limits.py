@@ -7,6 +7,7 @@ claims of a limited queue are taken one after another across every worker.
 """
 
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -168,6 +169,7 @@ def full_for(
     return (recent[-rate] + per_ms - now) / 1000
 
 
+@functools.cache
 def limited_statement(limit: int, bounded: bool) -> sql.Composed:
     """claim_limited with its LIMIT and its BOUND written in, as store.claim_statement writes the claim's."""
     return sql.SQL(queries["claim_limited"]).format(
