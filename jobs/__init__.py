@@ -52,7 +52,7 @@ from .connections import SILENT_AFTER, keepalives
 from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .job import Job, JobCancelled
-from .limits import Limit, limited, queue_limits, unlimited
+from .limits import Limit, limited, unlimited
 from .listener import POLL_INTERVAL
 from .once import worked
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
@@ -77,6 +77,7 @@ __all__ = [
     "Counts",
     "Job",
     "JobCancelled",
+    "Limit",
     "Policy",
     "Schedule",
     "SchemaError",
@@ -97,14 +98,11 @@ __all__ = [
     "keepalives",
     "later",
     "later_many",
+    "limited",
     "listed",
     "load_queries",
     "now_ms",
     "paused",
-    "limited",
-    "queue_limits",
-    "Limit",
-    "unlimited",
     "paused_queues",
     "policy",
     "polynomial",
@@ -113,6 +111,7 @@ __all__ = [
     "resumed",
     "retried",
     "status",
+    "unlimited",
     "worked",
     "worker",
 ]

@@ -22,7 +22,6 @@ from psycopg.rows import class_row
 from . import store
 from .control import queue_named
 from .job import Job, job_row
-from .shelf import STATUS_EXACT
 from .sql import queries
 
 LIMITED_BATCH = 1  # jobs a claim of a limited queue takes: none held ahead of the room, none given back after counting
@@ -32,16 +31,12 @@ log = logging.getLogger("jobs")
 
 @dataclass(frozen=True)
 class Limit:
-    """A queue's limit, and what is used of it at the moment it was read (`limits`)."""
+    """A queue's limit, as `limited` sets it and a worker reads it (what is used of it is in jobs.status)."""
 
     queue: str
     rate: int | None  # jobs a window of `per_ms` may start; None: no rate
     per_ms: int | None  # the rate's window, ms
     concurrency: int | None  # jobs in work at once at the most; None: any number
-    changed_at: int = 0  # ms since the epoch, when it was set
-    used: int = 0  # claims in the window that ends now
-    in_work: int = 0  # jobs of the queue under a claim whose lease runs
-    waiting: int = 0  # jobs due now that wait for room (to at most STATUS_EXACT)
 
     def said(self) -> str:
         """The limit in words: "14 a 1 s, 4 at once"."""
@@ -70,11 +65,11 @@ def limited(
     queue_named(queue)
     per_ms = None
     if rate is not None:
-        count, seconds = rate
-        if not isinstance(count, int) or count < 1 or not seconds > 0:
+        count, seconds = rate if isinstance(rate, tuple) and len(rate) == 2 else (None, None)
+        if not whole(count) or count < 1 or not isinstance(seconds, int | float) or not seconds > 0:
             raise ValueError(f"a rate is (jobs, seconds) with 1 job or more in more than 0 s, not {rate!r}")
         per_ms = max(1, round(seconds * 1000))
-    if concurrency is not None and (not isinstance(concurrency, int) or concurrency < 1):
+    if concurrency is not None and (not whole(concurrency) or concurrency < 1):
         raise ValueError(f"a concurrency is 1 job or more at once, not {concurrency!r}")
     if rate is None and concurrency is None:
         raise ValueError(f"limit {queue!r} by a rate, a concurrency or both (to remove its limit: unlimited)")
@@ -85,6 +80,11 @@ def limited(
     return limit
 
 
+def whole(value: object) -> bool:
+    """Whether `value` is a whole number (and not a bool, which Python counts as one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
 def unlimited(db: psycopg.Connection[Any], queue: str) -> bool:
     """Removes `queue`'s limit, from the next claim after the commit; True if it had one."""
     queue_named(queue)
@@ -92,13 +92,6 @@ def unlimited(db: psycopg.Connection[Any], queue: str) -> bool:
     if removed:
         log.info("queue %s is no longer limited", queue)
     return removed
-
-
-def queue_limits(db: psycopg.Connection[Any], now: int | None = None) -> list[Limit]:
-    """Every queue's limit, with what is used of it now, by queue name."""
-    statement = sql.SQL(queries["limits"]).format(over=sql.Literal(STATUS_EXACT))
-    with db.cursor(row_factory=class_row(Limit)) as cursor:
-        return cursor.execute(statement, {"now": now}).fetchall()
 
 
 @dataclass

@@ -26,7 +26,7 @@ LATENCY_RATE = 10_000  # jobs a second the latency's queue is limited to: far ab
 WARMUP = 10  # claims timed first and thrown away (prepared statements, caches)
 LIMITED_SHARE = 1.10  # the limited claim at its edge over the plain claim, at most (issue 27, point 4)
 UNLIMITED_SHARE = 1.05  # the plain claim over the claim before limits: "nothing measurable", within noise
-LIMITED = "benchmark-limited"  # the queue of the claim at a rate's edge
+LIMITED = "benchmark-limited"  # the queue of the claim near a rate's edge
 GUARD = "        AND NOT EXISTS (SELECT FROM job_limits WHERE queue = %(queue)s)\n"  # the plain claim's test
 
 
@@ -147,7 +147,7 @@ def goals(figures: dict, verdict) -> list[list[str]]:
     limited, unlimited = claims.limited / claims.plain, claims.plain / claims.before
     return [
         [
-            f"claim at a rate's edge <= {LIMITED_SHARE:g} x no limit",
+            f"claim near a rate's edge <= {LIMITED_SHARE:g} x no limit",
             f"{limited:.2f}",
             verdict(limited <= LIMITED_SHARE),
         ],

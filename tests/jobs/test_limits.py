@@ -1,6 +1,7 @@
 """Limits on a queue, decided in the claim (limits.py): a job over its queue's limit is never claimed."""
 
 import bisect
+import re
 import signal
 
 import pytest
@@ -130,3 +131,23 @@ def test_the_slot_of_a_killed_worker_comes_back_when_its_lease_runs_out(runs, da
         if second:
             stopped(second)
     assert sorted(runs.execute("SELECT job, attempt FROM runs").fetchall()) == [(hung, 2), (waiting, 1)]
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({}, "limit 'mail' by a rate, a concurrency or both"),
+        ({"rate": (0, 1.0)}, "a rate is (jobs, seconds)"),
+        ({"rate": (14, 0)}, "a rate is (jobs, seconds)"),
+        ({"rate": (14, "1s")}, "a rate is (jobs, seconds)"),
+        ({"rate": 14}, "a rate is (jobs, seconds)"),
+        ({"rate": (True, 1.0)}, "a rate is (jobs, seconds)"),
+        ({"concurrency": 0}, "a concurrency is 1 job or more"),
+        ({"concurrency": 2.5}, "a concurrency is 1 job or more"),
+    ],
+)
+def test_a_limit_that_makes_no_sense_is_refused_and_changes_nothing(db, options, said):
+    jobs.limited(db, "mail", rate=(14, 1.0))
+    with pytest.raises(ValueError, match=re.escape(said)):
+        jobs.limited(db, "mail", **options)
+    assert db.execute("SELECT rate, per_ms, concurrency FROM job_limits").fetchall() == [(14, 1000, None)]
