@@ -187,8 +187,9 @@ class Limits:
         for queue in sorted(set(now) | set(self.known)):
             before, after = self.known.get(queue), now.get(queue)
             if before != after:
-                said = after.said() if after else "no limit"
-                log.info("queue %s: this worker claims at %s from now (was %s)", queue, said, before and before.said())
+                said = f"limited to {after.said()}" if after else "no limit"
+                was = before.said() if before else "no limit"
+                log.info("queue %s: %s from now, for this worker's claims (was %s)", queue, said, was)
                 if after is None:
                     self._ring()  # a queue whose limit held its jobs back may have many due
         self.known = now

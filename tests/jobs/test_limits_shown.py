@@ -77,12 +77,13 @@ def test_a_changed_limit_holds_from_the_next_claim_without_a_restart_and_is_logg
     worker = jobs.worker(connect, "mail", {"note": lambda db, args: None}, threads=2)
     try:
         wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs") == 5, "the one job of the hour")
-        wait_for(lambda: "queue mail: this worker claims at 1 a 3600 s" in caplog.text, "the worker to log the limit")
+        wait_for(lambda: "queue mail: limited to 1 a 3600 s from now" in caplog.text, "the worker to log the limit")
         assert scalar(db, "SELECT count(*) FROM jobs WHERE attempts > 0") == 0
         started = database_ms(db)
         jobs.limited(db, "mail", rate=(100, 1.0))
         wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs") == 0, "the rest, at the new rate")
-        wait_for(lambda: "claims at 100 a 1 s from now (was 1 a 3600 s)" in caplog.text, "the change in the log")
+        changed = "queue mail: limited to 100 a 1 s from now, for this worker's claims (was 1 a 3600 s)"
+        wait_for(lambda: changed in caplog.text, "the change in the log")
     finally:
         worker.stop()
         assert worker.join(10)
