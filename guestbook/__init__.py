@@ -58,8 +58,9 @@ def create_app(config: dict | None = None) -> Flask:
     """Builds the app from the environment, with `config` (a mapping of settings) over it.
 
     Settings: SECRET_KEY and DATABASE_URL (required), MAIL_FROM, RESET_TOKEN_MAX_AGE
-    (seconds), LETTERS_WAITING_MAX (mailer.backlogged), TRUSTED_PROXIES (the networks of
-    the proxies in front, whose X-Forwarded-For is believed: proxies.parsed), and
+    (seconds), LETTERS_WAITING_MAX (mailer.backlogged), MAIL_RATE (mailer.rate_kept),
+    TRUSTED_PROXIES (the networks of the proxies in front, whose X-Forwarded-For is
+    believed: proxies.parsed), and
     DEVELOPMENT (True: the /outbox page and /jobs on the pages under the printed link
     (development.py), cookies without Secure, no HSTS, and only the Host names
     LOCAL_HOSTS and BASE_URL's, for every path).
@@ -110,6 +111,7 @@ def settings_from_environment() -> dict:
         "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
         "RESET_TOKEN_MAX_AGE": whole_number("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE),
         "LETTERS_WAITING_MAX": whole_number("LETTERS_WAITING_MAX", mailer.LETTERS_WAITING_MAX),
+        "MAIL_RATE": whole_number("MAIL_RATE", mailer.MAIL_RATE),
         "TRUSTED_PROXIES": proxies.parsed(os.environ.get("TRUSTED_PROXIES", TRUSTED_PROXIES_DEFAULT)),
         "DEVELOPMENT": False,
         "SESSION_COOKIE_HTTPONLY": True,

@@ -35,6 +35,7 @@ from . import (
     db,
     development,
     embedded,
+    mailer,
     server,
     settings_from_environment,
     upkeep,
@@ -132,6 +133,9 @@ def serve_command(args) -> int:
             "DEVELOPMENT": args.development,
         }
     )
+    with psycopg.connect(url, autocommit=True) as conn:  # the provider's rate, for every worker of the mail queue
+        jobs.prepared(conn)
+        mailer.rate_kept(conn, app.config["MAIL_RATE"])
     served = server.listening(app, host, port)
     print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
     if args.development:  # the outbox and the dashboard show live links: for the person who started it only

@@ -11,6 +11,9 @@ at AWAITED, ahead of every other letter: a flood of sign-ups, each bounded per c
 only, would otherwise queue a backlog that a reset link outlives before its turn
 (`backlogged` bounds that backlog as a whole). They go one at a time, after the letter
 in hand, and each is bounded by its own account (RESET_EVERY, one per lock).
+A mail provider's limit on letters a second is the mail queue's limit (`rate_kept`,
+MAIL_RATE), decided in the queue's claim: held back there, a letter is never tried,
+refused and retried, and the reset letter still goes first.
 """
 
 from dataclasses import asdict
@@ -28,7 +31,16 @@ BULK = 0  # the priority of every other letter: jobs' default
 LETTERS_WAITING_MAX = 1000  # BULK letters waiting before a sign-up is told to come back, unless the setting
 # of that name says otherwise: at half a second a letter, about eight minutes of sending
 BACKLOG_RETRY_AFTER = 300  # seconds a sign-up turned away by the backlog is told to wait
+MAIL_RATE = 0  # letters a second the mail queue may start, unless the setting of that name says otherwise; 0: any
 RESET_SECRET_ARGS = ("letter",)  # the reset job's whole letter, live link and all, as mail.SECRET_ARGS: never shown
+
+
+def rate_kept(db, rate: int) -> None:
+    """Limits the mail queue to `rate` letters a second across every worker (MAIL_RATE), or lifts its limit at 0."""
+    if rate:
+        jobs.limited(db, mail.QUEUE, rate=(rate, 1.0))
+    else:
+        jobs.unlimited(db, mail.QUEUE)
 
 
 def confirmation(db, account) -> int:

@@ -52,6 +52,7 @@ from .connections import SILENT_AFTER, keepalives
 from .control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .flows import batch, batch_status, cancel_batch, chain, pruned
 from .job import Job, JobCancelled
+from .limits import Limit, limited, unlimited
 from .listener import POLL_INTERVAL
 from .once import worked
 from .policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
@@ -76,6 +77,7 @@ __all__ = [
     "Counts",
     "Job",
     "JobCancelled",
+    "Limit",
     "Policy",
     "Schedule",
     "SchemaError",
@@ -96,6 +98,7 @@ __all__ = [
     "keepalives",
     "later",
     "later_many",
+    "limited",
     "listed",
     "load_queries",
     "now_ms",
@@ -108,6 +111,7 @@ __all__ = [
     "resumed",
     "retried",
     "status",
+    "unlimited",
     "worked",
     "worker",
 ]

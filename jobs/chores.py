@@ -4,15 +4,15 @@ Every WATCH_INTERVAL, the keeper (keeper.py): let go of what the threads cannot 
 now, settle what the ledger holds loose, and every lease / BEATS compare the rows the
 database says the worker holds with the ledger. Every POLL_INTERVAL: promote the
 scheduled jobs whose moment has come (and wake a thread for them), queue the job of
-each due tick of the worker's schedules, read which queues are paused, look for where
-each queue's claims should start (frontier.py), and hear which jobs in hand an operator
-cancelled. Every lease / BEATS, the reaper: take silent workers for gone and let their
-jobs' leases run out (roster.py), free the concurrency keys of leases that ran out,
-shelve the cancelled and the lost, and prune the rows of workers long gone; its
-statements skip rows locked at that instant, so a frozen worker costs only its own
-jobs. The listener runs each alone (listener.py): one that fails or is slow is logged
-and holds up none of the others' timers. The heartbeat is not a chore: it has a thread
-and a connection of its own (heartbeat.py).
+each due tick of the worker's schedules, read which queues are paused and which are
+limited (limits.py), look for where each queue's claims should start (frontier.py), and
+hear which jobs in hand an operator cancelled. Every lease / BEATS, the reaper: take
+silent workers for gone and let their jobs' leases run out (roster.py), free the
+concurrency keys of leases that ran out, shelve the cancelled and the lost, and prune
+the rows of workers long gone; its statements skip rows locked at that instant, so a
+frozen worker costs only its own jobs. The listener runs each alone (listener.py): one
+that fails or is slow is logged and holds up none of the others' timers. The heartbeat
+is not a chore: it has a thread and a connection of its own (heartbeat.py).
 """
 
 import logging
@@ -28,6 +28,7 @@ from .frontier import Frontiers
 from .job import FATE, Job
 from .keeper import WATCH_INTERVAL, Keeper
 from .ledger import Ledger
+from .limits import Limits
 from .schedules import Schedule, fired
 
 log = logging.getLogger("jobs")
@@ -54,11 +55,13 @@ def timetable(
     frontiers: Frontiers,
     schedules: Sequence[Schedule],
     paused_now: Callable[[set[str]], None],
+    limits: Limits,
 ) -> list[Chore]:
     """The chores of a worker on `queues`, each due at once when the listener starts."""
     reap = lease / roster.BEATS
     return [
         Chore("keeper", WATCH_INTERVAL, keeper.kept),
+        Chore("limits", poll, limits.read),  # before the pauses, whose first read lets the threads claim
         Chore("pauses", poll, lambda db: paused_now(control.paused_queues(db))),
         Chore("promotion", poll, lambda db: promoted(db, queues, doorbell)),
         Chore("schedules", poll, lambda db: fired(db, schedules)),  # the jobs of due ticks, once across workers

@@ -14,7 +14,7 @@ from typing import Any, TypeAlias
 import psycopg
 
 from . import control, roster, schedules, schema, shelf
-from .tables import age, first_line, in_full, jobs_counted, moment, table, when
+from .tables import age, first_line, has_limit, in_full, jobs_counted, limit_said, moment, table, when
 
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
 EXIT_NOTICE = 1  # `failed` found jobs on the shelf; `retry`, `discard`, `pause`, `resume` or `cancel` changed nothing
@@ -183,7 +183,11 @@ def status_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int
         ]
         for q in figures
     ]
-    print(table(["QUEUE", "DUE", "SCHEDULED", "IN WORK", "FAILED", "OLDEST DUE", "PAUSED"], rows))
+    headers = ["QUEUE", "DUE", "SCHEDULED", "IN WORK", "FAILED", "OLDEST DUE", "PAUSED"]
+    if any(has_limit(q) for q in figures):  # the columns of limits show once a queue has one
+        headers += ["LIMIT", "HELD BACK"]
+        rows = [[*row, limit_said(q), q["held_back"]] for row, q in zip(rows, figures, strict=True)]
+    print(table(headers, rows))
     if any(q["estimated"] for q in figures):
         print(f"~ an estimate: past {shelf.STATUS_EXACT:,} jobs, counts come from the indexes' sizes")
     return EXIT_OK

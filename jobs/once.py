@@ -10,7 +10,7 @@ from typing import Any
 
 import psycopg
 
-from . import store
+from . import limits, store
 from .job import Performer
 from .runner import performed
 
@@ -36,7 +36,8 @@ def worked(
         raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
     with db.transaction():
         store.promoted(db, now)
-    claimed = store.claimed(db, queue, now, limit=1, lease=lease, budgets=store.budgets_of(performers))
+    # A limited queue's claim (limits.py) within its limit; any other's, after one read of job_limits.
+    claimed = limits.claimed(db, queue, now, limit=1, lease=lease, budgets=store.budgets_of(performers)).jobs
     if not claimed:
         return None
     return performed(db, claimed, performers, now=now)[0]

@@ -63,6 +63,9 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- one whose policy allows more than ATTEMPTS has them all, however its attempts end.
 -- A job an operator cancelled (cancelled_at) is never claimed: the heartbeat's
 -- cancelled_reaped puts it on the shelf.
+-- A queue with a limit (job_limits) is claimed by claim_limited only: this claim takes
+-- none of its jobs from the moment the limit is committed. The test reads one row of a
+-- small table by its key, once per statement (a one-time filter, not a test per row).
 -- The walk is a MATERIALIZED CTE, run once, and the table's side of the update finds
 -- the rows it took by their ids (`= ANY` of them, an index lookup). Written as a
 -- subquery in FROM, it met the first statistics of a busy table taken between bursts
@@ -79,6 +82,7 @@ WITH due AS MATERIALIZED (
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
         AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
+        AND NOT EXISTS (SELECT FROM job_limits WHERE queue = %(queue)s)
     ORDER BY priority, run_at, id
     LIMIT {limit}
     FOR UPDATE SKIP LOCKED
@@ -423,6 +427,8 @@ WHERE attempts >= max_attempts AND claim IS NULL
 --              attempt (until a heartbeat reaps it onto the shelf)
 --   failed     on the shelf
 --   paused     the queue is in job_paused_queues (paused, below)
+--   limit_*    its limit (job_limits: limits.py), NULL where none is set, and limit_used
+--              the claims in the rate's window that ends now
 -- A count of a million entries takes longer than the whole answer may (STATUS_EXACT,
 -- shelf.py), so due, scheduled and failed are each counted to at most {over} entries
 -- per part (LIMIT, written in as the claim's is): a count under it is exact, one that
@@ -456,6 +462,7 @@ WITH RECURSIVE ready(queue) AS (
     UNION SELECT queue FROM shelved WHERE queue IS NOT NULL
     UNION SELECT queue FROM jobs WHERE claim IS NOT NULL
     UNION SELECT queue FROM job_paused_queues
+    UNION SELECT queue FROM job_limits
 )
 SELECT queues.queue,
     (SELECT count(*) FROM (SELECT FROM jobs WHERE queue = queues.queue
@@ -476,9 +483,11 @@ SELECT queues.queue,
             AND attempts < max_attempts AND NOT scheduled AND run_at <= {now}),
         (SELECT min(run_at) FROM jobs WHERE queue = queues.queue AND scheduled AND run_at <= {now})
     ))::float8 / 1000 AS oldest_due_age,
-    EXISTS (SELECT FROM job_paused_queues AS p WHERE p.queue = queues.queue) AS paused
-FROM queues
-ORDER BY queue
+    EXISTS (SELECT FROM job_paused_queues AS p WHERE p.queue = queues.queue) AS paused,
+    l.rate AS limit_rate, l.per_ms AS limit_per_ms, l.concurrency AS limit_concurrency,
+    (SELECT count(*) FROM unnest(l.starts) AS s WHERE s > {now} - l.per_ms)::integer AS limit_used
+FROM queues LEFT JOIN job_limits AS l ON l.queue = queues.queue
+ORDER BY queues.queue
 
 -- name: index_sizes
 -- How many entries each partial index behind a status figure held at the last VACUUM
@@ -627,3 +636,85 @@ SELECT w.id, w.host, w.pid, w.queues, w.threads, w.lease, w.version, w.started_a
 FROM job_workers AS w
 WHERE w.ended_at IS NULL OR w.ended_at >= {now} - %(kept)s
 ORDER BY w.ended_at IS NOT NULL, w.started_at DESC, w.id
+
+-- Limits (limits.py) -------------------------------------------------------------
+
+-- name: limit_set
+-- A queue's limit, new or changed; the moments of the window's claims are kept, so a
+-- rate lowered while the window is full holds at once.
+INSERT INTO job_limits (queue, rate, per_ms, concurrency, changed_at)
+VALUES (%(queue)s, %(rate)s, %(per_ms)s, %(concurrency)s, {now})
+ON CONFLICT (queue) DO UPDATE SET rate = excluded.rate, per_ms = excluded.per_ms,
+    concurrency = excluded.concurrency, changed_at = excluded.changed_at
+
+-- name: limit_removed
+DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
+
+-- name: claim_limited
+-- The claim of a limited queue: the claim's walk, bounded by the room the limit
+-- leaves. It first locks the queue's row of job_limits (FOR UPDATE, in `lim`, which
+-- the room reads before the walk begins), so the claims of one limited queue take
+-- turns across every worker, and what it reads of the row is the newest version, with
+-- the starts of the claim that held the lock before it. The room is the least of:
+--   the rate's: claims left in the window that ends at the claim's moment ({clock},
+--   read once the lock is held, so each claim's moment follows its predecessor's commit);
+--   the concurrency's: jobs of the queue under a claim whose lease runs (read from
+--   jobs_claimed: a dead worker's job frees its slot when the reaper lets its lease run
+--   out), plus the jobs claimed under the limit since this statement's snapshot was
+--   taken. The snapshot is from before the lock was granted, so it does not see what
+--   the claims that held the lock meanwhile took: the row's `claimed` counter as the
+--   snapshot sees it (`seen`) and as the lock reads it tells how many. A job they
+--   claimed and that was settled since counts twice, never none: the room errs low.
+-- The walk is read only as far as the room (a CTE runs only as far as it is read),
+-- so no row past it is locked. The claim's moment is appended to the starts once per
+-- job taken, and the starts older than the window are dropped. One statement, one
+-- round trip: a first statement for the lock cost more than the claim itself.
+WITH lim AS MATERIALIZED (
+    SELECT rate, per_ms, concurrency, claimed, moment,
+        ARRAY(SELECT s FROM unnest(starts) AS s WHERE s > moment - per_ms) AS recent
+    FROM (SELECT *, {clock} AS moment FROM (
+        SELECT * FROM job_limits WHERE queue = %(queue)s FOR UPDATE) AS locked) AS row
+), room AS MATERIALIZED (
+    SELECT greatest(0, least(
+        coalesce(rate - cardinality(recent), {limit}),
+        CASE WHEN concurrency IS NULL THEN {limit} ELSE concurrency
+            - (SELECT count(*) FROM jobs WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > lim.moment)
+            - (claimed - coalesce((SELECT seen.claimed FROM job_limits AS seen WHERE seen.queue = %(queue)s), 0))
+        END)) AS n
+    FROM lim
+), due AS MATERIALIZED (
+    SELECT id, run_at AS due_at
+    FROM jobs
+    WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
+        AND cancelled_at IS NULL
+        AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
+    ORDER BY priority, run_at, id
+    LIMIT {limit}
+    FOR UPDATE SKIP LOCKED
+), taken AS MATERIALIZED (
+    SELECT id, due_at FROM due LIMIT (SELECT coalesce(max(n), 0) FROM room)
+), counted AS (
+    UPDATE job_limits
+    SET starts = CASE WHEN lim.rate IS NULL THEN ARRAY[]::bigint[]
+            ELSE lim.recent || array_fill(lim.moment, ARRAY[(SELECT count(*) FROM taken)::integer]) END,
+        claimed = lim.claimed + (SELECT count(*) FROM taken)
+    FROM lim
+    WHERE job_limits.queue = %(queue)s AND EXISTS (SELECT FROM taken)
+)
+UPDATE jobs
+SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
+    worker = %(worker)s::bigint,
+    max_attempts = COALESCE((%(budgets)s::jsonb ->> jobs.name)::integer, jobs.max_attempts)
+FROM taken
+WHERE jobs.id = taken.id AND jobs.id = ANY (ARRAY(SELECT id FROM taken))
+RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, taken.due_at,
+    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim
+
+-- name: limit_room
+-- After a limited claim that took nothing: the queue's limit as it is now, for the
+-- worker to learn when a full window has room again (none: the limit was lifted).
+SELECT rate, per_ms, concurrency, starts, {clock} AS now FROM job_limits WHERE queue = %(queue)s
+
+-- name: limited_queues
+-- The limited queues among a worker's, read by it once per POLL_INTERVAL: a handful of rows.
+SELECT queue, rate, per_ms, concurrency FROM job_limits WHERE queue = ANY(%(queues)s) ORDER BY queue

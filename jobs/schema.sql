@@ -202,3 +202,23 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS secret text[];
 -- say "run 2, reason 1" rather than list four reasons after two attempts. NULL: never
 -- retried. A column with no default is added without rewriting a row.
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS retries integer[];
+
+-- name: step 10
+-- The limits of queues (limits.py): a rate (at most `rate` claims of the queue's jobs in
+-- any window of `per_ms`) and a concurrency (at most `concurrency` of its jobs in work
+-- at once), each NULL when not set. A limited queue's claim locks its row, so those
+-- claims are taken one after another across every worker, keeps in `starts` the
+-- moments of the claims of the last window, oldest first, and counts in `claimed` the
+-- jobs it took (claim_limited in queries.sql says why). A new table: nothing else
+-- is rewritten, and a queue with no row claims as it always has.
+CREATE TABLE IF NOT EXISTS job_limits (
+    queue text PRIMARY KEY,
+    rate integer CHECK (rate > 0),                -- jobs a window may start; NULL: no rate
+    per_ms bigint CHECK (per_ms > 0),             -- the window, ms
+    concurrency integer CHECK (concurrency > 0),  -- jobs in work at once at the most; NULL: any number
+    starts bigint[] NOT NULL DEFAULT '{}',        -- ms since the epoch: the claims of the last window
+    claimed bigint NOT NULL DEFAULT 0,            -- jobs claimed under the limit, ever: how claims see each other
+    changed_at bigint NOT NULL,                   -- ms: when the limit was last set
+    CHECK ((rate IS NULL) = (per_ms IS NULL)),
+    CHECK (rate IS NOT NULL OR concurrency IS NOT NULL)
+);

@@ -135,13 +135,16 @@ def batches(db: psycopg.Connection[Any], ids: list[int] | None) -> Iterator[list
 def status(db: psycopg.Connection[Any], now: int | None = None) -> list[dict[str, Any]]:
     """Each queue's jobs counted by state at `now` (ms; the database's clock when None), by queue name.
 
-    One dict per queue that has any job or is paused: queue; due (may run now, including
+    One dict per queue that has any job, is paused or is limited: queue; due (may run now, including
     jobs whose lease ran out); scheduled (waiting for a later moment: retries, jobs
     queued with `at`); in_work (held by a live claim, or by the claim of a worker that
     died on the job's last attempt until it is reaped); failed (on the shelf);
     oldest_due_age (seconds since the longest-due job became due, None when nothing is
-    due); paused (see control.paused); and estimated, the states whose count is an
-    estimate (an empty list when every count is exact).
+    due); paused (see control.paused); limit_rate, limit_per_ms, limit_concurrency (its
+    limit, see limits.limited; None where not set), limit_used (the claims of the rate's
+    window that ends now) and held_back (due jobs that wait for the limit's room, 0
+    with no limit); and estimated, the states whose count is an estimate (an empty list
+    when every count is exact).
 
     Counts up to STATUS_EXACT (10,000) are exact. Past it, counting one by one would
     take longer than a glance may, and the count is an estimate: the entries of the
@@ -154,9 +157,20 @@ def status(db: psycopg.Connection[Any], now: int | None = None) -> list[dict[str
         figures = cursor.execute(statement, {"now": now}).fetchall()
         for queue in figures:
             queue["estimated"] = [state for state in ESTIMATED_FROM if queue[state] > STATUS_EXACT]
+            queue["held_back"] = held_back(queue)
         if any(queue["estimated"] for queue in figures):
             estimated(db, figures)
     return figures
+
+
+def held_back(queue: dict[str, Any]) -> int:
+    """How many of a queue's due jobs wait for room under its limit now: those past the room left."""
+    rooms = []
+    if queue["limit_rate"] is not None:
+        rooms.append(queue["limit_rate"] - queue["limit_used"])
+    if queue["limit_concurrency"] is not None:
+        rooms.append(queue["limit_concurrency"] - queue["in_work"])
+    return max(0, queue["due"] - max(0, min(rooms))) if rooms else 0
 
 
 @contextmanager

@@ -182,18 +182,8 @@ def claimed(
     is decided. `claim` is the token to hold them under (new_claim()), made by the
     caller when it must be able to give back a claim whose answer it never heard.
     """
-    claim = new_claim() if claim is None else claim
-    params = {
-        "queue": queue,
-        "now": now,
-        "lease": int(lease * 1000),
-        "claim": claim,
-        "worker": worker,
-        "held": None if worker is None else HELD,
-        "budgets": budgets,
-    }
-    if after is not None:
-        params["after_priority"], params["after_run_at"] = after
+    params = claim_params(queue, now, after, lease=lease, worker=worker, budgets=budgets, claim=claim)
+    claim = params["claim"]
     try:
         with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
             with db.cursor(row_factory=job_row) as cursor:
@@ -210,6 +200,31 @@ def claimed(
         )  # the refused claim took nothing
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
+
+
+def claim_params(
+    queue: str,
+    now: int | None,
+    after: tuple[int, int] | None,
+    *,
+    lease: float = LEASE,
+    worker: int | None = None,
+    budgets: str = "{}",
+    claim: int | None = None,
+) -> dict[str, Any]:
+    """The parameters of a claim (`claimed`'s, and a limited queue's in limits.py); a new token when `claim` is None."""
+    params = {
+        "queue": queue,
+        "now": now,
+        "lease": int(lease * 1000),
+        "claim": new_claim() if claim is None else claim,
+        "worker": worker,
+        "held": None if worker is None else HELD,
+        "budgets": budgets,
+    }
+    if after is not None:
+        params["after_priority"], params["after_run_at"] = after
+    return params
 
 
 def budgets_of(performers: Mapping[str, Performer]) -> str:

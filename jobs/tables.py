@@ -21,6 +21,21 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
     return "\n".join(lines)
 
 
+def has_limit(queue: dict[str, Any]) -> bool:
+    """Whether a queue of status has a limit."""
+    return queue["limit_rate"] is not None or queue["limit_concurrency"] is not None
+
+
+def limit_said(queue: dict[str, Any]) -> str:
+    """A queue's limit as status shows it, with what is used of it: "14 a 1 s (3 used), 4 at once (4 in work)"."""
+    parts = []
+    if queue["limit_rate"] is not None:
+        parts.append(f"{queue['limit_rate']} a {queue['limit_per_ms'] / 1000:g} s ({queue['limit_used']} used)")
+    if queue["limit_concurrency"] is not None:
+        parts.append(f"{queue['limit_concurrency']} at once ({queue['in_work']} in work)")
+    return ", ".join(parts) or "-"
+
+
 def in_full(job: dict[str, Any]) -> str:
     """One failed job with every reason and its last traceback, for `failed --full`."""
     retries = job.get("retries") or []

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import psycopg
 
-from . import store
+from . import limits, store
 from .backends import Backend, told
 from .complaints import Complaints, lost
 from .connections import Connect, kept_running
@@ -25,6 +25,7 @@ from .frontier import Frontiers
 from .hand import Hand
 from .job import Job, Performer
 from .ledger import Fate, Ledger
+from .limits import Limits
 from .runner import Counts, JobLost, lost_attempt, performed
 
 BATCH_MAX = 100  # jobs one claim may take at the most
@@ -51,6 +52,7 @@ class Shift(Protocol):
     ledger: Ledger
     doorbell: Doorbell
     frontiers: Frontiers
+    limits: Limits
 
     @property
     def draining(self) -> bool: ...
@@ -69,6 +71,7 @@ class WorkThread:
         self.hand = Hand([])  # the jobs of its last claim not yet settled or let go
         self.backend: Backend | None = None  # the server process of this thread's connection (backends.py)
         self.limit = 1  # how many jobs the next claim may take
+        self.room_in: float | None = None  # seconds until a full window of its last pass's queues has room
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
 
     def start(self) -> "WorkThread":
@@ -123,6 +126,7 @@ class WorkThread:
         # a claim already under way then may still have read the bound the drain drops.
         # Nor while rows are on their way back to the queue (loose in the ledger).
         draining = worker.draining and not worker.ledger.letting_go()
+        self.room_in = None
         for queue in worker.claimable():
             jobs = self._claimed(db, queue)
             if len(jobs) == self.limit:
@@ -131,6 +135,9 @@ class WorkThread:
                 busy = True
                 self.limit = self._ran_batch(db)
         if not busy:
+            if draining and self.room_in is not None:  # due jobs a full window holds back: not drained yet
+                self.ending.wait(self.room_in)
+                return not self.abandoned
             if draining:
                 # Due means due: scheduled jobs whose moment has come are promoted first,
                 # rather than left for the listener's next promotion after the drain ended.
@@ -143,17 +150,27 @@ class WorkThread:
         worker = self.worker
         claim = store.new_claim()
         worker.ledger.claiming(claim)
+        after, lease, budgets = worker.frontiers.bound(queue), worker.lease, worker.budgets
         try:
-            jobs = store.claimed(
-                db,
-                queue,
-                limit=self.limit,
-                lease=worker.lease,
-                after=worker.frontiers.bound(queue),
-                worker=worker.id,
-                budgets=worker.budgets,
-                claim=claim,
-            )
+            if queue in worker.limits.known:
+                within = limits.claimed(
+                    db, queue, after=after, lease=lease, worker=worker.id, budgets=budgets, claim=claim
+                )
+                if within.room_in is not None:
+                    worker.limits.has_room_in(within.room_in)  # one thread is woken then, not every idle one
+                    self.room_in = min(within.room_in, self.room_in or within.room_in)
+                jobs = within.jobs
+            else:
+                jobs = store.claimed(
+                    db,
+                    queue,
+                    limit=self.limit,
+                    after=after,
+                    lease=lease,
+                    worker=worker.id,
+                    budgets=budgets,
+                    claim=claim,
+                )
         except BaseException:
             worker.ledger.unheard(claim)  # whatever it took is a stray now: the keeper gives it back
             raise

@@ -26,6 +26,7 @@ from .heartbeat import Heartbeat
 from .job import Job, Performer
 from .keeper import Keeper
 from .ledger import Ledger
+from .limits import Limits
 from .listener import POLL_INTERVAL, Listener
 from .runner import Counts, current
 from .schedules import Schedule, held
@@ -94,6 +95,7 @@ class Worker:
         self._work: list[WorkThread] = []  # the work threads not abandoned
         self.schedules = held(schedules)
         self.paused: set[str] = set()  # the worker's queues paused when last read
+        self.limits = Limits(self.queues, self.doorbell.ring)  # its limited queues, read every poll (limits.py)
         self.keeper = Keeper(self, reconcile_every=lease / roster.BEATS)  # settles what no thread will (keeper.py)
         timetable = chores.timetable(
             queues=self.queues,
@@ -105,6 +107,7 @@ class Worker:
             frontiers=self.frontiers,
             schedules=self.schedules,
             paused_now=self.paused_now,
+            limits=self.limits,
         )
         self._listener = Listener(
             self.connect,

@@ -75,5 +75,5 @@ def db(connect):
     with connect() as conn:
         conn.autocommit = True
         jobs.prepared(conn)
-        conn.execute("TRUNCATE jobs, job_batches, job_paused_queues, job_workers RESTART IDENTITY")
+        conn.execute("TRUNCATE jobs, job_batches, job_paused_queues, job_workers, job_limits RESTART IDENTITY")
         yield conn

@@ -1,7 +1,8 @@
 """The dashboard's …/metrics: the queue's figures in Prometheus' text format, for a scraper.
 
 Jobs per queue and state (as `status` counts them, an estimate past STATUS_EXACT, said
-by jobs_count_estimated), the oldest due job's age, whether each queue is paused, and
+by jobs_count_estimated), the oldest due job's age, whether each queue is paused, the
+limits of the limited queues (what is used of each, and the jobs each holds back), and
 the counters of the worker handed to `jobs.web.app`, if one was: what this process did,
 and which of its queues it has heard are paused (it looks every POLL_INTERVAL).
 """
@@ -12,6 +13,7 @@ from typing import Any
 import psycopg
 
 from .. import shelf
+from ..tables import has_limit
 from .wsgi import Answer, Dashboard, Request
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus' text exposition format
@@ -43,6 +45,7 @@ def metrics(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
     ]
     lines += ["# HELP jobs_queue_paused 1 while the queue is paused.", "# TYPE jobs_queue_paused gauge"]
     lines += [f'jobs_queue_paused{{queue="{label(q["queue"])}"}} {int(q["paused"])}' for q in figures]
+    lines += limit_lines([q for q in figures if has_limit(q)])
     if dashboard.worker is not None:
         lines += [
             "# HELP jobs_worker_attempts_total Attempts this process's worker settled, by outcome.",
@@ -57,6 +60,43 @@ def metrics(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
         worker = dashboard.worker
         lines += [f'jobs_worker_queue_paused{{queue="{label(q)}"}} {int(q in worker.paused)}' for q in worker.queues]
     return Answer("\n".join(lines) + "\n", content_type=CONTENT_TYPE)
+
+
+def limit_lines(limited: list[dict[str, Any]]) -> list[str]:
+    """The limits of the queues that have one, what is used of each, and the jobs they hold back."""
+    lines = [
+        "# HELP jobs_limit A queue's limit: jobs a window may start (rate), or jobs in work at once (concurrency).",
+        "# TYPE jobs_limit gauge",
+    ]
+    kinds = {"rate": "limit_used", "concurrency": "in_work"}
+    lines += [
+        f'jobs_limit{{queue="{label(q["queue"])}",kind="{kind}"}} {q["limit_" + kind]}'
+        for q in limited
+        for kind in kinds
+        if q["limit_" + kind] is not None
+    ]
+    lines += ["# HELP jobs_limit_used What is used of each limit now.", "# TYPE jobs_limit_used gauge"]
+    lines += [
+        f'jobs_limit_used{{queue="{label(q["queue"])}",kind="{kind}"}} {q[used]}'
+        for q in limited
+        for kind, used in kinds.items()
+        if q["limit_" + kind] is not None
+    ]
+    lines += [
+        "# HELP jobs_limit_window_seconds The window of a queue's rate.",
+        "# TYPE jobs_limit_window_seconds gauge",
+    ]
+    lines += [
+        f'jobs_limit_window_seconds{{queue="{label(q["queue"])}"}} {q["limit_per_ms"] / 1000:g}'
+        for q in limited
+        if q["limit_rate"] is not None
+    ]
+    lines += [
+        "# HELP jobs_limit_held_back Due jobs that wait for room under the queue's limit.",
+        "# TYPE jobs_limit_held_back gauge",
+    ]
+    lines += [f'jobs_limit_held_back{{queue="{label(q["queue"])}"}} {q["held_back"]}' for q in limited]
+    return lines
 
 
 def label(value: str) -> str:

@@ -17,7 +17,7 @@ from psycopg.rows import dict_row
 from .. import redaction, roster, shelf, store
 from .. import schedules as schedule_rows
 from ..sql import load
-from ..tables import age, runs  # the command line's, so both say a duration and split reasons alike
+from ..tables import age, has_limit, limit_said, runs  # the command line's, so both say them alike
 from . import html, params
 from .html import escaped
 from .wsgi import Answer, Dashboard, Refused, Request
@@ -53,7 +53,7 @@ def queues_fragment(dashboard: Dashboard, request: Request, db: psycopg.Connecti
 
 
 def queues_table(request: Request, figures: list[dict[str, Any]]) -> str:
-    """Each queue's counts by state, its oldest due job's age and its pause or resume button."""
+    """Each queue's counts by state, its oldest due job's age, its limit if any and its pause or resume button."""
     if not figures:
         return "<p>No jobs, and no queue is paused.</p>"
     rows = []
@@ -70,17 +70,15 @@ def queues_table(request: Request, figures: list[dict[str, Any]]) -> str:
                 html.button(request, action[0], action[1], {"queue": queue["queue"]}),
             ]
         )
+    headers = ["Queue", "Due", "Scheduled", "In work", "Failed", "Oldest due", "Paused", ""]
+    if any(has_limit(queue) for queue in figures):  # the columns of limits show once a queue has one
+        headers[-1:-1] = ["Limit", "Held back"]
+        for row, queue in zip(rows, figures, strict=True):
+            row[-1:-1] = [escaped(limit_said(queue)), f"{queue['held_back']:,}"]
     note = ""
     if any(queue["estimated"] for queue in figures):
         note = f'<p class="muted">~ an estimate: past {shelf.STATUS_EXACT:,} jobs, counts come from the indexes.</p>'
-    return (
-        html.table(
-            ["Queue", "Due", "Scheduled", "In work", "Failed", "Oldest due", "Paused", ""],
-            rows,
-            frozenset({"Due", "Scheduled", "In work", "Failed"}),
-        )
-        + note
-    )
+    return html.table(headers, rows, frozenset({"Due", "Scheduled", "In work", "Failed", "Held back"})) + note
 
 
 def pause_form(request: Request) -> str:

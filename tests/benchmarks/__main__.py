@@ -16,7 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from . import asynchronous, checks, database, plain, plot, pressure, queue, report, shelf, timing, writing
+from . import asynchronous, checks, database, limited, plain, plot, pressure, queue, report, shelf, timing, writing
 
 DEFAULT_JOBS = 20_000  # jobs each drain settles; every other size follows from it (see `sized`)
 DEFAULT_ROUNDS = 3  # times each rate and latency is measured; the best round is kept
@@ -134,6 +134,11 @@ def in_async(url: str, sizes: Sizes, figures: dict) -> None:
     )
 
 
+def in_limits(url: str, sizes: Sizes, figures: dict) -> None:
+    """The claim of a queue with no limit, before limits and at a rate's edge; the latency under a limit."""
+    measured(figures, 1, [("limits", partial(limited.measure, url, sizes.latency, sizes.rounds))])
+
+
 def bulk(url: str, sizes: Sizes, figures: dict) -> None:
     """`jobs.later_many` when jobs has it; plain COPY."""
     measured(
@@ -217,6 +222,7 @@ COLUMNS = {
     "drain-best": drain_at_best,
     "writing": writing_jobs,
     "async": in_async,
+    "limits": in_limits,
     "pressure": under_pressure,
     "memory": memory,
     "scale": scale,

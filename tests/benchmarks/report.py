@@ -4,7 +4,7 @@ The figures come in one dict filled by __main__.py; any column left out with --o
 is missing from it, and its rows and goals are left out of the report.
 """
 
-from . import asynchronous, pressure, timing
+from . import asynchronous, limited, pressure, timing
 
 # The goals of issue 7 (and of issues 12 and 15 for the shelf, 13 under pressure), each a ratio or a
 # bound measured in the run itself.
@@ -115,6 +115,7 @@ def comparisons(figures: dict, sizes) -> list[list[str]]:
             ]
         )
     rows += asynchronous.rows(figures, rate, ratio)
+    rows += limited.rows(figures, ms, ratio)
     if "latency" in figures:
         for name, measure in (("median", timing.median), ("p95", timing.p95)):
             own, limit = measure(figures["latency"]), measure(figures["plain latency"])
@@ -291,6 +292,7 @@ def goals(figures: dict) -> list[list[str]]:
             ]
         )
     rows += asynchronous.goals(figures, verdict)
+    rows += limited.goals(figures, verdict)
     if "scale" in figures:
         empty, full, _ = figures["scale"]
         factor = full.due / empty.due

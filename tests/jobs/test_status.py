@@ -14,6 +14,9 @@ def test_status_of_an_empty_table_is_empty(db):
     assert jobs.status(db, now=T) == []
 
 
+UNLIMITED = {"limit_rate": None, "limit_per_ms": None, "limit_concurrency": None, "limit_used": 0, "held_back": 0}
+
+
 def test_status_counts_each_queue_s_jobs_by_state(db):
     jobs.later(db, "default", "doomed", {}, T - 20_000)
     jobs.worked(db, "default", {"doomed": doomed}, T - 20_000)  # failed for good
@@ -34,6 +37,7 @@ def test_status_counts_each_queue_s_jobs_by_state(db):
                 "failed": 1,
                 "oldest_due_age": 9.0,
                 "paused": False,
+                **UNLIMITED,
                 "estimated": [],
             },
             {
@@ -44,6 +48,7 @@ def test_status_counts_each_queue_s_jobs_by_state(db):
                 "failed": 0,
                 "oldest_due_age": None,
                 "paused": False,
+                **UNLIMITED,
                 "estimated": [],
             },
         ]

@@ -1,0 +1,212 @@
+"""Limits on a queue, decided in its claim: a rate (jobs started per window) and a concurrency (jobs in work).
+
+A limit is a row of job_limits, set by `limited` and removed by `unlimited`. A worker
+reads which of its queues have one every POLL_INTERVAL (`Limits.read`, a chore) and
+claims their jobs with `claimed`, which takes the queue's row lock first, so that
+claims of a limited queue are taken one after another across every worker.
+"""
+
+import contextlib
+import functools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from psycopg import sql
+from psycopg.rows import class_row
+
+from . import store
+from .control import queue_named
+from .job import Job, job_row
+from .sql import queries
+
+LIMITED_BATCH = 1  # jobs a claim of a limited queue takes: none held ahead of the room, none given back after counting
+
+log = logging.getLogger("jobs")
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A queue's limit, as `limited` sets it and a worker reads it (what is used of it is in jobs.status)."""
+
+    queue: str
+    rate: int | None  # jobs a window of `per_ms` may start; None: no rate
+    per_ms: int | None  # the rate's window, ms
+    concurrency: int | None  # jobs in work at once at the most; None: any number
+
+    def said(self) -> str:
+        """The limit in words: "14 a 1 s, 4 at once"."""
+        parts = []
+        if self.rate is not None and self.per_ms is not None:
+            parts.append(f"{self.rate} a {self.per_ms / 1000:g} s")
+        if self.concurrency is not None:
+            parts.append(f"{self.concurrency} at once")
+        return ", ".join(parts)
+
+
+def limited(
+    db: psycopg.Connection[Any],
+    queue: str,
+    *,
+    rate: tuple[int, float] | None = None,
+    concurrency: int | None = None,
+    now: int | None = None,
+) -> Limit:
+    """Limits `queue` to `rate` (jobs, seconds) started per window and `concurrency` jobs in work at once.
+
+    Written on db's current transaction, it holds from the next claim that begins after
+    it commits, on every worker, with no restart. A start is a claim's commit: see
+    "Limits" in the manual for what is exact. Setting it again replaces it.
+    """
+    queue_named(queue)
+    per_ms = None
+    if rate is not None:
+        count, seconds = rate if isinstance(rate, tuple) and len(rate) == 2 else (None, None)
+        if not whole(count) or count < 1 or not isinstance(seconds, int | float) or not seconds > 0:
+            raise ValueError(f"a rate is (jobs, seconds) with 1 job or more in more than 0 s, not {rate!r}")
+        per_ms = max(1, round(seconds * 1000))
+    if concurrency is not None and (not whole(concurrency) or concurrency < 1):
+        raise ValueError(f"a concurrency is 1 job or more at once, not {concurrency!r}")
+    if rate is None and concurrency is None:
+        raise ValueError(f"limit {queue!r} by a rate, a concurrency or both (to remove its limit: unlimited)")
+    limit = Limit(queue, rate and rate[0], per_ms, concurrency)
+    params = {"queue": queue, "rate": limit.rate, "per_ms": per_ms, "concurrency": concurrency, "now": now}
+    db.execute(queries["limit_set"], params)
+    log.info("queue %s is limited to %s", queue, limit.said())
+    return limit
+
+
+def whole(value: object) -> bool:
+    """Whether `value` is a whole number (and not a bool, which Python counts as one)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def unlimited(db: psycopg.Connection[Any], queue: str) -> bool:
+    """Removes `queue`'s limit, from the next claim after the commit; True if it had one."""
+    queue_named(queue)
+    removed = db.execute(queries["limit_removed"], {"queue": queue}).fetchone() is not None
+    if removed:
+        log.info("queue %s is no longer limited", queue)
+    return removed
+
+
+@dataclass
+class Claimed:
+    """What a limited claim took, and when the rate's window has room again if it is full (seconds from now)."""
+
+    jobs: list[Job]
+    room_in: float | None = None
+
+
+def claimed(
+    db: psycopg.Connection[Any],
+    queue: str,
+    now: int | None = None,
+    *,
+    limit: int = LIMITED_BATCH,
+    after: tuple[int, int] | None = None,
+    lease: float = store.LEASE,
+    worker: int | None = None,
+    budgets: str = "{}",
+    claim: int | None = None,
+) -> Claimed:
+    """Claims up to `limit` due jobs of `queue` within its limit, and commits; the arguments are store.claimed's.
+
+    A queue found with no limit (it was removed since the worker read it) is claimed by
+    store.claimed, at once.
+    """
+    params = store.claim_params(queue, now, after, lease=lease, worker=worker, budgets=budgets, claim=claim)
+    try:
+        with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
+            with db.cursor(row_factory=job_row) as cursor:
+                jobs = cursor.execute(limited_statement(limit, after is not None), params).fetchall()
+    except psycopg.errors.UniqueViolation:
+        return Claimed([])  # two jobs of one concurrency key side by side: nothing taken (see store.claimed)
+    if jobs:
+        jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
+        return Claimed(jobs)
+    window = db.execute(queries["limit_room"], params).fetchone()
+    if window is None:  # no limit now: it was lifted since the worker read it
+        return Claimed(
+            store.claimed(
+                db,
+                queue,
+                now,
+                limit=limit,
+                after=after,
+                lease=lease,
+                worker=worker,
+                budgets=budgets,
+                claim=params["claim"],
+            )
+        )
+    return Claimed([], full_for(*window))
+
+
+def full_for(
+    rate: int | None, per_ms: int | None, concurrency: int | None, starts: list[int], now: int
+) -> float | None:
+    """Seconds until the rate's window has room again, when it is full at `now`; None while it has room.
+
+    The concurrency is the claim's to decide: when a slot frees is not known ahead.
+    """
+    if rate is None or per_ms is None:
+        return None
+    recent = sorted(start for start in starts if start > now - per_ms)
+    if len(recent) < rate:
+        return None
+    return (recent[-rate] + per_ms - now) / 1000
+
+
+@functools.cache
+def limited_statement(limit: int, bounded: bool) -> sql.Composed:
+    """claim_limited with its LIMIT and its BOUND written in, as store.claim_statement writes the claim's."""
+    return sql.SQL(queries["claim_limited"]).format(
+        limit=sql.Literal(limit), bound=sql.SQL(store.BOUND if bounded else "")
+    )
+
+
+class Limits:
+    """The limited queues of a worker, as last read, and the ring that wakes a thread when a window has room."""
+
+    def __init__(self, queues: list[str], ring: Callable[[], None]) -> None:
+        self.queues, self._ring = queues, ring
+        self.known: dict[str, Limit] = {}  # the worker's limited queues when last read
+        self._lock = threading.Lock()
+        self._ring_at: float | None = None  # time.monotonic() moment a ring is set for; None: none
+
+    def read(self, db: psycopg.Connection[Any]) -> None:
+        """Reads which of the worker's queues are limited now, and logs each limit that changed."""
+        with db.cursor(row_factory=class_row(Limit)) as cursor:
+            rows = cursor.execute(queries["limited_queues"], {"queues": self.queues}).fetchall()
+        now = {limit.queue: limit for limit in rows}
+        for queue in sorted(set(now) | set(self.known)):
+            before, after = self.known.get(queue), now.get(queue)
+            if before != after:
+                said = f"limited to {after.said()}" if after else "no limit"
+                was = before.said() if before else "no limit"
+                log.info("queue %s: %s from now, for this worker's claims (was %s)", queue, said, was)
+                if after is None:
+                    self._ring()  # a queue whose limit held its jobs back may have many due
+        self.known = now
+
+    def has_room_in(self, seconds: float) -> None:
+        """Rings once when a full window has room again, unless a ring is set for sooner already."""
+        at = time.monotonic() + seconds
+        with self._lock:
+            if self._ring_at is not None and time.monotonic() < self._ring_at <= at:
+                return
+            self._ring_at = at
+        timer = threading.Timer(seconds, self._rung, args=(at,))
+        timer.daemon = True
+        timer.start()
+
+    def _rung(self, at: float) -> None:
+        with self._lock:
+            if self._ring_at == at:
+                self._ring_at = None
+        self._ring()
