@@ -2,6 +2,7 @@
 
 wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
 pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules, workers
+lists.py    the lists of jobs by state, filtered and paged (listing.py reads them)
 actions.py  the POSTs, which change the queue and answer what they changed
 metrics.py  …/metrics in Prometheus' text format
 html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING
 from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 from ..schedules import Schedule, held
-from . import actions, csrf, metrics, pages
+from . import actions, csrf, lists, metrics, pages
 from .wsgi import Answer, Dashboard, Opens, Route
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
@@ -98,6 +99,7 @@ ROUTES = [
     route("/", "GET", pages.queues),
     route("/queues.fragment", "GET", pages.queues_fragment),
     route("/failed", "GET", pages.failed),
+    route("/jobs", "GET", lists.jobs_list),
     route("/job/([^/]*)", "GET", pages.job),
     route("/batches", "GET", pages.batches),
     route("/schedules", "GET", pages.schedules),

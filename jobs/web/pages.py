@@ -59,6 +59,8 @@ def queues_table(request: Request, figures: list[dict[str, Any]]) -> str:
     rows = []
     for queue in figures:
         counts = [("~" if state in queue["estimated"] else "") + f"{queue[state]:,}" for state in COUNTS]
+        for index, state in enumerate(COUNTS[:3]):  # each count leads to its list (lists.py)
+            counts[index] = html.link(request, "/jobs", counts[index], state=state, queue=queue["queue"])
         counts[3] = html.link(request, "/failed", counts[3], queue=queue["queue"])
         action = ("resume", "Resume") if queue["paused"] else ("pause", "Pause")
         rows.append(

@@ -1,0 +1,161 @@
+"""The page of the lists of jobs by state (GET /jobs): due, scheduled, in work, failed, filtered and paged.
+
+It reads its filters and keyset from the address (params.py), so a view can be shared
+as a link, and its page through listing.py. A search for a whole number also finds the
+job of that id, whatever its state. Arguments are never shown here, and those a job
+names secret are never searched (redaction.py).
+"""
+
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from .. import store
+from . import html, listing, params
+from .html import escaped
+from .listing import Filters
+from .pages import queries
+from .wsgi import Answer, Dashboard, Refused, Request
+
+# What a list says when it has no job, by state.
+EMPTY = {
+    "due": "No job is due.",
+    "scheduled": "No job waits for a later moment.",
+    "in_work": "No job is in work.",
+    "failed": "No job has failed for good.",
+}
+
+
+def filters(request: Request) -> Filters:
+    """The list's state and filters, as the address gives them."""
+    state = request.query.get("state", ["due"])[0] or "due"
+    if state not in listing.KEYS:
+        raise Refused(400, f"state must be one of {', '.join(listing.KEYS)}, not {state[:40]!r}")
+    return Filters(
+        state=state,
+        queue=params.text(request.query, "queue", "the queue"),
+        name=params.text(request.query, "name", "the name"),
+        worker=params.optional(request.query, "worker", "the worker"),
+        value=params.text(request.query, "q", "the search"),
+    )
+
+
+def address(chosen: Filters, **changed: object) -> dict[str, object]:
+    """The query parameters of a list's address for `chosen`, with `changed` on top."""
+    given = {
+        "state": chosen.state,
+        "queue": chosen.queue,
+        "name": chosen.name,
+        "worker": chosen.worker,
+        "q": chosen.value,
+    }
+    return given | changed
+
+
+def jobs_list(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
+    """A page of the jobs in one state, filtered by queue, name, worker or an argument's value."""
+    chosen = filters(request)
+    after = params.keyset(request.query, len(listing.KEYS[chosen.state]))
+    limit = params.optional(request.query, "limit", "limit", largest=params.PAGE_MAX) or listing.PAGE
+    now = store.now_ms()
+    page = listing.listed(db, chosen, after, limit, now)
+    title = f"{listing.STATE_NAMES[chosen.state]} jobs" + (f" on {chosen.queue}" if chosen.queue else "")
+    body = [tabs(request, chosen), filter_form(request, chosen), by_id(request, db, chosen.value, now)]
+    if page.jobs:
+        body.append(jobs_table(request, chosen.state, page.jobs))
+    elif not page.ran_out:
+        body.append(f"<p>{EMPTY[chosen.state]}" + (" None matches the filters." if chosen.narrowing() else "") + "</p>")
+    if page.ran_out:
+        searched = (
+            f"Searched {page.walked:,} jobs from here and found {len(page.jobs)}: narrow the filter by queue or name, "
+            "or "
+        )
+        onwards = html.link(request, "/jobs", "search on →", **address(chosen, after=keyed(page.next)))
+        body.append(f'<p class="muted">{searched}{onwards}</p>')
+    elif page.next is not None:
+        onwards = html.link(request, "/jobs", "Next page →", **address(chosen, after=keyed(page.next)))
+        body.append(f"<p>{onwards}</p>")
+    return Answer(html.page(request, title, "".join(body)))
+
+
+def keyed(key: tuple[int, ...] | None) -> str | None:
+    """A keyset as the address carries it."""
+    return None if key is None else ",".join(str(part) for part in key)
+
+
+def tabs(request: Request, chosen: Filters) -> str:
+    """A link to each state's list, with the same filters; the one shown is marked."""
+    links = []
+    for state, name in listing.STATE_NAMES.items():
+        if state == chosen.state:
+            links.append(f'<strong aria-current="page">{escaped(name)}</strong>')
+        else:
+            links.append(html.link(request, "/jobs", name, **address(chosen, state=state)))
+    return f'<nav class="tabs" aria-label="States">{" ".join(links)}</nav>'
+
+
+def filter_form(request: Request, chosen: Filters) -> str:
+    """The filters as a form that GETs the list again, so the address keeps them."""
+
+    def field(label: str, name: str, value: object, kind: str = "text") -> str:
+        shown = "" if value is None else escaped(value)
+        return (
+            f'<label>{escaped(label)} <input type="{kind}" name="{name}" value="{shown}" '
+            f'maxlength="{params.TEXT_MAX}"></label>'
+        )
+
+    return (
+        f'<form class="actions filters" method="get" action="{escaped(request.root)}/jobs">'
+        f'<input type="hidden" name="state" value="{escaped(chosen.state)}">'
+        + field("Queue", "queue", chosen.queue)
+        + field("Name", "name", chosen.name)
+        + field("Worker", "worker", chosen.worker)
+        + field("Job id or argument's value", "q", chosen.value, "search")
+        + '<button type="submit">Filter</button> '
+        + html.link(request, "/jobs", "Clear", state=chosen.state)
+        + "</form>"
+    )
+
+
+def by_id(request: Request, db: psycopg.Connection[Any], searched: str | None, now: int) -> str:
+    """When the search is a whole number, a line naming the job of that id, whatever its state."""
+    if searched is None or not searched.isascii() or not searched.isdigit() or len(searched) > 19:
+        return ""
+    id = int(searched)
+    if not 1 <= id <= params.BIGINT_MAX:
+        return ""
+    with db.cursor(row_factory=dict_row) as cursor:
+        found = cursor.execute(queries["job"], {"id": id, "now": now}).fetchone()
+    if found is None:
+        return f'<p class="muted">No job has the id {id}.</p>'
+    job = html.link(request, f"/job/{id}", f"Job {id}")
+    return f"<p>{job}: {escaped(found['name'])} on {escaped(found['queue'])}, {escaped(found['state'])}.</p>"
+
+
+def jobs_table(request: Request, state: str, rows: list[dict[str, Any]]) -> str:
+    """The jobs of a page, with what their state makes worth reading: when due, who holds it, why it failed."""
+    moment = {"due": "Due since", "scheduled": "Runs at", "in_work": "Held by", "failed": "Failed at"}[state]
+    headers = ["Job", "Queue", "Name", "Priority", "Attempts", moment] + (["Reason"] if state == "failed" else [])
+    table = []
+    for job in rows:
+        cells = [
+            html.link(request, f"/job/{job['id']}", job["id"]),
+            escaped(job["queue"]),
+            escaped(job["name"]),
+            str(job["priority"]),
+            f"{job['attempts']} of {job['max_attempts']}",
+            held(request, job) if state == "in_work" else html.moment(job["run_at"]),
+        ]
+        if state == "failed":
+            cells.append(escaped(html.first_line(job["failure"])))
+        table.append(cells)
+    return html.table(headers, table, frozenset({"Job", "Priority"}))
+
+
+def held(request: Request, job: dict[str, Any]) -> str:
+    """Who holds a job in work: its worker, linked to the jobs that worker holds, or its lease's end."""
+    if job["worker"] is None:
+        return f"a lease to {html.moment(job['run_at'])}"
+    worker = html.link(request, "/jobs", f"worker {job['worker']}", state="in_work", worker=job["worker"])
+    return worker if job["run_at"] == store.HELD else f"{worker}, lease to {html.moment(job['run_at'])}"
