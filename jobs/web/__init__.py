@@ -1,7 +1,8 @@
 """The queue's own dashboard: a WSGI app, standard library only, that any Python web app can mount.
 
 wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
-pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules, workers
+pages.py    the GETs, which only read: queues, the failed shelf, batches, schedules, workers
+detail.py   a job's page
 lists.py    the lists of jobs by state, filtered and paged (listing.py reads them)
 actions.py  the POSTs, which change the queue and answer what they changed
 metrics.py  …/metrics in Prometheus' text format
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING
 from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 from ..schedules import Schedule, held
-from . import actions, csrf, lists, metrics, pages
+from . import actions, csrf, detail, lists, metrics, pages
 from .wsgi import Answer, Dashboard, Opens, Route
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
@@ -100,7 +101,7 @@ ROUTES = [
     route("/queues.fragment", "GET", pages.queues_fragment),
     route("/failed", "GET", pages.failed),
     route("/jobs", "GET", lists.jobs_list),
-    route("/job/([^/]*)", "GET", pages.job),
+    route("/job/([^/]*)", "GET", detail.job),
     route("/batches", "GET", pages.batches),
     route("/schedules", "GET", pages.schedules),
     route("/workers", "GET", pages.workers),

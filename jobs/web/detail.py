@@ -1,0 +1,73 @@
+"""A job's page (GET /job/ID): its state, when it was queued, its attempts and their reasons, what may be done.
+
+It reads the job by its primary key (queries.sql), in any state. Its arguments show
+only when asked, and those its caller named secret (redaction.py) never show, even then.
+"""
+
+import json
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from .. import redaction, store
+from ..tables import runs  # the command line's, so both split reasons by run alike
+from . import html, params
+from .html import escaped
+from .pages import queries
+from .wsgi import Answer, Dashboard, Refused, Request
+
+
+def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:
+    """A job's page: its state, attempts, reasons and traceback, and what may be done with it."""
+    id = params.whole(id_text, "a job's id", status=404)
+    with db.cursor(row_factory=dict_row) as cursor:
+        found = cursor.execute(queries["job"], {"id": id, "now": store.now_ms()}).fetchone()
+    if found is None:
+        raise Refused(404, f"job {id} is not in the table: it succeeded, was discarded, or never was")
+    shown = request.query.get("args", [""])[0] == "shown"
+    visible = redaction.hidden(found["args"], found["secret"])
+    kept = f'<p class="muted">{redaction.HIDDEN}: a secret, never shown.</p>' if found["secret"] else ""
+    args = (
+        f"<pre>{escaped(json.dumps(visible, indent=2, ensure_ascii=False))}</pre>{kept}"
+        if shown
+        else html.link(request, f"/job/{id}", "show the arguments (they may hold secrets)", args="shown")
+    )
+    facts = [
+        ("State", found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else "")),
+        ("Queue", found["queue"]),
+        ("Name", found["name"]),
+        ("Priority", found["priority"]),
+        ("Attempts", f"{found['attempts']} of {found['max_attempts']}"),
+        (
+            "Failed at" if found["state"] == "failed" else "Held by" if found["run_at"] == store.HELD else "Run at",
+            f"worker {found['worker']}" if found["run_at"] == store.HELD else html.moment(found["run_at"]),
+        ),
+        ("Concurrency key", found["key"] or "-"),
+        ("Unique key", found["unique_key"] or "-"),
+        ("Batch", found["batch"] or "-"),
+    ]
+    listed = "".join(f"<dt>{escaped(name)}</dt><dd>{escaped(value)}</dd>" for name, value in facts)
+    body = [f"<dl>{listed}<dt>Arguments</dt><dd>{args}</dd></dl>", '<div class="actions">']
+    if found["state"] == "failed":
+        body += [
+            html.button(request, "retry", "Retry", {"id": id}),
+            html.button(request, "discard", "Discard", {"id": id}, danger=True),
+        ]
+    else:
+        body.append(html.button(request, "cancel", "Cancel", {"id": id}, danger=True))
+    body.append("</div>")
+    if found["reasons"]:
+        body.append("<h2>Reasons</h2>" + reasons_by_run(found["reasons"], found["retries"] or []))
+    if found["traceback"]:
+        body.append(f"<h2>Traceback of the last failure</h2><pre>{escaped(found['traceback'])}</pre>")
+    return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
+
+
+def reasons_by_run(reasons: list[str], retries: list[int]) -> str:
+    """A job's reasons, a list per run when it was retried from the shelf (tables.runs)."""
+    listed = ["<ol>" + "".join(f"<li>{escaped(r)}</li>" for r in run) + "</ol>" for run in runs(reasons, retries)]
+    if not retries:
+        return listed[0]
+    heads = [f"Run {n}" + (" (this one)" if n == len(listed) else "") for n in range(1, len(listed) + 1)]
+    return "".join(f"<h3>{head}</h3>{items}" for head, items in zip(heads, listed, strict=True))
