@@ -202,3 +202,14 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS secret text[];
 -- say "run 2, reason 1" rather than list four reasons after two attempts. NULL: never
 -- retried. A column with no default is added without rewriting a row.
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS retries integer[];
+
+-- name: step 10
+-- When each job was queued, and how long each failed attempt ran, for the dashboard's
+-- page of a job: `later` and `later_many` write queued_at (ms since the epoch) in the
+-- insert itself, and the fail statement writes the attempt's milliseconds in ran, keyed
+-- by the index of the reason it appends at once ({"0": 1520, "1": 30}), so a reason
+-- another statement appends (a cancel, the reaper) simply has no entry. Both NULL in
+-- rows written before this step, or by an older copy of the package. Columns with no
+-- default are added without rewriting a row.
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS queued_at bigint;
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS ran jsonb;

@@ -110,6 +110,7 @@ ROUTES = [
     route("/retry", "POST", actions.retry),
     route("/discard", "POST", actions.discard),
     route("/cancel", "POST", actions.cancel),
+    route("/run-now", "POST", actions.run_now),
     route("/pause", "POST", actions.pause),
     route("/resume", "POST", actions.resume),
 ]

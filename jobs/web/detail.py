@@ -19,7 +19,8 @@ from .wsgi import Answer, Dashboard, Refused, Request
 
 
 def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:
-    """A job's page: its state, attempts, reasons and traceback, and what may be done with it."""
+    """A job's page: its state, when it was queued, its failed attempts with how long each ran, its traceback,
+    and what may be done with it: run now (a job waiting for a later moment), retry, discard, cancel."""
     id = params.whole(id_text, "a job's id", status=404)
     with db.cursor(row_factory=dict_row) as cursor:
         found = cursor.execute(queries["job"], {"id": id, "now": store.now_ms()}).fetchone()
@@ -39,6 +40,7 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
         ("Name", found["name"]),
         ("Priority", found["priority"]),
         ("Attempts", f"{found['attempts']} of {found['max_attempts']}"),
+        ("Queued at", html.moment(found["queued_at"]) if found["queued_at"] else "- (queued before the table kept it)"),
         (
             "Failed at" if found["state"] == "failed" else "Held by" if found["run_at"] == store.HELD else "Run at",
             f"worker {found['worker']}" if found["run_at"] == store.HELD else html.moment(found["run_at"]),
@@ -55,19 +57,36 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
             html.button(request, "discard", "Discard", {"id": id}, danger=True),
         ]
     else:
+        if found["state"] == "scheduled":
+            body.append(html.button(request, "run-now", "Run now", {"id": id}))
         body.append(html.button(request, "cancel", "Cancel", {"id": id}, danger=True))
     body.append("</div>")
     if found["reasons"]:
-        body.append("<h2>Reasons</h2>" + reasons_by_run(found["reasons"], found["retries"] or []))
+        body.append(
+            "<h2>Failed attempts</h2>" + reasons_by_run(found["reasons"], found["retries"] or [], found["ran"] or {})
+        )
     if found["traceback"]:
         body.append(f"<h2>Traceback of the last failure</h2><pre>{escaped(found['traceback'])}</pre>")
     return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
 
 
-def reasons_by_run(reasons: list[str], retries: list[int]) -> str:
-    """A job's reasons, a list per run when it was retried from the shelf (tables.runs)."""
-    listed = ["<ol>" + "".join(f"<li>{escaped(r)}</li>" for r in run) + "</ol>" for run in runs(reasons, retries)]
+def reasons_by_run(reasons: list[str], retries: list[int], ran: dict[str, int | None]) -> str:
+    """A job's reasons, each with how long its attempt ran when known, a list per run when it was retried from
+    the shelf (tables.runs)."""
+    items = [f"<li>{escaped(reason)}{took(ran.get(str(index)))}</li>" for index, reason in enumerate(reasons)]
+    listed = ["<ol>" + "".join(run) + "</ol>" for run in runs(items, retries)]
     if not retries:
         return listed[0]
     heads = [f"Run {n}" + (" (this one)" if n == len(listed) else "") for n in range(1, len(listed) + 1)]
     return "".join(f"<h3>{head}</h3>{items}" for head, items in zip(heads, listed, strict=True))
+
+
+def took(ms: int | None) -> str:
+    """How long an attempt ran, as a note after its reason; nothing when that is not known (step 10 of schema.sql)."""
+    if ms is None:
+        return ""
+    return (
+        f' <span class="muted">(ran {ms} ms)</span>'
+        if ms < 1000
+        else f' <span class="muted">(ran {ms / 1000:.1f} s)</span>'
+    )

@@ -4,7 +4,7 @@
 -- name: job
 -- One job by id, with its state at %(now)s named as status counts it (shelf.py).
 SELECT id, queue, name, args, secret, priority, run_at, attempts, max_attempts, failure, traceback, reasons,
-    key, unique_key, batch, cancelled_at, worker, retries,
+    key, unique_key, batch, cancelled_at, worker, retries, queued_at, ran,
     CASE
         WHEN attempts >= max_attempts AND claim IS NULL THEN 'failed'
         WHEN claim IS NOT NULL AND (run_at > %(now)s OR attempts >= max_attempts) THEN 'in work'
