@@ -13,7 +13,7 @@ QUEUE = "reports"  # no worker of the guestbook works it: its jobs stay as queue
 HOUR = 3_600_000  # ms
 
 
-def queued(database_url: str) -> dict[str, int]:
+def queued(database_url: str) -> dict[str, int | None]:
     """Two notes and a letter due on QUEUE, and a note for an hour from now."""
     with psycopg.connect(database_url, autocommit=True) as db:
         return {
