@@ -62,3 +62,14 @@ def test_a_search_by_an_argument_s_value_or_an_id_finds_the_job(page, guestbook,
     page.get_by_role("button", name="Filter").click()
     page.get_by_role("link", name=f"Job {ids['later']}", exact=True).click()
     expect(page.get_by_role("heading", name=f"Job {ids['later']}: note")).to_be_visible()
+
+
+def test_run_now_makes_a_job_for_later_due(page, guestbook, database_url):
+    ids = queued(database_url)
+    page.goto(f"{guestbook.keyed_url}/jobs/jobs?state=scheduled&queue={QUEUE}")
+    page.get_by_role("link", name=str(ids["later"]), exact=True).click()
+    page.get_by_role("button", name="Run now").click()
+    expect(page.get_by_role("status")).to_contain_text(f"Job {ids['later']} is due now")
+    page.goto(f"{guestbook.keyed_url}/jobs/jobs?state=due&queue={QUEUE}")
+    expect(page.locator('td[data-label="Job"]')).to_have_count(4)
+    expect(page.locator('td[data-label="Job"]').last).to_have_text(str(ids["later"]))

@@ -3,7 +3,7 @@
 wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
 pages.py    the GETs, which only read: queues, the failed shelf, batches, schedules, workers
 detail.py   a job's page
-lists.py    the lists of jobs by state, filtered and paged (listing.py reads them)
+lists.py    the lists of jobs: by state, filtered and paged (listing.py reads them), and a batch's
 actions.py  the POSTs, which change the queue and answer what they changed
 metrics.py  …/metrics in Prometheus' text format
 html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
@@ -103,6 +103,7 @@ ROUTES = [
     route("/jobs", "GET", lists.jobs_list),
     route("/job/([^/]*)", "GET", detail.job),
     route("/batches", "GET", pages.batches),
+    route("/batch/([^/]*)", "GET", lists.batch),
     route("/schedules", "GET", pages.schedules),
     route("/workers", "GET", pages.workers),
     route("/metrics", "GET", metrics.metrics),

@@ -34,22 +34,25 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
         if shown
         else html.link(request, f"/job/{id}", "show the arguments (they may hold secrets)", args="shown")
     )
+    held = found["run_at"] == store.HELD
     facts = [
-        ("State", found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else "")),
-        ("Queue", found["queue"]),
-        ("Name", found["name"]),
-        ("Priority", found["priority"]),
+        ("State", escaped(found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else ""))),
+        ("Queue", escaped(found["queue"])),
+        ("Name", escaped(found["name"])),
+        ("Priority", escaped(found["priority"])),
         ("Attempts", f"{found['attempts']} of {found['max_attempts']}"),
         ("Queued at", html.moment(found["queued_at"]) if found["queued_at"] else "- (queued before the table kept it)"),
         (
-            "Failed at" if found["state"] == "failed" else "Held by" if found["run_at"] == store.HELD else "Run at",
-            f"worker {found['worker']}" if found["run_at"] == store.HELD else html.moment(found["run_at"]),
+            "Failed at" if found["state"] == "failed" else "Held by" if held else "Run at",
+            html.link(request, "/jobs", f"worker {found['worker']}", state="in_work", worker=found["worker"])
+            if held
+            else html.moment(found["run_at"]),
         ),
-        ("Concurrency key", found["key"] or "-"),
-        ("Unique key", found["unique_key"] or "-"),
-        ("Batch", found["batch"] or "-"),
+        ("Concurrency key", escaped(found["key"] or "-")),
+        ("Unique key", escaped(found["unique_key"] or "-")),
+        ("Batch", html.link(request, f"/batch/{found['batch']}", found["batch"]) if found["batch"] else "-"),
     ]
-    listed = "".join(f"<dt>{escaped(name)}</dt><dd>{escaped(value)}</dd>" for name, value in facts)
+    listed = "".join(f"<dt>{escaped(name)}</dt><dd>{value}</dd>" for name, value in facts)
     body = [f"<dl>{listed}<dt>Arguments</dt><dd>{args}</dd></dl>", '<div class="actions">']
     if found["state"] == "failed":
         body += [

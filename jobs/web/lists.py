@@ -1,7 +1,8 @@
-"""The page of the lists of jobs by state (GET /jobs): due, scheduled, in work, failed, filtered and paged.
+"""The lists of jobs: by state (GET /jobs: due, scheduled, in work, failed, filtered and paged), and a batch's.
 
-It reads its filters and keyset from the address (params.py), so a view can be shared
-as a link, and its page through listing.py. A search for a whole number also finds the
+The state lists read their filters and keyset from the address (params.py), so a view
+can be shared as a link, and their page through listing.py; a batch's page reads its
+jobs by the batch's own index (queries.sql). A search for a whole number also finds the
 job of that id, whatever its state. Arguments are never shown here, and those a job
 names secret are never searched (redaction.py).
 """
@@ -9,6 +10,7 @@ names secret are never searched (redaction.py).
 from typing import Any
 
 import psycopg
+from psycopg import sql
 from psycopg.rows import dict_row
 
 from .. import store
@@ -159,3 +161,39 @@ def held(request: Request, job: dict[str, Any]) -> str:
         return f"a lease to {html.moment(job['run_at'])}"
     worker = html.link(request, "/jobs", f"worker {job['worker']}", state="in_work", worker=job["worker"])
     return worker if job["run_at"] == store.HELD else f"{worker}, lease to {html.moment(job['run_at'])}"
+
+
+def batch(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:
+    """A batch's page: its progress, and its jobs still in the table (each that succeeded is gone), by id."""
+    id = params.whole(id_text, "a batch's id", status=404)
+    after = params.optional(request.query, "after", "after") or 0
+    limit = params.optional(request.query, "limit", "limit", largest=params.PAGE_MAX) or listing.PAGE
+    with db.cursor(row_factory=dict_row) as cursor:
+        found = cursor.execute(queries["batch"], {"id": id}).fetchone()
+        if found is None:
+            raise Refused(404, f"batch {id} is not in the table: it finished and was pruned, or never was")
+        statement = sql.SQL(queries["batch_jobs"]).format(limit=sql.Literal(limit))
+        members = cursor.execute(statement, {"batch": id, "after": after, "now": store.now_ms()}).fetchall()
+    done = found["total"] - found["pending"]
+    state = "finished" if found["finished_at"] else "cancelling" if found["cancelled_at"] else "running"
+    body = [
+        f"<p>{state.capitalize()} on {escaped(found['queue'])}, created {html.moment(found['created_at'])}: "
+        f"{done:,} of {found['total']:,} settled, {found['failed']:,} failed, {found['cancelled']:,} cancelled.</p>"
+    ]
+    if not members:
+        body.append("<p>No job of it is in the table" + (" after this one." if after else ": each succeeded.") + "</p>")
+    else:
+        rows = [
+            [
+                html.link(request, f"/job/{job['id']}", job["id"]),
+                escaped(job["name"]),
+                escaped(job["state"]),
+                f"{job['attempts']} of {job['max_attempts']}",
+                escaped(html.first_line(job["failure"])),
+            ]
+            for job in members
+        ]
+        body.append(html.table(["Job", "Name", "State", "Attempts", "Last reason"], rows, frozenset({"Job"})))
+    if len(members) == limit:
+        body.append(f"<p>{html.link(request, f'/batch/{id}', 'Next page →', after=members[-1]['id'])}</p>")
+    return Answer(html.page(request, f"Batch {id}", "".join(body)))

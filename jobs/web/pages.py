@@ -163,7 +163,7 @@ def batches(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
         state = "finished" if batch["finished_at"] else "cancelling" if batch["cancelled_at"] else "running"
         rows.append(
             [
-                str(batch["id"]),
+                html.link(request, f"/batch/{batch['id']}", batch["id"]),
                 escaped(batch["queue"]),
                 f'<progress value="{done}" max="{max(batch["total"], 1)}"></progress> {done:,} of {batch["total"]:,}',
                 f"{batch['failed']:,}",
@@ -226,7 +226,7 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
             html.moment(row["started_at"]),
             age((row["now"] - row["beat_at"]) / 1000) + " ago",
             row["state"] + (f" at {html.moment(row['ended_at'])}" if row["ended_at"] else ""),
-            f"{row['holding']:,}",
+            html.link(request, "/jobs", f"{row['holding']:,}", state="in_work", worker=row["id"]),
         ]
         for row in rows
     ]

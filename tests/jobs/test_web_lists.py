@@ -170,3 +170,37 @@ def test_the_lists_change_nothing_and_are_refused_without_authorization(client, 
 
 def test_the_lists_are_linked_from_every_page_s_header(client, db):
     assert '<a href="/jobs">Jobs</a>' in get(client, "/failed").text
+
+
+def test_a_batch_s_page_lists_its_jobs_still_in_the_table(client, db):
+    batch = jobs.batch(db, "reports", [("note", {}), ("note", {}), ("note", {})])
+    first, *rest = [row[0] for row in db.execute("SELECT id FROM jobs WHERE batch = %s ORDER BY id", (batch,))]
+    jobs.worked(db, "reports", {"note": lambda *_: None}, jobs.now_ms())  # the first succeeds: gone from the table
+    assert f'<a href="/batch/{batch}">{batch}</a>' in get(client, "/batches").text
+    assert f'<dt>Batch</dt><dd><a href="/batch/{batch}">{batch}</a></dd>' in get(client, f"/job/{rest[0]}").text
+    page = get(client, f"/batch/{batch}?limit=1").text
+    assert "1 of 3 settled" in page and listed_ids(page) == rest[:1]
+    onwards = re.search(r'href="(/batch/[^"]*)">Next page', page).group(1).replace("&amp;", "&")
+    assert listed_ids(get(client, onwards).text) == rest[1:]
+    assert first not in listed_ids(get(client, f"/batch/{batch}").text)
+
+
+@pytest.mark.parametrize("path", ["/batch/abc", "/batch/0", "/batch/99", "/batch/1?after=x", "/batch/1?limit=0"])
+def test_a_bad_batch_address_gets_a_4xx_page(client, db, path):
+    jobs.batch(db, "reports", [("note", {})])
+    answer = get(client, path)
+    assert 400 <= answer.status_code < 500 and 'class="note error"' in answer.text
+
+
+def test_a_worker_s_row_and_a_held_job_s_page_link_to_the_jobs_that_worker_holds(client, db):
+    now = jobs.now_ms()
+    db.execute(
+        "INSERT INTO job_workers (id, host, pid, queues, threads, lease, version, started_at, beat_at) "
+        "VALUES (7, 'box', 42, '{mail}', 2, 30000, 1, %s, %s)",
+        (now, now),
+    )
+    held = jobs.later(db, "mail", "note", {}, T)
+    store.claimed(db, "mail", worker=7)
+    link = '<a href="/jobs?state=in_work&amp;worker=7">'
+    assert f'data-label="Holding">{link}1</a>' in get(client, "/workers").text
+    assert f"<dt>Held by</dt><dd>{link}worker 7</a></dd>" in get(client, f"/job/{held}").text
