@@ -3,6 +3,7 @@
 wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
 pages.py    the GETs, which only read: queues, the failed shelf, batches, schedules, workers
 detail.py   a job's page
+bulk.py     retry, discard or cancel every job a list's filters match: previewed, then in chunks
 lists.py    the lists of jobs: by state, filtered and paged (listing.py reads them), and a batch's
 actions.py  the POSTs, which change the queue and answer what they changed
 metrics.py  …/metrics in Prometheus' text format
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 from ..schedules import Schedule, held
-from . import actions, csrf, detail, lists, metrics, pages
+from . import actions, bulk, csrf, detail, lists, metrics, pages
 from .wsgi import Answer, Dashboard, Opens, Route
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
@@ -112,6 +113,8 @@ ROUTES = [
     route("/discard", "POST", actions.discard),
     route("/cancel", "POST", actions.cancel),
     route("/run-now", "POST", actions.run_now),
+    route("/bulk", "GET", bulk.preview),
+    route("/bulk", "POST", bulk.run),
     route("/pause", "POST", actions.pause),
     route("/resume", "POST", actions.resume),
 ]

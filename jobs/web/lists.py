@@ -20,6 +20,8 @@ from .listing import Filters
 from .pages import queries
 from .wsgi import Answer, Dashboard, Refused, Request
 
+# The bulk actions (bulk.py), and the states whose lists offer each.
+ACTS_ON = {"retry": ("failed",), "discard": ("failed",), "cancel": ("due", "scheduled", "in_work")}
 # What a list says when it has no job, by state.
 EMPTY = {
     "due": "No job is due.",
@@ -29,17 +31,17 @@ EMPTY = {
 }
 
 
-def filters(request: Request) -> Filters:
-    """The list's state and filters, as the address gives them."""
-    state = request.query.get("state", ["due"])[0] or "due"
+def filters(values: dict[str, list[str]]) -> Filters:
+    """The list's state and filters, as the address (or a bulk action's form) gives them."""
+    state = values.get("state", ["due"])[0] or "due"
     if state not in listing.KEYS:
         raise Refused(400, f"state must be one of {', '.join(listing.KEYS)}, not {state[:40]!r}")
     return Filters(
         state=state,
-        queue=params.text(request.query, "queue", "the queue"),
-        name=params.text(request.query, "name", "the name"),
-        worker=params.optional(request.query, "worker", "the worker"),
-        value=params.text(request.query, "q", "the search"),
+        queue=params.text(values, "queue", "the queue"),
+        name=params.text(values, "name", "the name"),
+        worker=params.optional(values, "worker", "the worker"),
+        value=params.text(values, "q", "the search"),
     )
 
 
@@ -57,7 +59,7 @@ def address(chosen: Filters, **changed: object) -> dict[str, object]:
 
 def jobs_list(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """A page of the jobs in one state, filtered by queue, name, worker or an argument's value."""
-    chosen = filters(request)
+    chosen = filters(request.query)
     after = params.keyset(request.query, len(listing.KEYS[chosen.state]))
     limit = params.optional(request.query, "limit", "limit", largest=params.PAGE_MAX) or listing.PAGE
     now = store.now_ms()
@@ -65,7 +67,7 @@ def jobs_list(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any
     title = f"{listing.STATE_NAMES[chosen.state]} jobs" + (f" on {chosen.queue}" if chosen.queue else "")
     body = [tabs(request, chosen), filter_form(request, chosen), by_id(request, db, chosen.value, now)]
     if page.jobs:
-        body.append(jobs_table(request, chosen.state, page.jobs))
+        body.append(jobs_table(request, chosen.state, page.jobs) + bulk_links(request, chosen))
     elif not page.ran_out:
         body.append(f"<p>{EMPTY[chosen.state]}" + (" None matches the filters." if chosen.narrowing() else "") + "</p>")
     if page.ran_out:
@@ -79,6 +81,16 @@ def jobs_list(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any
         onwards = html.link(request, "/jobs", "Next page →", **address(chosen, after=keyed(page.next)))
         body.append(f"<p>{onwards}</p>")
     return Answer(html.page(request, title, "".join(body)))
+
+
+def bulk_links(request: Request, chosen: Filters) -> str:
+    """Links to the preview of each bulk action the list's state allows, on every job that matches its filters."""
+    links = [
+        html.link(request, "/bulk", f"{action.capitalize()} every job that matches…", action=action, **address(chosen))
+        for action, states in ACTS_ON.items()
+        if chosen.state in states
+    ]
+    return f'<p class="actions">{" ".join(links)}</p>'
 
 
 def keyed(key: tuple[int, ...] | None) -> str | None:
