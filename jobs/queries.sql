@@ -416,7 +416,7 @@ WHERE attempts >= max_attempts AND claim IS NULL
 -- name: status
 -- Each queue's jobs counted by state at {now}, read from the partial indexes and
 -- never from the whole table: every row is in exactly one of jobs_ready (attempts
--- left, not scheduled), jobs_scheduled_queue (scheduled), jobs_shelf_queue (failed for
+-- left, not scheduled), jobs_scheduled_by_queue (scheduled), jobs_shelf_queue (failed for
 -- good) and jobs_claimed (under a claim, read for in_work), so the four together
 -- name every queue (a loose index scan each: one index probe per distinct queue,
 -- not one per row) and count every job.
@@ -433,7 +433,7 @@ WHERE attempts >= max_attempts AND claim IS NULL
 -- true however the table changes; a kept counter would have to be updated by every
 -- insert and settlement, on one hot row per queue. in_work reads the claimed rows,
 -- which are few (at most the workers' threads times BATCH_MAX), and is always exact.
--- The oldest due age reads the first entry of jobs_scheduled_queue, and the due
+-- The oldest due age reads the first entry of jobs_scheduled_by_queue, and the due
 -- entries of jobs_ready (its order is priority first): with a large backlog of due
 -- jobs that part reads the backlog, which is what the workers are working through.
 WITH RECURSIVE ready(queue) AS (

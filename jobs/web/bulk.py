@@ -37,8 +37,8 @@ def chosen(values: dict[str, list[str]]) -> tuple[str, Filters]:
 def preview(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """How many jobs the bulk action would take (counted up to PREVIEW_MAX), and the button that runs it."""
     action, filters = chosen(request.query)
-    page = listing.listed(db, filters, None, PREVIEW_MAX, store.now_ms())
-    count = f"{len(page.jobs):,}" if page.next is None else f"At least {len(page.jobs):,}"
+    matched, walked = listing.counted(db, filters, PREVIEW_MAX, store.now_ms())
+    count = f"{matched:,}" if walked < PREVIEW_MAX else f"At least {matched:,} (of the first {walked:,})"
     words = {"retry": "back in the queue", "discard": "deleted for good", "cancel": "cancelled"}[action]
     body = (
         f"<p>{count} {described(filters)} would be {words}, {BULK_CHUNK:,} per transaction.</p>"

@@ -64,16 +64,11 @@ def listed(
     """The page of `limit` jobs of `filters.state` that match `filters`, after the keyset `after` (None: the first)."""
     keys = KEYS[filters.state]
     walk = WALK_MAX if filters.narrowing() else limit
-    name = filters.state if filters.queue is not None or filters.state == "in_work" else f"{filters.state}_everywhere"
     statement = sql.SQL(statements["page"]).format(
-        walk=sql.SQL(statements[name]).format(walk=sql.Literal(walk)), limit=sql.Literal(limit)
+        walk=walk_of(filters, walk), limit=sql.Literal(limit), matches=sql.SQL(statements["matches"])
     )
-    start = dict(START, id=SHELF_START) if filters.state == "failed" else START
-    given = dict(zip(keys, after, strict=True)) if after else {}
-    params: dict[str, object] = {f"after_{key}": given.get(key, start[key]) for key in START}
-    params |= {"queue": filters.queue, "name": filters.name, "worker": filters.worker, "value": filters.value}
     with db.cursor(row_factory=dict_row) as cursor:
-        rows = cursor.execute(statement, params | {"now": now}).fetchall()
+        rows = cursor.execute(statement, parameters(filters, after, now)).fetchall()
     found = [row for row in rows if row["found"]]
     last = [row for row in rows if not row["found"]]
     walked = last[0]["walked"] if last else 0
@@ -87,3 +82,33 @@ def listed(
 def key(row: dict[str, Any], keys: tuple[str, ...]) -> tuple[int, ...]:
     """The keyset of `row`: the values of its state's order."""
     return tuple(row[column] for column in keys)
+
+
+def counted(db: psycopg.Connection[Any], filters: Filters, walk: int, now: int) -> tuple[int, int]:
+    """How many of the first `walk` jobs of the list match its filters, and how many it walked (up to `walk`)."""
+    statement = sql.SQL(statements["counted"]).format(
+        walk=walk_of(filters, walk), matches=sql.SQL(statements["matches"])
+    )
+    with db.cursor() as cursor:
+        matched, walked = cursor.execute(statement, parameters(filters, None, now)).fetchone() or (0, 0)
+    return matched, walked
+
+
+def walk_of(filters: Filters, walk: int) -> sql.Composed:
+    """The walk of the list's state over `walk` jobs: on one queue, or on every queue (merged by the statement)."""
+    name = filters.state if filters.queue is not None or filters.state == "in_work" else f"{filters.state}_everywhere"
+    return sql.SQL(statements[name]).format(walk=sql.Literal(walk))
+
+
+def parameters(filters: Filters, after: tuple[int, ...] | None, now: int) -> dict[str, object]:
+    """The statements' parameters: the keyset to walk after (a first page's start when None) and the filters."""
+    start = dict(START, id=SHELF_START) if filters.state == "failed" else START
+    given = dict(zip(KEYS[filters.state], after, strict=True)) if after else {}
+    keyset = {f"after_{key}": given.get(key, start[key]) for key in START}
+    return keyset | {
+        "queue": filters.queue,
+        "name": filters.name,
+        "worker": filters.worker,
+        "value": filters.value,
+        "now": now,
+    }

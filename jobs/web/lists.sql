@@ -7,7 +7,7 @@
 
 -- name: page
 -- The page a walk gives: the first {limit} walked jobs that pass the filters by name,
--- by worker and by an argument's value, then the last walked row (found = false), whose
+-- by worker and by an argument's value (matches, below), then the last walked row (found = false), whose
 -- key the next page starts after when the walk ran out before the page was full, with
 -- how many jobs were walked. The walk is MATERIALIZED, read once: the filters read its
 -- rows, not the table. An argument is matched on its text (jsonb_each_text, the
@@ -16,11 +16,7 @@ WITH walked AS MATERIALIZED (
     {walk}
 ), found AS (
     SELECT * FROM walked
-    WHERE (%(name)s::text IS NULL OR name = %(name)s)
-        AND (%(worker)s::bigint IS NULL OR worker = %(worker)s)
-        AND (%(value)s::text IS NULL OR CASE WHEN jsonb_typeof(args) = 'object' THEN EXISTS (
-            SELECT FROM jsonb_each_text(args) AS arg
-            WHERE arg.value = %(value)s AND arg.key <> ALL (coalesce(secret, ARRAY[]::text[]))) END)
+    WHERE {matches}
     ORDER BY n
     LIMIT {limit}
 )
@@ -28,6 +24,22 @@ SELECT *, true AS found, 0::bigint AS walked FROM found
 UNION ALL
 (SELECT *, false, (SELECT count(*) FROM walked) FROM walked ORDER BY n DESC LIMIT 1)
 ORDER BY found DESC, n
+
+-- name: counted
+-- How many of the walked jobs pass page's filters (the same test, {matches}), and how
+-- many were walked: a bulk action's preview counts without carrying rows to Python.
+WITH walked AS MATERIALIZED (
+    {walk}
+)
+SELECT count(*) FILTER (WHERE {matches}) AS matched, count(*) AS walked FROM walked
+
+-- name: matches
+-- The filters of a list, as page and counted apply them to a walked job.
+(%(name)s::text IS NULL OR name = %(name)s)
+    AND (%(worker)s::bigint IS NULL OR worker = %(worker)s)
+    AND (%(value)s::text IS NULL OR CASE WHEN jsonb_typeof(args) = 'object' THEN EXISTS (
+        SELECT FROM jsonb_each_text(args) AS arg
+        WHERE arg.value = %(value)s AND arg.key <> ALL (coalesce(secret, ARRAY[]::text[]))) END)
 
 -- name: due
 -- The due jobs of one queue in the claim's order (priority, run_at, id), read from
@@ -72,8 +84,10 @@ SELECT *, row_number() OVER (ORDER BY priority, run_at, id) AS n FROM (
 
 -- name: scheduled
 -- The jobs waiting for a later moment (scheduled: retries, jobs queued with `at`), the
--- soonest first, from jobs_scheduled_queue (queue, run_at). One whose moment has come
--- stays here until a worker's listener promotes it, within a POLL_INTERVAL.
+-- soonest first, from jobs_scheduled_by_queue (queue, run_at, id), whose last column
+-- keeps a page of jobs due at one moment from sorting all of them (schema.sql, step 10).
+-- One whose moment has come stays here until a worker's listener promotes it, within a
+-- POLL_INTERVAL.
 SELECT *, row_number() OVER (ORDER BY run_at, id) AS n FROM (
     SELECT id, queue, name, args, secret, priority, run_at, attempts, max_attempts, worker, failure
     FROM jobs
@@ -83,11 +97,24 @@ SELECT *, row_number() OVER (ORDER BY run_at, id) AS n FROM (
 ) AS scheduled
 
 -- name: scheduled_everywhere
--- The same on every queue, from jobs_scheduled (run_at), the promotion's own index.
+-- The same on every queue, merged as due_everywhere merges them: jobs_scheduled (run_at),
+-- the promotion's index, has no id to page by.
+WITH RECURSIVE queues(queue) AS (
+    (SELECT queue FROM jobs WHERE scheduled ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT queue FROM jobs WHERE scheduled AND queue > queues.queue ORDER BY queue LIMIT 1)
+    FROM queues WHERE queues.queue IS NOT NULL
+)
 SELECT *, row_number() OVER (ORDER BY run_at, id) AS n FROM (
-    SELECT id, queue, name, args, secret, priority, run_at, attempts, max_attempts, worker, failure
-    FROM jobs
-    WHERE scheduled AND (run_at, id) > (%(after_run_at)s::bigint, %(after_id)s::bigint)
+    SELECT scheduled.* FROM queues CROSS JOIN LATERAL (
+        SELECT id, queue, name, args, secret, priority, run_at, attempts, max_attempts, worker, failure
+        FROM jobs
+        WHERE queue = queues.queue AND scheduled
+            AND (run_at, id) > (%(after_run_at)s::bigint, %(after_id)s::bigint)
+        ORDER BY run_at, id
+        LIMIT {walk}
+    ) AS scheduled
+    WHERE queues.queue IS NOT NULL
     ORDER BY run_at, id
     LIMIT {walk}
 ) AS scheduled
