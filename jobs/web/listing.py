@@ -14,6 +14,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
+from ..shelf import planned_without_jit  # a walk's plan is priced above what it costs, as status's is
 from ..sql import load
 
 statements = load(Path(__file__).with_name("lists.sql"))
@@ -26,7 +27,7 @@ KEYS = {
 }
 STATE_NAMES = {"due": "Due", "scheduled": "Scheduled", "in_work": "In work", "failed": "Failed"}
 PAGE = 50  # jobs a page of a list holds unless its address says otherwise
-WALK_MAX = 10_000  # jobs a filtered page walks at most, in its state's order, looking for matches
+WALK_MAX = 5_000  # jobs a filtered page walks at most, in its state's order, looking for matches
 # Where each key's walk starts on a first page: before every value a column can hold
 # (priority is a smallint); the shelf is read newest first, from after the largest id.
 START = {"priority": -(2**15) - 1, "run_at": -(2**63), "id": 0}
@@ -67,7 +68,7 @@ def listed(
     statement = sql.SQL(statements["page"]).format(
         walk=walk_of(filters, walk), limit=sql.Literal(limit), matches=sql.SQL(statements["matches"])
     )
-    with db.cursor(row_factory=dict_row) as cursor:
+    with planned_without_jit(db), db.cursor(row_factory=dict_row) as cursor:
         rows = cursor.execute(statement, parameters(filters, after, now)).fetchall()
     found = [row for row in rows if row["found"]]
     last = [row for row in rows if not row["found"]]
@@ -89,7 +90,7 @@ def counted(db: psycopg.Connection[Any], filters: Filters, walk: int, now: int) 
     statement = sql.SQL(statements["counted"]).format(
         walk=walk_of(filters, walk), matches=sql.SQL(statements["matches"])
     )
-    with db.cursor() as cursor:
+    with planned_without_jit(db), db.cursor() as cursor:
         matched, walked = cursor.execute(statement, parameters(filters, None, now)).fetchone() or (0, 0)
     return matched, walked
 
