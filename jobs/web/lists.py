@@ -134,11 +134,11 @@ def filter_form(request: Request, chosen: Filters) -> str:
 
 def by_id(request: Request, db: psycopg.Connection[Any], searched: str | None, now: int) -> str:
     """When the search is a whole number, a line naming the job of that id, whatever its state."""
-    if searched is None or not searched.isascii() or not searched.isdigit() or len(searched) > 19:
+    if searched is None or not searched.isascii() or not searched.isdigit():
         return ""
+    if len(searched) > len(str(params.BIGINT_MAX)) or not 1 <= int(searched) <= params.BIGINT_MAX:
+        return ""  # no id is that large: the search is only an argument's value
     id = int(searched)
-    if not 1 <= id <= params.BIGINT_MAX:
-        return ""
     with db.cursor(row_factory=dict_row) as cursor:
         found = cursor.execute(queries["job"], {"id": id, "now": now}).fetchone()
     if found is None:

@@ -109,6 +109,9 @@ def test_a_search_for_a_whole_number_names_the_job_of_that_id_whatever_its_state
     page = get(client, f"/jobs?state=due&q={states['failed']}").text
     assert f'<a href="/job/{states["failed"]}">Job {states["failed"]}</a>: doomed on mail, failed.' in page
     assert "No job has the id 999." in get(client, "/jobs?q=999").text
+    for beyond in ("99999999999999999999", "9" * 5000, "0"):
+        answer = get(client, f"/jobs?q={beyond[:200]}")
+        assert answer.status_code == 200 and "No job has the id" not in answer.text, "only an argument's value"
 
 
 def test_a_filtered_walk_that_runs_out_says_how_many_it_searched_and_goes_on(client, db, monkeypatch):
