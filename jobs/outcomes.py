@@ -123,12 +123,14 @@ def recorded_failure(
     now: int | None,
     kind: str | None = None,
     hooks: Callable[[Callable[[], object]], object] | None = None,
+    ran: float | None = None,
 ) -> Outcome:
     """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job.
 
     One statement, or one transaction with the chain or batch of a job that failed for good.
     Then the policy's on_error hook is called, by `hooks(call)` when given (the keeper runs
-    it on a thread of its own), else here; whatever it raises is logged.
+    it on a thread of its own), else here; whatever it raises is logged. `ran` is the
+    seconds the attempt ran, kept beside its reason for the dashboard.
     """
     secret = store.secret_of(db, job)  # none of their values is written or logged (redaction.py)
     reason, trace = (
@@ -153,7 +155,7 @@ def recorded_failure(
             f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}",
         )
     with db.transaction() if outcome.final and (job.batch or job.flow) else contextlib.nullcontext():
-        recorded = store.attempt_failed(db, job, reason, trace, after, max_attempts, now)
+        recorded = store.attempt_failed(db, job, reason, trace, after, max_attempts, now, ran)
         if recorded:
             moved_flows_on(db, [(job, outcome)])
     if not recorded:

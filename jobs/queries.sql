@@ -14,9 +14,9 @@
 -- nothing comes back and nobody is notified.
 WITH queued AS (
     INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, max_attempts, key, unique_key, batch, flow,
-        secret)
+        secret, queued_at)
     VALUES (%(queue)s, %(name)s, %(args)s, COALESCE(%(run_at)s, {now}), COALESCE(%(run_at)s > {now}, false),
-        %(priority)s, %(max_attempts)s, %(key)s, %(unique)s, %(batch)s, %(flow)s, %(secret)s)
+        %(priority)s, %(max_attempts)s, %(key)s, %(unique)s, %(batch)s, %(flow)s, %(secret)s, {now})
     ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL)
     DO NOTHING
     RETURNING id
@@ -152,10 +152,13 @@ DELETE FROM jobs WHERE id = %(id)s AND claim = %(claim)s AND (cancelled_at IS NU
 -- where the performer's policy ends the retries (set to attempts, it fails for good).
 -- Like finish, it leaves alone a row another worker holds or an operator cancelled:
 -- a cancelled job is never retried, whatever its attempt raised.
+-- ran keeps the ms the attempt ran under the index of the reason appended here (SET
+-- reads the row as it was, so jsonb_array_length(reasons) is that index).
 UPDATE jobs
 SET failure = %(reason)s, traceback = %(traceback)s, run_at = {now} + %(wait)s, scheduled = %(wait)s > 0,
     max_attempts = %(max_attempts)s, claim = NULL,
-    reasons = reasons || jsonb_build_array(%(reason)s::text)
+    reasons = reasons || jsonb_build_array(%(reason)s::text),
+    ran = coalesce(ran, '{}'::jsonb) || jsonb_build_object(jsonb_array_length(reasons)::text, %(ran)s::integer)
 WHERE id = %(id)s AND claim = %(claim)s AND cancelled_at IS NULL
 
 -- name: release
@@ -309,7 +312,7 @@ DELETE FROM job_batches WHERE finished_at IS NOT NULL AND finished_at < {now} - 
 -- name: later_many
 -- Many jobs at once: COPY is the fastest way into a table, several times faster
 -- than INSERTs, and one notification wakes the workers for all of them.
-COPY jobs (queue, name, args, run_at, scheduled, priority, max_attempts, secret) FROM STDIN
+COPY jobs (queue, name, args, run_at, scheduled, priority, max_attempts, secret, queued_at) FROM STDIN
 
 -- name: secret_of
 -- The secret arguments of a job whose attempt failed, read only then (runner.py), so
@@ -417,7 +420,7 @@ WHERE attempts >= max_attempts AND claim IS NULL
 -- name: status
 -- Each queue's jobs counted by state at {now}, read from the partial indexes and
 -- never from the whole table: every row is in exactly one of jobs_ready (attempts
--- left, not scheduled), jobs_scheduled_queue (scheduled), jobs_shelf_queue (failed for
+-- left, not scheduled), jobs_scheduled_by_queue (scheduled), jobs_shelf_queue (failed for
 -- good) and jobs_claimed (under a claim, read for in_work), so the four together
 -- name every queue (a loose index scan each: one index probe per distinct queue,
 -- not one per row) and count every job.
@@ -436,7 +439,7 @@ WHERE attempts >= max_attempts AND claim IS NULL
 -- true however the table changes; a kept counter would have to be updated by every
 -- insert and settlement, on one hot row per queue. in_work reads the claimed rows,
 -- which are few (at most the workers' threads times BATCH_MAX), and is always exact.
--- The oldest due age reads the first entry of jobs_scheduled_queue, and the due
+-- The oldest due age reads the first entry of jobs_scheduled_by_queue, and the due
 -- entries of jobs_ready (its order is priority first): with a large backlog of due
 -- jobs that part reads the backlog, which is what the workers are working through.
 WITH RECURSIVE ready(queue) AS (
@@ -511,6 +514,19 @@ DELETE FROM job_paused_queues WHERE queue = %(queue)s RETURNING queue
 -- name: paused_queues
 -- Read by each worker once per POLL_INTERVAL: a handful of rows at most.
 SELECT queue, paused_at FROM job_paused_queues ORDER BY queue
+
+-- name: hasten
+-- Run now: a job waiting for a later moment (scheduled: queued with `at`, or a retry's
+-- backoff) is due at once, in the claim's index, and its queue's workers are woken
+-- when the caller's transaction commits. Only a job with attempts left that no claim
+-- holds and whose moment has not come: one in work, due already or on the shelf (whose
+-- way back is retry) is left alone, and nothing comes back.
+WITH hastened AS (
+    UPDATE jobs SET run_at = {now}, scheduled = false
+    WHERE id = %(id)s AND claim IS NULL AND attempts < max_attempts AND (scheduled OR run_at > {now})
+    RETURNING queue
+)
+SELECT queue, pg_notify('jobs', queue) FROM hastened
 
 -- name: cancel_locked
 -- The rows of the jobs to cancel, locked in id order before anything else (control.py).

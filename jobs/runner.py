@@ -271,7 +271,7 @@ def ran(
     assert error is not None, "a job that neither succeeded nor was cancelled failed"
     trace = "".join(traceback.format_exception(error))
     try:
-        outcome = recorded_failure(db, job, policy, error, reason_of(error), trace, now)
+        outcome = recorded_failure(db, job, policy, error, reason_of(error), trace, now, ran=seconds)
     except psycopg.Error as refused:
         raise refused from error  # the thread lets the job go, to be failed on the keeper's connection
     if isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():

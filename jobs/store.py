@@ -25,6 +25,7 @@ from .sql import one, queries
 
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
 ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise; written on every insert
+RAN_MAX = 2**31 - 1  # ms of an attempt's run kept at most (24 days): the integer ran holds for it
 HELD = 2**63 - 1  # run_at of a job a Worker holds: the largest bigint, a lease that runs out only when the worker goes
 
 
@@ -151,7 +152,7 @@ def many_rows(
     """The rows of statement `later_many`'s COPY, due at `at` or, when None, at the database's `now`."""
     run_at, later_on = (now, False) if at is None else (at, at > now)
     for text, hidden in checked:
-        yield (queue, name, text, run_at, later_on, priority, ATTEMPTS, hidden)
+        yield (queue, name, text, run_at, later_on, priority, ATTEMPTS, hidden, now)
 
 
 def promoted(db: psycopg.Connection[Any], now: int | None = None) -> list[str]:
@@ -285,9 +286,10 @@ def attempt_failed(
     wait: int,
     max_attempts: int,
     now: int | None = None,
+    ran: float | None = None,
 ) -> bool:
     """Records a failed attempt, due again `wait` ms after `now`, on db's transaction; False when the claim was
-    no longer ours."""
+    no longer ours. `ran`: the seconds the attempt ran, kept beside its reason (None: not known)."""
     params = {
         "id": job.id,
         "claim": job.claim,
@@ -296,6 +298,7 @@ def attempt_failed(
         "wait": wait,
         "now": now,
         "max_attempts": max_attempts,
+        "ran": None if ran is None else min(round(ran * 1000), RAN_MAX),
     }
     return db.execute(queries["fail"], params).rowcount == 1
 

@@ -1,7 +1,10 @@
 """The queue's own dashboard: a WSGI app, standard library only, that any Python web app can mount.
 
 wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
-pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules, workers
+pages.py    the GETs, which only read: queues, the failed shelf, batches, schedules, workers
+detail.py   a job's page
+bulk.py     retry, discard or cancel every job a list's filters match: previewed, then in chunks
+lists.py    the lists of jobs: by state, filtered and paged (listing.py reads them), and a batch's
 actions.py  the POSTs, which change the queue and answer what they changed
 metrics.py  …/metrics in Prometheus' text format
 html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
@@ -14,7 +17,7 @@ from typing import TYPE_CHECKING
 from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 from ..schedules import Schedule, held
-from . import actions, csrf, metrics, pages
+from . import actions, bulk, csrf, detail, lists, metrics, pages
 from .wsgi import Answer, Dashboard, Opens, Route
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
@@ -98,8 +101,10 @@ ROUTES = [
     route("/", "GET", pages.queues),
     route("/queues.fragment", "GET", pages.queues_fragment),
     route("/failed", "GET", pages.failed),
-    route("/job/([^/]*)", "GET", pages.job),
+    route("/jobs", "GET", lists.jobs_list),
+    route("/job/([^/]*)", "GET", detail.job),
     route("/batches", "GET", pages.batches),
+    route("/batch/([^/]*)", "GET", lists.batch),
     route("/schedules", "GET", pages.schedules),
     route("/workers", "GET", pages.workers),
     route("/metrics", "GET", metrics.metrics),
@@ -107,6 +112,9 @@ ROUTES = [
     route("/retry", "POST", actions.retry),
     route("/discard", "POST", actions.discard),
     route("/cancel", "POST", actions.cancel),
+    route("/run-now", "POST", actions.run_now),
+    route("/bulk", "GET", bulk.preview),
+    route("/bulk", "POST", bulk.run),
     route("/pause", "POST", actions.pause),
     route("/resume", "POST", actions.resume),
 ]

@@ -1,7 +1,7 @@
 """The dashboard's actions, each a POST that changes the queue and answers what it changed.
 
 retry and discard take one job, a selection, or every job a page showed (the form's
-`id` boxes, or its `shown` ids with `all_shown`); cancel takes a job; pause and resume
+`id` boxes, or its `shown` ids with `all_shown`); cancel and run now take a job; pause and resume
 a queue. By the time one runs, wsgi.py has authorized the request and checked its
 CSRF token; the ids are checked here (params.py) before anything is written.
 """
@@ -67,6 +67,19 @@ def cancel(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) 
     if rest:
         lines.append(f"Neither waiting nor running (no such job, or on the shelf already): {listed(rest)}.")
     return answered(request, "Cancelled", lines, ("/", "Back to the queues"))
+
+
+def run_now(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
+    """Makes a job that waits for a later moment due now; says so, or why it changed nothing."""
+    id = params.ids(request.form)[0]
+    queue = control.hastened(db, id)
+    if queue is None:
+        line = f"Job {id} waits for no later moment (due already, in work, on the shelf, or gone): nothing changed."
+    else:
+        line = f"Job {id} is due now: a worker of queue {escaped(queue)} takes it next in its order."
+        if queue in control.paused_holding(db, [id]):
+            line += f" Queue {escaped(queue)} is paused: it waits until it is resumed."
+    return answered(request, "Run now", [line], (f"/job/{id}", f"Back to job {id}"))
 
 
 def pause(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:

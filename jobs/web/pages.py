@@ -1,4 +1,4 @@
-"""The dashboard's pages, each a GET that only reads: the queues, the failed shelf, a job, batches, schedules, workers.
+"""The dashboard's pages, each a GET that only reads: the queues, the failed shelf, batches, schedules, workers.
 
 Each reads what it shows through shelf.py, control.py, schedules.py and roster.py (or
 web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however
@@ -6,7 +6,6 @@ many jobs the table holds. A job's arguments may hold secrets and show only when
 those its caller named secret (redaction.py) never show, even then.
 """
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -14,13 +13,13 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from .. import redaction, roster, shelf, store
+from .. import roster, shelf
 from .. import schedules as schedule_rows
 from ..sql import load
-from ..tables import age, has_limit, limit_said, runs  # the command line's, so both say them alike
+from ..tables import age, has_limit, limit_said  # the command line's, so both say them alike
 from . import html, params
 from .html import escaped
-from .wsgi import Answer, Dashboard, Refused, Request
+from .wsgi import Answer, Dashboard, Request
 
 queries = load(Path(__file__).with_name("queries.sql"))
 STATIC = Path(__file__).with_name("static")
@@ -59,6 +58,8 @@ def queues_table(request: Request, figures: list[dict[str, Any]]) -> str:
     rows = []
     for queue in figures:
         counts = [("~" if state in queue["estimated"] else "") + f"{queue[state]:,}" for state in COUNTS]
+        for index, state in enumerate(COUNTS[:3]):  # each count leads to its list (lists.py)
+            counts[index] = html.link(request, "/jobs", counts[index], state=state, queue=queue["queue"])
         counts[3] = html.link(request, "/failed", counts[3], queue=queue["queue"])
         action = ("resume", "Resume") if queue["paused"] else ("pause", "Pause")
         rows.append(
@@ -146,61 +147,6 @@ def reasons(job: dict[str, Any]) -> str:
     return f"<div>{''.join(parts)}</div>"
 
 
-def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:
-    """A job's page: its state, attempts, reasons and traceback, and what may be done with it."""
-    id = params.whole(id_text, "a job's id", status=404)
-    with db.cursor(row_factory=dict_row) as cursor:
-        found = cursor.execute(queries["job"], {"id": id, "now": store.now_ms()}).fetchone()
-    if found is None:
-        raise Refused(404, f"job {id} is not in the table: it succeeded, was discarded, or never was")
-    shown = request.query.get("args", [""])[0] == "shown"
-    visible = redaction.hidden(found["args"], found["secret"])
-    kept = f'<p class="muted">{redaction.HIDDEN}: a secret, never shown.</p>' if found["secret"] else ""
-    args = (
-        f"<pre>{escaped(json.dumps(visible, indent=2, ensure_ascii=False))}</pre>{kept}"
-        if shown
-        else html.link(request, f"/job/{id}", "show the arguments (they may hold secrets)", args="shown")
-    )
-    facts = [
-        ("State", found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else "")),
-        ("Queue", found["queue"]),
-        ("Name", found["name"]),
-        ("Priority", found["priority"]),
-        ("Attempts", f"{found['attempts']} of {found['max_attempts']}"),
-        (
-            "Failed at" if found["state"] == "failed" else "Held by" if found["run_at"] == store.HELD else "Run at",
-            f"worker {found['worker']}" if found["run_at"] == store.HELD else html.moment(found["run_at"]),
-        ),
-        ("Concurrency key", found["key"] or "-"),
-        ("Unique key", found["unique_key"] or "-"),
-        ("Batch", found["batch"] or "-"),
-    ]
-    listed = "".join(f"<dt>{escaped(name)}</dt><dd>{escaped(value)}</dd>" for name, value in facts)
-    body = [f"<dl>{listed}<dt>Arguments</dt><dd>{args}</dd></dl>", '<div class="actions">']
-    if found["state"] == "failed":
-        body += [
-            html.button(request, "retry", "Retry", {"id": id}),
-            html.button(request, "discard", "Discard", {"id": id}, danger=True),
-        ]
-    else:
-        body.append(html.button(request, "cancel", "Cancel", {"id": id}, danger=True))
-    body.append("</div>")
-    if found["reasons"]:
-        body.append("<h2>Reasons</h2>" + reasons_by_run(found["reasons"], found["retries"] or []))
-    if found["traceback"]:
-        body.append(f"<h2>Traceback of the last failure</h2><pre>{escaped(found['traceback'])}</pre>")
-    return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
-
-
-def reasons_by_run(reasons: list[str], retries: list[int]) -> str:
-    """A job's reasons, a list per run when it was retried from the shelf (tables.runs)."""
-    listed = ["<ol>" + "".join(f"<li>{escaped(r)}</li>" for r in run) + "</ol>" for run in runs(reasons, retries)]
-    if not retries:
-        return listed[0]
-    heads = [f"Run {n}" + (" (this one)" if n == len(listed) else "") for n in range(1, len(listed) + 1)]
-    return "".join(f"<h3>{head}</h3>{items}" for head, items in zip(heads, listed, strict=True))
-
-
 def batches(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """The batches, newest first, with their progress."""
     after = params.optional(request.query, "after", "after")
@@ -215,7 +161,7 @@ def batches(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
         state = "finished" if batch["finished_at"] else "cancelling" if batch["cancelled_at"] else "running"
         rows.append(
             [
-                str(batch["id"]),
+                html.link(request, f"/batch/{batch['id']}", batch["id"]),
                 escaped(batch["queue"]),
                 f'<progress value="{done}" max="{max(batch["total"], 1)}"></progress> {done:,} of {batch["total"]:,}',
                 f"{batch['failed']:,}",
@@ -278,7 +224,7 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
             html.moment(row["started_at"]),
             age((row["now"] - row["beat_at"]) / 1000) + " ago",
             row["state"] + (f" at {html.moment(row['ended_at'])}" if row["ended_at"] else ""),
-            f"{row['holding']:,}",
+            html.link(request, "/jobs", f"{row['holding']:,}", state="in_work", worker=row["id"]),
         ]
         for row in rows
     ]

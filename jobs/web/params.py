@@ -41,3 +41,34 @@ def queue(form: dict[str, list[str]]) -> str:
     if not name.strip() or "\x00" in name or len(name) > 200:
         raise Refused(400, "name a queue (up to 200 characters)")
     return name
+
+
+TEXT_MAX = 200  # characters of a queue's or a job's name, or of a searched value, the lists' filters take
+
+
+def text(values: dict[str, list[str]], name: str, what: str) -> str | None:
+    """The text the field `name` gives, or None when it is missing or empty; refused when too long or with a NUL."""
+    given = values.get(name, [""])[0]
+    if not given:
+        return None
+    if "\x00" in given or len(given) > TEXT_MAX:
+        raise Refused(400, f"{what} takes up to {TEXT_MAX} characters, and no NUL")
+    return given
+
+
+def keyset(values: dict[str, list[str]], count: int) -> tuple[int, ...] | None:
+    """The page's keyset: `after`, `count` whole numbers (a priority may be negative) joined by commas; None
+    when missing."""
+    given = values.get("after", [""])[0]
+    if not given:
+        return None
+    parts = given.split(",")
+    if len(parts) != count or not all(
+        part.removeprefix("-").isascii() and part.removeprefix("-").isdigit() and len(part) <= len(str(-BIGINT_MAX))
+        for part in parts
+    ):
+        raise Refused(400, f"after must be {count} whole number(s) joined by commas, not {given[:40]!r}")
+    numbers = tuple(int(part) for part in parts)
+    if not all(-BIGINT_MAX - 1 <= number <= BIGINT_MAX for number in numbers):
+        raise Refused(400, f"after holds a number out of range: {given[:40]!r}")
+    return numbers

@@ -4,7 +4,7 @@
 -- name: job
 -- One job by id, with its state at %(now)s named as status counts it (shelf.py).
 SELECT id, queue, name, args, secret, priority, run_at, attempts, max_attempts, failure, traceback, reasons,
-    key, unique_key, batch, cancelled_at, worker, retries,
+    key, unique_key, batch, cancelled_at, worker, retries, queued_at, ran,
     CASE
         WHEN attempts >= max_attempts AND claim IS NULL THEN 'failed'
         WHEN claim IS NOT NULL AND (run_at > %(now)s OR attempts >= max_attempts) THEN 'in work'
@@ -26,3 +26,25 @@ LIMIT {limit}
 -- name: still_shelved
 -- Which of the ids are on the shelf, for a retry to say which stayed there.
 SELECT id FROM jobs WHERE id = ANY(%(ids)s) AND attempts >= max_attempts AND claim IS NULL ORDER BY id
+
+-- name: batch
+SELECT id, queue, total, pending, failed, cancelled, created_at, finished_at, cancelled_at
+FROM job_batches
+WHERE id = %(id)s
+
+-- name: batch_jobs
+-- A page of a batch's jobs still in the table (one that succeeded is gone), by id after
+-- %(after)s, each with its state at %(now)s as the job statement names it. Read from
+-- jobs_batch (batch): the batch's own entries and no other row, sorted by id, so the
+-- page costs what the batch holds, whatever else lies in the table.
+SELECT id, name, priority, run_at, attempts, max_attempts, worker, failure,
+    CASE
+        WHEN attempts >= max_attempts AND claim IS NULL THEN 'failed'
+        WHEN claim IS NOT NULL AND (run_at > %(now)s OR attempts >= max_attempts) THEN 'in work'
+        WHEN run_at <= %(now)s THEN 'due'
+        ELSE 'scheduled'
+    END AS state
+FROM jobs
+WHERE batch = %(batch)s AND id > %(after)s
+ORDER BY id
+LIMIT {limit}

@@ -73,6 +73,19 @@ def dashboard_pages(url: str, count: int) -> dict:
         "/batches",
         "/schedules",
         "/metrics",
+        # The lists of jobs by state (lists.py): each state's first page, a page deep in the
+        # shelf, a name's filter and a search that walk WALK_MAX jobs finding none, a search
+        # by id, and a bulk action's preview, which counts up to PREVIEW_MAX.
+        "/jobs",
+        "/jobs?state=scheduled",
+        f"/jobs?state=scheduled&queue={database.QUEUE}",
+        "/jobs?state=in_work",
+        "/jobs?state=failed",
+        f"/jobs?state=failed&queue={database.QUEUE}&after={count // 2}",
+        f"/jobs?state=failed&queue={database.QUEUE}&name=nobody",
+        "/jobs?state=scheduled&q=nothing",
+        f"/jobs?q={count // 2}",
+        "/bulk?action=retry&state=failed",
     ]
     return {f"dashboard {path}": (lambda db, path=path: requested(dashboard, path)) for path in paths}
 

@@ -1,0 +1,83 @@
+"""A job's page of the dashboard (jobs.web.detail) and its run now, through WSGI, on a real PostgreSQL.
+
+The page says when the job was queued and how long each failed attempt ran; run now
+makes a job that waits for a later moment due, and leaves every other job alone.
+"""
+
+import re
+
+import pytest
+from werkzeug.test import Client
+
+import jobs
+import jobs.web
+from jobs import store
+from jobs.web import html
+from tests.jobs.performers import doomed
+from tests.jobs.test_web import T, get, operator, posted, shelved
+
+HOUR = 3_600_000  # ms
+
+
+@pytest.fixture
+def client(connect):
+    """A browser of the dashboard, mounted at the root, whose requests get in when they carry OPERATOR."""
+    return Client(jobs.web.app(connect, authorize=operator))
+
+
+def row(db, id: int) -> tuple:
+    """What run now may change of a job."""
+    return db.execute("SELECT run_at, scheduled, attempts, claim FROM jobs WHERE id = %s", (id,)).fetchone()
+
+
+def test_a_job_s_page_says_when_it_was_queued(client, db):
+    id = jobs.later(db, "mail", "note", {}, T)
+    (queued_at,) = db.execute("SELECT queued_at FROM jobs WHERE id = %s", (id,)).fetchone()
+    assert abs(queued_at - jobs.now_ms()) < HOUR, "the database's moment of the insert"
+    assert f"<dt>Queued at</dt><dd>{html.moment(queued_at)}</dd>" in get(client, f"/job/{id}").text
+    many = jobs.later_many(db, "mail", "note", [{}])
+    assert many == 1 and db.execute("SELECT count(*) FROM jobs WHERE queued_at IS NULL").fetchone() == (0,)
+
+
+def test_a_job_s_page_says_how_long_each_failed_attempt_ran(client, db):
+    id = jobs.later(db, "mail", "doomed", {}, T)
+    jobs.worked(db, "mail", {"doomed": doomed}, T)
+    page = get(client, f"/job/{id}").text
+    assert re.search(r"<li>[^<]*doomed[^<]*<span class=\"muted\">\(ran \d+ ms\)</span></li>", page), page
+    again = jobs.later(db, "mail", "note", {}, T)
+    (job,) = store.claimed(db, "mail", T)
+    assert job.id == again
+    store.attempt_failed(db, job, "slow and wrong", "", 60_000, 5, T, ran=2.5)
+    assert '<li>slow and wrong <span class="muted">(ran 2.5 s)</span></li>' in get(client, f"/job/{again}").text
+
+
+def test_run_now_makes_a_job_for_later_due_and_the_due_list_shows_it(client, db):
+    id = jobs.later(db, "mail", "note", {}, jobs.now_ms() + HOUR)
+    assert "Run now" in get(client, f"/job/{id}").text
+    answer = posted(client, "/run-now", {"id": str(id)}).text
+    assert f"Job {id} is due now" in answer
+    run_at, scheduled, _, _ = row(db, id)
+    assert not scheduled and run_at <= jobs.now_ms()
+    assert f'<a href="/job/{id}">{id}</a>' in get(client, "/jobs?state=due").text
+
+
+def test_run_now_makes_a_retry_that_waits_out_its_backoff_due(client, db):
+    id = jobs.later(db, "mail", "note", {}, T)
+    (job,) = store.claimed(db, "mail", T)
+    store.attempt_failed(db, job, "try again", "", HOUR, 5, T)
+    assert f"Job {id} is due now" in posted(client, "/run-now", {"id": str(id)}).text
+    run_at, scheduled, attempts, _ = row(db, id)
+    assert (scheduled, attempts) == (False, 1) and run_at <= jobs.now_ms()
+
+
+def test_run_now_leaves_a_due_job_one_in_work_and_one_on_the_shelf_alone(client, db):
+    failed = shelved(db)
+    held = jobs.later(db, "mail", "note", {}, T)
+    store.claimed(db, "mail", worker=7)
+    due = jobs.later(db, "mail", "note", {}, T)
+    for id in (failed, held, due, 999):
+        before = row(db, id) if id != 999 else None
+        answer = posted(client, "/run-now", {"id": str(id)}).text
+        assert f"Job {id} waits for no later moment" in answer and "nothing changed" in answer
+        assert (row(db, id) if id != 999 else None) == before
+    assert "Run now" not in get(client, f"/job/{due}").text
