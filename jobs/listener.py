@@ -4,7 +4,9 @@ On a connection of its own it LISTENs for the notification `later` sends on comm
 wakes a work thread at once (doorbell.py). On that connection it also runs the
 worker's chores (chores.py), each on its own timer and each alone: a chore the database
 refuses, or one that fails, is logged and the others run on; a lost connection
-reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT. The heartbeat
+reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT. Once the worker
+has stopped, the chores marked at_stop (the pulse's last counts) run once more, on a
+connection of their own, and what they leave undone is logged. The heartbeat
 runs beside it on a thread and a connection of its own (heartbeat.py), so no chore's
 statement ever holds it up.
 """
@@ -20,7 +22,7 @@ import psycopg
 
 from .chores import Chore
 from .complaints import Complaints, kept
-from .connections import Connect, kept_running
+from .connections import Connect, closed, kept_running, opened
 from .doorbell import Doorbell
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
@@ -69,6 +71,22 @@ class Listener:
                 on_open=self._listening,
                 on_lost=self._unlistened,
             )
+        self._last_chores()
+
+    def _last_chores(self) -> None:
+        """Runs the chores marked at_stop once more, each alone, on a connection of their own."""
+        last = [chore for chore in self.chores if chore.at_stop]
+        if not last:
+            return
+        db = None
+        try:
+            db = opened(self.connect)
+            for chore in last:
+                self._done(chore, db)
+        except Exception as error:  # the connection: each chore's own error is logged by _done
+            log.error("the worker's last %s could not run at its stop: %s", ", ".join(c.name for c in last), error)
+        finally:
+            closed(db)
 
     def interrupted(self) -> None:
         """Ends the listener's wait at once (it then sees `stopping`)."""
