@@ -1,10 +1,12 @@
 """The queue's own dashboard: a WSGI app, standard library only, that any Python web app can mount.
 
 wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
-pages.py    the GETs, which only read: queues, the failed shelf, a job, batches, schedules, workers
+queues.py   the queues page, a GET that only reads: each queue's jobs by state, and its pulse (chart.py)
+pages.py    the other GETs, which only read: the failed shelf, a job, batches, schedules, workers
 actions.py  the POSTs, which change the queue and answer what they changed
 metrics.py  …/metrics in Prometheus' text format
 html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
+chart.py    the pulse's inline SVG charts
 """
 
 import re
@@ -14,7 +16,7 @@ from typing import TYPE_CHECKING
 from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 from ..schedules import Schedule, held
-from . import actions, csrf, metrics, pages
+from . import actions, csrf, metrics, pages, queues
 from .wsgi import Answer, Dashboard, Opens, Route
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
@@ -95,8 +97,8 @@ def route(pattern: str, method: str, handler: Callable[..., Answer], *, database
 
 
 ROUTES = [
-    route("/", "GET", pages.queues),
-    route("/queues.fragment", "GET", pages.queues_fragment),
+    route("/", "GET", queues.queues),
+    route("/queues.fragment", "GET", queues.queues_fragment),
     route("/failed", "GET", pages.failed),
     route("/job/([^/]*)", "GET", pages.job),
     route("/batches", "GET", pages.batches),
