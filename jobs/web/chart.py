@@ -6,7 +6,7 @@ p95, estimated from the buckets of pulse.WAIT_BUCKETS). Each chart has a viewBox
 width of its own, so it fills a phone's screen as a desktop's; every text is escaped.
 """
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..pulse import MINUTE, Tally, quantile
@@ -130,7 +130,7 @@ def frame(top: float) -> str:
     )
 
 
-def polyline(values: list[float | None], top_value: float, top: float, name: str) -> str:
+def polyline(values: Sequence[float | None], top_value: float, top: float, name: str) -> str:
     """One series as lines across its panel, broken where a point has no value (a minute with no claim)."""
     step = (WIDTH - 2 * MARGIN) / max(1, len(values) - 1)
     runs: list[list[str]] = [[]]

@@ -11,7 +11,7 @@ import psycopg
 
 from .. import pulse, shelf
 from ..sql import one
-from ..store import queries as job_queries
+from ..sql import queries as job_queries
 from ..tables import age  # the command line's, so both say a duration alike
 from . import chart, html
 from .html import escaped
