@@ -58,6 +58,7 @@ TABLES = (
     "jobs",
     "job_batches",
     "job_paused_queues",
+    "job_pulse",
 )  # the guestbook's tables and the job queue's
 
 

@@ -96,7 +96,7 @@ def chart(queue: str, window: Window, points: list[Tally]) -> str:
         f'<svg class="pulse-chart" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'aria-label="{escaped(f"{queue}, {window.title.lower()}: {said}")}">'
         f"{frame(MARGIN)}{frame(lower)}"
-        f'<text x="{MARGIN}" y="{MARGIN + 12}">{escaped(f"{top:,.0f} jobs / {unit}")}</text>'
+        f'<text x="{MARGIN}" y="{MARGIN + 12}">{escaped(f"up to {top:,.0f} jobs / {unit}")}</text>'
         f'<text x="{MARGIN}" y="{lower + 12}">{escaped(f"wait up to {duration(longest)}")}</text>'
         f"{''.join(lines)}"
         f'<text x="{MARGIN}" y="{height - 2}">{escaped(since(window))}</text>'
