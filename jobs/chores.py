@@ -39,14 +39,15 @@ log = logging.getLogger("jobs")
 class Chore:
     """A chore of the listener: its name in the log, how often it runs (seconds), and what it does on a connection.
 
-    at_stop: it runs once more when the worker has stopped, on a connection of its own.
+    at_stop: asked once the worker has stopped; when it answers True, the chore runs once
+    more, on a connection of its own (None: never).
     """
 
     name: str
     every: float
     do: Callable[[psycopg.Connection[Any]], object]
     next_at: float = 0.0  # time.monotonic() moment it is due next; 0: at once
-    at_stop: bool = False
+    at_stop: Callable[[], bool] | None = None
 
 
 def timetable(
@@ -71,7 +72,7 @@ def timetable(
         Chore("schedules", poll, lambda db: fired(db, schedules)),  # the jobs of due ticks, once across workers
         Chore("frontier", poll, lambda db: looked(db, queues, frontiers, doorbell)),
         Chore("cancels", poll, lambda db: cancels_heard(db, ledger)),
-        Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=True),  # a failed flush keeps its counts
+        Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending),  # a failed flush keeps its counts
         Chore("reaper", reap, reaped),
     ]
 

@@ -5,8 +5,9 @@ wakes a work thread at once (doorbell.py). On that connection it also runs the
 worker's chores (chores.py), each on its own timer and each alone: a chore the database
 refuses, or one that fails, is logged and the others run on; a lost connection
 reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT. Once the worker
-has stopped, the chores marked at_stop (the pulse's last counts) run once more, on a
-connection of their own, and what they leave undone is logged. The heartbeat
+has stopped, the chores whose at_stop asks it (the pulse, with counts left) run once more
+on that connection, if it is open then (not while cut off: what they would have written is
+lost, and logged). The heartbeat
 runs beside it on a thread and a connection of its own (heartbeat.py), so no chore's
 statement ever holds it up.
 """
@@ -22,7 +23,7 @@ import psycopg
 
 from .chores import Chore
 from .complaints import Complaints, kept
-from .connections import Connect, closed, kept_running, opened
+from .connections import Connect, kept_running
 from .doorbell import Doorbell
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
@@ -70,23 +71,24 @@ class Listener:
                 complaints=self.complaints,
                 on_open=self._listening,
                 on_lost=self._unlistened,
+                on_close=self._last_chores,
             )
-        self._last_chores()
+        self._left_undone()
 
-    def _last_chores(self) -> None:
-        """Runs the chores marked at_stop once more, each alone, on a connection of their own."""
-        last = [chore for chore in self.chores if chore.at_stop]
-        if not last:
-            return
-        db = None
-        try:
-            db = opened(self.connect)
-            for chore in last:
-                self._done(chore, db)
-        except Exception as error:  # the connection: each chore's own error is logged by _done
-            log.error("the worker's last %s could not run at its stop: %s", ", ".join(c.name for c in last), error)
-        finally:
-            closed(db)
+    def _last_chores(self, db: psycopg.Connection[Any]) -> None:
+        """Runs once more, each alone, the chores whose at_stop asks it, on the listener's last connection."""
+        for chore in self.chores:
+            if chore.at_stop is not None and chore.at_stop():
+                try:
+                    self._done(chore, db)
+                except psycopg.Error as error:  # the connection was lost: _done logged every other error
+                    log.error("the worker's last %s was cut off: %s", chore.name, error)
+
+    def _left_undone(self) -> None:
+        """Logs the chores that still had something to do when the listener ended (it was cut off then)."""
+        for chore in self.chores:
+            if chore.at_stop is not None and chore.at_stop():
+                log.error("the worker stopped while cut off from the database: its last %s is lost", chore.name)
 
     def interrupted(self) -> None:
         """Ends the listener's wait at once (it then sees `stopping`)."""

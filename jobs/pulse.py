@@ -86,7 +86,7 @@ class Pulse:
         self._lock = threading.Lock()
         self._tallies: dict[tuple[int, str], Tally] = {}
         self._ahead = 0  # ms the database's clock was ahead of this machine's at the last claim
-        self.waits: dict[str, Waits] = {}  # by queue
+        self.waits: dict[str, Waits] = {}  # by queue; read it with `waited`
 
     def claimed(self, jobs: list[Job]) -> None:
         """Counts a claim's jobs: each one's wait from due to the claim, and the first attempts among them."""
@@ -145,10 +145,15 @@ class Pulse:
             for key, tally in tallies.items():
                 self._tallies.setdefault(key, Tally()).add(tally)
 
-    def unwritten(self) -> int:
-        """How many jobs' counts wait to be written (claims and settlements), for the log at a stop."""
+    def waited(self) -> dict[str, Waits]:
+        """A copy of each queue's waits since the worker started, taken under the lock the claims count under."""
         with self._lock:
-            return sum(sum(t.waits) + t.finished + t.retried + t.failed for t in self._tallies.values())
+            return {queue: Waits(list(waits.buckets), waits.total) for queue, waits in self.waits.items()}
+
+    def pending(self) -> bool:
+        """Whether some counts wait to be written: the worker's stop then writes them (chores.py)."""
+        with self._lock:
+            return bool(self._tallies)
 
 
 def pruned(db: psycopg.Connection[Any]) -> int:

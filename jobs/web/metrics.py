@@ -62,7 +62,7 @@ def metrics(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
             "# HELP jobs_worker_wait_seconds How long the jobs this process's worker claimed had been due.",
             "# TYPE jobs_worker_wait_seconds histogram",
         ]
-        for queue, waits in sorted(worker.pulse.waits.items()):
+        for queue, waits in sorted(worker.pulse.waited().items()):
             lines += histogram("jobs_worker_wait_seconds", f'queue="{label(queue)}"', waits)
     return Answer("\n".join(lines) + "\n", content_type=CONTENT_TYPE)
 

@@ -100,11 +100,13 @@ def test_a_flush_that_fails_keeps_its_counts_for_the_next(rollup, connect):
 
 
 def test_a_stopping_worker_writes_its_last_counts(rollup, connect, monkeypatch):
-    """No flush falls due while it works (PULSE_EVERY an hour, past the first at its start): its stop writes them."""
+    """No flush falls due while it works (PULSE_EVERY an hour, past the first, in the listener's first step, with
+    the worker's first claims): its stop writes them. The job is due a little after that step."""
     monkeypatch.setattr(pulse, "PULSE_EVERY", 3600)
     worker = jobs.worker(connect, "default", {"noop": lambda db, args: None}, poll=0.1)
     try:
-        jobs.later(rollup, "default", "noop", {})
+        wait_for(worker.claimable, "the worker to be ready to claim")
+        jobs.later(rollup, "default", "noop", {}, jobs.now_ms() + 300)
         wait_for(lambda: worker.counts.processed == 1, "the job to run")
         assert totals(rollup, "default") == (0, 0, 0, 0)
     finally:
