@@ -9,6 +9,7 @@ ones when the worker stops; the dashboard draws them (web/chart.py).
 
 import bisect
 import threading
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -64,13 +65,7 @@ def bucket_of(wait: int) -> int:
     return bisect.bisect_left(WAIT_BUCKETS, wait)
 
 
-def settled_column(kind: str, final: bool) -> str | None:
-    """Which count a settlement adds to, by its outcome (outcomes.Outcome); None: none (a cancel, a lost lease)."""
-    if kind == "processed":
-        return "finished"
-    if final:
-        return "failed"
-    return "retried" if kind in ("rescheduled", "dropped") else None
+RETRIED = frozenset({"rescheduled", "dropped"})  # the outcomes (runner.Counts) of a failed attempt tried again
 
 
 class Pulse:
@@ -89,31 +84,51 @@ class Pulse:
         self.waits: dict[str, Waits] = {}  # by queue; read it with `waited`
 
     def claimed(self, jobs: list[Job]) -> None:
-        """Counts a claim's jobs: each one's wait from due to the claim, and the first attempts among them."""
+        """Counts a claim's jobs: each one's wait from due to the claim, and the first attempts among them.
+
+        The jobs of one claim share its queue and its moment (one statement on one queue:
+        store.claimed), so the claim's minute and queue are looked up once, not per job.
+        """
         if not jobs:
             return
         here = now_ms()
+        moment, queue = jobs[0].claimed_at, jobs[0].queue
+        waited = [max(0, moment - job.due_at) for job in jobs]
+        buckets = [bucket_of(wait) for wait in waited]
+        first = sum(job.attempt == 1 for job in jobs)
         with self._lock:
-            self._ahead = jobs[0].claimed_at - here
-            for job in jobs:
-                wait = max(0, job.claimed_at - job.due_at)
-                bucket = bucket_of(wait)
-                tally = self._tally(job.claimed_at, job.queue)
+            self._ahead = moment - here
+            tally = self._tally(moment, queue)
+            waits = self.waits.get(queue)
+            if waits is None:
+                waits = self.waits[queue] = Waits()
+            for bucket in buckets:
                 tally.waits[bucket] += 1
-                if job.attempt == 1:
-                    tally.queued += 1
-                waits = self.waits.setdefault(job.queue, Waits())
                 waits.buckets[bucket] += 1
-                waits.total += wait
+            tally.queued += first
+            waits.total += sum(waited)
 
-    def settled(self, queue: str, kind: str, final: bool) -> None:
-        """Counts a settlement of a job of `queue` whose outcome was `kind` (a field of runner.Counts)."""
-        column = settled_column(kind, final)
-        if column is None:
-            return
+    def settled(self, outcomes: Iterable[tuple[str, str, bool]]) -> None:
+        """Counts settlements, each (queue, kind, final): its job's queue, its outcome's kind (a field of
+        runner.Counts) and whether it was a failure for good.
+
+        A success counts as finished, a failure for good as failed, a failed attempt tried
+        again as retried; a cancel or a lost lease counts nowhere. The quiet successes a
+        runner deletes together are counted together, under one look at the clock and the lock.
+        """
+        moment = now_ms() + self._ahead
         with self._lock:
-            tally = self._tally(now_ms() + self._ahead, queue)
-            setattr(tally, column, getattr(tally, column) + 1)
+            tallies: dict[str, Tally] = {}
+            for queue, kind, final in outcomes:
+                tally = tallies.get(queue)
+                if tally is None:
+                    tally = tallies[queue] = self._tally(moment, queue)
+                if kind == "processed":
+                    tally.finished += 1
+                elif final:
+                    tally.failed += 1
+                elif kind in RETRIED:
+                    tally.retried += 1
 
     def _tally(self, moment: int, queue: str) -> Tally:
         key = (moment - moment % MINUTE, queue)

@@ -166,6 +166,7 @@ def settled_quietly(
     """Deletes quiet successes together (outcomes.quiet_settled), then counts and logs each.
 
     `hand`, if given, holds them until the deletion commits, and keeps them when it fails.
+    `pulse`, if given, counts them all at once.
     """
     if not jobs:
         return
@@ -178,16 +179,18 @@ def settled_quietly(
     if hand is not None:
         hand.deleted(jobs)
     for job, outcome in settled:
-        told(job, outcome, counts, pulse)
+        told(job, outcome, counts)
         if lines is not None:
             lines[job.id] = outcome.line
+    if pulse is not None:
+        pulse.settled([(job.queue, outcome.kind, outcome.final) for job, outcome in settled])
 
 
 def told(job: Job, outcome: Outcome, counts: Counts, pulse: Pulse | None = None) -> None:
     """Counts a settled job's outcome (in `pulse` too, when given) and logs it."""
     counts.add(outcome.kind)
     if pulse is not None:
-        pulse.settled(job.queue, outcome.kind, outcome.final)
+        pulse.settled([(job.queue, outcome.kind, outcome.final)])
     log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
 
 

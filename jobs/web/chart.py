@@ -16,6 +16,7 @@ HOUR = 60  # minutes the hour's chart shows, one point each
 DAY_BIN = 10  # minutes summed into each point of the day's chart
 DAY = 24 * 60  # minutes the day's chart shows
 WIDTH, PANEL, GAP, MARGIN = 400, 90, 30, 6  # viewBox units: the width, each panel's height, between them, edges
+TEXT = 12  # viewBox units: a label's size, as style.css sets it; the time axis's labels take a line of TEXT + 2 below
 SERIES = ("queued", "finished", "retried", "failed")  # the counts drawn, each a line of its class
 WAITS = (("median", 0.5), ("p95", 0.95))  # the waits drawn, each a line of its class
 
@@ -86,7 +87,7 @@ def chart(queue: str, window: Window, points: list[Tally]) -> str:
     top = max((value for series in counts for value in series), default=0.0)
     waits = [[quantile(point.waits, share) for point in points] for _, share in WAITS]
     longest = max((value for series in waits for value in series if value is not None), default=0.0)
-    height = 2 * PANEL + GAP + 2 * MARGIN + 14
+    height = 2 * PANEL + GAP + 2 * MARGIN + TEXT + 2
     lower = MARGIN + PANEL + GAP
     lines = [
         *(polyline(series, top, MARGIN, name) for series, name in zip(counts, SERIES, strict=True)),
@@ -96,8 +97,8 @@ def chart(queue: str, window: Window, points: list[Tally]) -> str:
         f'<svg class="pulse-chart" viewBox="0 0 {WIDTH} {height}" role="img" '
         f'aria-label="{escaped(f"{queue}, {window.title.lower()}: {said}")}">'
         f"{frame(MARGIN)}{frame(lower)}"
-        f'<text x="{MARGIN}" y="{MARGIN + 12}">{escaped(f"up to {top:,.0f} jobs / {unit}")}</text>'
-        f'<text x="{MARGIN}" y="{lower + 12}">{escaped(f"wait up to {duration(longest)}")}</text>'
+        f'<text x="{MARGIN}" y="{MARGIN + TEXT}">{escaped(f"up to {top:,.0f} jobs / {unit}")}</text>'
+        f'<text x="{MARGIN}" y="{lower + TEXT}">{escaped(f"wait up to {duration(longest)}")}</text>'
         f"{''.join(lines)}"
         f'<text x="{MARGIN}" y="{height - 2}">{escaped(since(window))}</text>'
         f'<text x="{WIDTH - MARGIN}" y="{height - 2}" text-anchor="end">now</text>'

@@ -77,7 +77,7 @@ def test_two_workers_flushing_the_same_minute_add_up(rollup):
     first.claimed(claimed_at(rollup, [now - 5], now))
     second.claimed(claimed_at(rollup, [now - 5, now - 40], now))
     for counted in (first, second):
-        counted.settled("default", "processed", False)
+        counted.settled([("default", "processed", False)])
         counted.flushed(rollup)
     assert totals(rollup, "default") == (3, 2, 0, 0)
     waits = rollup.execute("SELECT sum(waits[1]), sum(waits[2]), sum(waits[3]) FROM job_pulse").fetchone()
@@ -87,12 +87,12 @@ def test_two_workers_flushing_the_same_minute_add_up(rollup):
 
 def test_a_flush_that_fails_keeps_its_counts_for_the_next(rollup, connect):
     counted = Pulse()
-    counted.settled("default", "processed", False)
+    counted.settled([("default", "processed", False)])
     lost = connect()
     lost.close()
     with pytest.raises(psycopg.OperationalError):
         counted.flushed(lost)
-    counted.settled("default", "failed", True)  # counted meanwhile
+    counted.settled([("default", "failed", True)])  # counted meanwhile
     assert counted.flushed(rollup) >= 1
     assert totals(rollup, "default") == (0, 1, 0, 1)
     assert counted.flushed(rollup) == 0, "nothing is written twice"
@@ -137,3 +137,11 @@ def test_the_reaper_deletes_the_minutes_past_PULSE_KEPT(rollup):
 def test_a_quantile_is_estimated_within_its_bucket(buckets, share, expected):
     waits = [buckets.get(index, 0) for index in range(len(WAIT_BUCKETS) + 1)]
     assert quantile(waits, share) == expected
+
+
+def test_a_cancel_or_a_lost_lease_counts_nowhere_and_a_dropped_attempt_as_retried(rollup):
+    counted = Pulse()
+    outcomes = ["cancelled", "lease_lost", "dropped", "rescheduled", "processed"]
+    counted.settled([("default", kind, False) for kind in outcomes] + [("default", "dropped", True)])
+    counted.flushed(rollup)
+    assert totals(rollup, "default") == (0, 1, 2, 1)
