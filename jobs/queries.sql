@@ -32,8 +32,8 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- a worker that dies leaves its rows to be claimed again when the lease runs out.
 -- The old run_at comes back as due_at, for the worker to keep the claim's order, and
 -- the statement's moment as claimed_at, for the worker's pulse to count how long each
--- job waited (pulse.py); the columns come back under the names of store.Job's fields,
--- which are built from them.
+-- job waited (pulse.py), read once for the statement as the due bound is; the columns
+-- come back under the names of store.Job's fields, which are built from them.
 -- A job with a concurrency key waits while any job of its key is under a claim. The
 -- test reads the claimed keys once per statement (a correlated test per row cost a
 -- third of the claim's time); a job whose own lease ran out still holds its key
@@ -92,7 +92,8 @@ SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempt
 FROM due
 WHERE jobs.id = due.id AND jobs.id = ANY (ARRAY(SELECT id FROM due))
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
-    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim, {now} AS claimed_at
+    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim,
+    (SELECT {now}) AS claimed_at
 
 -- name: first_due
 -- Where the first due job of a queue sits in the claim's order: the same walk as the
