@@ -59,6 +59,7 @@ TABLES = (
     "job_batches",
     "job_paused_queues",
     "job_limits",
+    "job_pulse",
 )  # the guestbook's tables and the job queue's
 
 

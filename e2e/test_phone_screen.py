@@ -2,11 +2,18 @@
 
 A long address in the header, a signed link in the outbox and an entry without a
 space must all wrap; the stylesheet is the site's own file, so the policy's
-style-src 'self' lets it apply and the browser reports no violation.
+style-src 'self' lets it apply and the browser reports no violation. The dashboard's
+queues page, its pulse charts drawn, fits too; its screenshot is kept in the spec's
+folder under test-results/.
 """
+
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+
+import jobs.pulse
+import mail
 
 from .guest import CONFIRMATION, PASSWORD
 from .inbox import WAIT
@@ -59,4 +66,30 @@ def test_pages_fit_a_phone_screen_and_pass_their_policy(page, guestbook):
     fits_the_screen(page)
 
     assert page.evaluate("getComputedStyle(document.body).maxWidth") == "640px"  # the stylesheet applied
+    assert violations == []
+
+
+def test_the_dashboard_s_queues_page_and_its_pulse_fit_a_phone_screen(page, guestbook, output_path):
+    violations = []
+    page.on("console", lambda message: "Content Security Policy" in message.text and violations.append(message.text))
+    page.set_viewport_size(PHONE)
+    page.goto(f"{guestbook.keyed_url}/signup")
+    page.get_by_label("Email").fill(LONG_ADDRESS)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign up").click()
+    expect(page.get_by_role("status")).to_contain_text("A letter is on its way")
+
+    def drawn() -> bool:
+        page.goto(f"{guestbook.keyed_url}/jobs/")  # the pulse is drawn at each load
+        return page.get_by_role("heading", name=mail.QUEUE, exact=True).count() == 1
+
+    wait_until(drawn, 3 * jobs.pulse.PULSE_EVERY, "the worker's counts to reach the queues page")
+    charts = page.locator("svg.pulse-chart")
+    expect(charts).to_have_count(2)
+    for chart in charts.all():
+        box = chart.bounding_box()
+        assert 0 <= box["x"] and box["x"] + box["width"] <= PHONE["width"], "a chart within the screen"
+        assert box["width"] >= PHONE["width"] / 2, "and as wide as the screen allows, to be read"
+    fits_the_screen(page)
+    page.screenshot(path=Path(output_path) / "queues-on-a-phone.png", full_page=True)
     assert violations == []

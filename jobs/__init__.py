@@ -35,6 +35,8 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   schedules (cron.py reads the expressions), once across all workers.
   redaction.py    the arguments a caller named secret: hidden by every viewer, and
                   taken out of a failure's reason and traceback before they are kept.
+  pulse.py        SQL: a Worker counts its claims, waits and settlements per queue and
+                  minute in memory; a chore adds them to job_pulse every few seconds.
   shelf.py        SQL: a job that failed for good waits on the shelf to be read,
                   retried or discarded; `status` counts each queue's jobs.
   control.py      SQL: an operator pauses and resumes queues, and cancels jobs onto the

@@ -6,13 +6,15 @@ database says the worker holds with the ledger. Every POLL_INTERVAL: promote the
 scheduled jobs whose moment has come (and wake a thread for them), queue the job of
 each due tick of the worker's schedules, read which queues are paused and which are
 limited (limits.py), look for where each queue's claims should start (frontier.py), and
-hear which jobs in hand an operator cancelled. Every lease / BEATS, the reaper: take
-silent workers for gone and let their jobs' leases run out (roster.py), free the
-concurrency keys of leases that ran out, shelve the cancelled and the lost, and prune
-the rows of workers long gone; its statements skip rows locked at that instant, so a
-frozen worker costs only its own jobs. The listener runs each alone (listener.py): one
-that fails or is slow is logged and holds up none of the others' timers. The heartbeat
-is not a chore: it has a thread and a connection of its own (heartbeat.py).
+hear which jobs in hand an operator cancelled. Every PULSE_EVERY, add the worker's counts
+per minute to job_pulse (pulse.py), and once more when it stops. Every lease / BEATS, the
+reaper: take silent workers for gone and let their jobs' leases run out (roster.py), free
+the concurrency keys of leases that ran out, shelve the cancelled and the lost, and prune
+the rows of workers long gone and the pulse's minutes past PULSE_KEPT; its statements
+skip rows locked at that instant, so a frozen worker costs only its own jobs. The listener
+runs each alone (listener.py): one that fails or is slow is logged and holds up none of
+the others' timers. The heartbeat is not a chore: it has a thread and a connection of its
+own (heartbeat.py).
 """
 
 import logging
@@ -22,7 +24,7 @@ from typing import Any
 
 import psycopg
 
-from . import control, endings, roster, store
+from . import control, endings, pulse, roster, store
 from .doorbell import Doorbell
 from .frontier import Frontiers
 from .job import FATE, Job
@@ -36,12 +38,17 @@ log = logging.getLogger("jobs")
 
 @dataclass
 class Chore:
-    """A chore of the listener: its name in the log, how often it runs (seconds), and what it does on a connection."""
+    """A chore of the listener: its name in the log, how often it runs (seconds), and what it does on a connection.
+
+    at_stop: asked once the worker has stopped; when it answers True, the chore runs once
+    more, on a connection of its own (None: never).
+    """
 
     name: str
     every: float
     do: Callable[[psycopg.Connection[Any]], object]
     next_at: float = 0.0  # time.monotonic() moment it is due next; 0: at once
+    at_stop: Callable[[], bool] | None = None
 
 
 def timetable(
@@ -56,6 +63,7 @@ def timetable(
     schedules: Sequence[Schedule],
     paused_now: Callable[[set[str]], None],
     limits: Limits,
+    counted: pulse.Pulse,
 ) -> list[Chore]:
     """The chores of a worker on `queues`, each due at once when the listener starts."""
     reap = lease / roster.BEATS
@@ -67,6 +75,7 @@ def timetable(
         Chore("schedules", poll, lambda db: fired(db, schedules)),  # the jobs of due ticks, once across workers
         Chore("frontier", poll, lambda db: looked(db, queues, frontiers, doorbell)),
         Chore("cancels", poll, lambda db: cancels_heard(db, ledger)),
+        Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending),  # a failed flush keeps its counts
         Chore("reaper", reap, reaped),
     ]
 
@@ -140,3 +149,4 @@ def reaped(db: psycopg.Connection[Any]) -> None:
         control.cancelled_reaped(db)  # before the reaper, so a cancelled job is shelved, never run again
     endings.reaped(db)
     roster.pruned(db)
+    pulse.pruned(db)

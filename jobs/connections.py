@@ -115,11 +115,13 @@ def kept_running(
     complaints: Complaints,
     on_open: Callable[[psycopg.Connection[Any]], None] | None = None,
     on_lost: Callable[[BaseException], None] | None = None,
+    on_close: Callable[[psycopg.Connection[Any]], None] | None = None,
 ) -> None:
     """Calls `step(db)` until it answers False or `stopping` is set, reconnecting when cut off.
 
     on_open(db) runs on each new connection before the first step on it; on_lost(error)
-    runs when a step (or on_open) raised, before the connection is closed. Any
+    runs when a step (or on_open) raised, before the connection is closed; on_close(db)
+    runs at the end on the connection still open, if one is (none while cut off). Any
     BaseException is caught: SystemExit raised on a thread would end it in silence. `who` names the thread
     in the log; `complaints` (shared by a worker's threads) logs each refusal of the
     database once, and a refusal keeps a connection that is still sound.
@@ -151,6 +153,8 @@ def kept_running(
                 stopping.wait(pause)
                 pause = min(pause * 2, RECONNECT_MAX)
     finally:
+        if db is not None and on_close is not None and not (db.broken or db.closed):
+            on_close(db)
         closed(db)
 
 

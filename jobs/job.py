@@ -55,6 +55,7 @@ class Job:
         repr=False
     )  # a chain's step: the steps after it and on_failure; a callback: {"callback": true}
     claim: int | None  # the token of the claim that holds it (None for a reaped job)
+    claimed_at: int  # when the claim (or the reaper) took it, ms on the database's clock
     final: bool = field(default=False)  # set by the worker: a failure now ends the job
     deadline: float | None = field(
         default=None, compare=False

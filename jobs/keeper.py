@@ -28,6 +28,7 @@ from .job import Job, Performer
 from .ledger import Fate, Ledger, Loose
 from .outcomes import quiet_settled, recorded_failure
 from .policies import policy_of
+from .pulse import Pulse
 from .runner import Counts, reason_of, told
 from .threads import BATCH_TIME, WorkThread
 
@@ -45,6 +46,7 @@ class Crew(Protocol):
     performers: Mapping[str, Performer]
     timeout: float | None
     counts: Counts
+    pulse: Pulse
     doorbell: Doorbell
 
     def work_threads(self) -> list[WorkThread]: ...
@@ -152,7 +154,7 @@ class Keeper:
             for claim in {entry.claim for entry in left if entry.fate is Fate.DELETE}:
                 done = [entry for entry in left if entry.fate is Fate.DELETE and entry.claim == claim]
                 for job, outcome in quiet_settled(db, [entry.job for entry in done if entry.job is not None]):
-                    told(job, outcome, self.crew.counts)
+                    told(job, outcome, self.crew.counts, self.crew.pulse)
                 left = [entry for entry in left if entry not in done]
             for entry in [entry for entry in left if entry.fate is Fate.FAIL]:
                 self._failed(db, entry)
@@ -169,7 +171,7 @@ class Keeper:
         if outcome.kind != "lease_lost":
             if isinstance(error, TimeoutError):
                 self.crew.counts.timed_out += 1
-            told(job, outcome, self.crew.counts)
+            told(job, outcome, self.crew.counts, self.crew.pulse)
 
     def _reconciled(self, db: psycopg.Connection[Any]) -> None:
         """Lets go of the rows the database says this worker holds that none of its threads holds (ledger.strays)."""

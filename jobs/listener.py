@@ -4,7 +4,10 @@ On a connection of its own it LISTENs for the notification `later` sends on comm
 wakes a work thread at once (doorbell.py). On that connection it also runs the
 worker's chores (chores.py), each on its own timer and each alone: a chore the database
 refuses, or one that fails, is logged and the others run on; a lost connection
-reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT. The heartbeat
+reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT. Once the worker
+has stopped, the chores whose at_stop asks it (the pulse, with counts left) run once more
+on that connection, if it is open then (not while cut off: what they would have written is
+lost, and logged). The heartbeat
 runs beside it on a thread and a connection of its own (heartbeat.py), so no chore's
 statement ever holds it up.
 """
@@ -68,7 +71,24 @@ class Listener:
                 complaints=self.complaints,
                 on_open=self._listening,
                 on_lost=self._unlistened,
+                on_close=self._last_chores,
             )
+        self._left_undone()
+
+    def _last_chores(self, db: psycopg.Connection[Any]) -> None:
+        """Runs once more, each alone, the chores whose at_stop asks it, on the listener's last connection."""
+        for chore in self.chores:
+            if chore.at_stop is not None and chore.at_stop():
+                try:
+                    self._done(chore, db)
+                except psycopg.Error as error:  # the connection was lost: _done logged every other error
+                    log.error("the worker's last %s was cut off: %s", chore.name, error)
+
+    def _left_undone(self) -> None:
+        """Logs the chores that still had something to do when the listener ended (it was cut off then)."""
+        for chore in self.chores:
+            if chore.at_stop is not None and chore.at_stop():
+                log.error("the worker stopped while cut off from the database: its last %s is lost", chore.name)
 
     def interrupted(self) -> None:
         """Ends the listener's wait at once (it then sees `stopping`)."""

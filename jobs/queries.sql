@@ -30,8 +30,10 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- twice). The same statement counts the attempt, writes the claim's token and moves
 -- run_at one lease on: that is the lease. Nothing stays locked while the jobs run, so
 -- a worker that dies leaves its rows to be claimed again when the lease runs out.
--- The old run_at comes back as due_at, for the worker to keep the claim's order; the
--- columns come back under the names of store.Job's fields, which are built from them.
+-- The old run_at comes back as due_at, for the worker to keep the claim's order, and
+-- the statement's moment as claimed_at, for the worker's pulse to count how long each
+-- job waited (pulse.py), read once for the statement as the due bound is; the columns
+-- come back under the names of store.Job's fields, which are built from them.
 -- A job with a concurrency key waits while any job of its key is under a claim. The
 -- test reads the claimed keys once per statement (a correlated test per row cost a
 -- third of the claim's time); a job whose own lease ran out still holds its key
@@ -94,7 +96,8 @@ SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempt
 FROM due
 WHERE jobs.id = due.id AND jobs.id = ANY (ARRAY(SELECT id FROM due))
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
-    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim
+    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim,
+    (SELECT {now}) AS claimed_at
 
 -- name: first_due
 -- Where the first due job of a queue sits in the claim's order: the same walk as the
@@ -210,7 +213,7 @@ SET claim = NULL, failure = 'its worker stopped during the last attempt',
 WHERE id IN (SELECT id FROM jobs WHERE claim IS NOT NULL AND run_at <= {now} AND attempts >= max_attempts
     FOR UPDATE SKIP LOCKED)
 RETURNING id, queue, name, args, priority, run_at AS due_at, attempts AS attempt, max_attempts, key, batch,
-    flow, claim, true AS final
+    flow, claim, {now} AS claimed_at, true AS final
 
 -- name: expire
 -- Keyed jobs whose lease ran out give their key back, so that they (or another job
@@ -724,7 +727,8 @@ SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempt
 FROM taken
 WHERE jobs.id = taken.id AND jobs.id = ANY (ARRAY(SELECT id FROM taken))
 RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, taken.due_at,
-    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim
+    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim,
+    (SELECT {now}) AS claimed_at
 
 -- name: limit_room
 -- After a limited claim that took nothing: the queue's limit as it is now, for the

@@ -32,6 +32,7 @@ from .hand import Hand
 from .job import Job, Performer
 from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
 from .policies import DEFAULT, NO_RETRY, Policy, policy_of
+from .pulse import Pulse
 from .settlement import JobTransaction
 
 COMMIT_AFTER = 0.005  # seconds a success that wrote nothing waits to be deleted with the ones after it
@@ -124,6 +125,7 @@ def performed(
     patience: float | None = None,
     backend: Backend | None = None,
     give_back: Callable[[Hand], object] | None = None,
+    pulse: Pulse | None = None,
 ) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
@@ -137,7 +139,8 @@ def performed(
     `give_back(hand)` gives back the jobs of `hand` not yet started: a Worker's ledger
     lets them go for its keeper; by default they are given back on `db` at once.
     `backend` (backends.py) learns which server process runs each job's transaction,
-    behind a pooler. A lost connection raises, the Hand still holding what is unsettled.
+    behind a pooler. `pulse` (pulse.py), a Worker's, counts each settlement per minute.
+    A lost connection raises, the Hand still holding what is unsettled.
     """
     counts = counts if counts is not None else Counts()
     hand = hand if hand is not None else Hand(jobs)
@@ -155,9 +158,9 @@ def performed(
                 give_back(hand)  # a thread that waits takes them
             lines[job.id] = outcome.line
             if not quiet:
-                told(job, outcome, counts)
-            settled_quietly(db, hand.quiet(older_than=COMMIT_AFTER), counts, lines, hand)
-        settled_quietly(db, hand.quiet(), counts, lines, hand)
+                told(job, outcome, counts, pulse)
+            settled_quietly(db, hand.quiet(older_than=COMMIT_AFTER), counts, lines, hand, pulse)
+        settled_quietly(db, hand.quiet(), counts, lines, hand, pulse)
         if stopping():
             give_back(hand)
     finally:
@@ -172,10 +175,12 @@ def settled_quietly(
     counts: Counts,
     lines: dict[int, str] | None = None,
     hand: Hand | None = None,
+    pulse: Pulse | None = None,
 ) -> None:
     """Deletes quiet successes together (outcomes.quiet_settled), then counts and logs each.
 
     `hand`, if given, holds them until the deletion commits, and keeps them when it fails.
+    `pulse`, if given, counts them all at once.
     """
     if not jobs:
         return
@@ -191,11 +196,15 @@ def settled_quietly(
         told(job, outcome, counts)
         if lines is not None:
             lines[job.id] = outcome.line
+    if pulse is not None:
+        pulse.settled([(job.queue, outcome.kind, outcome.final) for job, outcome in settled])
 
 
-def told(job: Job, outcome: Outcome, counts: Counts) -> None:
-    """Counts a settled job's outcome and logs it."""
+def told(job: Job, outcome: Outcome, counts: Counts, pulse: Pulse | None = None) -> None:
+    """Counts a settled job's outcome (in `pulse` too, when given) and logs it."""
     counts.add(outcome.kind)
+    if pulse is not None:
+        pulse.settled([(job.queue, outcome.kind, outcome.final)])
     log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
 
 

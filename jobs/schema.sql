@@ -241,3 +241,22 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS queued_at bigint;
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS ran jsonb;
 CREATE INDEX IF NOT EXISTS jobs_scheduled_by_queue ON jobs (queue, run_at, id) WHERE scheduled;
 DROP INDEX IF EXISTS jobs_scheduled_queue;
+
+-- name: step 12
+-- The queue's pulse (pulse.py): one row per minute and queue, which every worker adds
+-- its own counts to every PULSE_EVERY seconds, so the dashboard draws the last hour
+-- and day without reading the jobs table. `waits` counts the claims of that minute by
+-- how long their job had been due, one element per bucket of WAIT_BUCKETS and a last
+-- one past them. The key leads with the minute: the chart reads a range of minutes,
+-- and the reaper deletes the minutes older than PULSE_KEPT from the front.
+-- A new table: nothing is rewritten.
+CREATE TABLE IF NOT EXISTS job_pulse (
+    minute bigint NOT NULL,            -- ms since the epoch at the minute's start, on the database's clock
+    queue text NOT NULL,
+    queued bigint NOT NULL DEFAULT 0,    -- first attempts claimed
+    finished bigint NOT NULL DEFAULT 0,  -- successes settled
+    retried bigint NOT NULL DEFAULT 0,   -- failed attempts to be tried again
+    failed bigint NOT NULL DEFAULT 0,    -- failures for good
+    waits bigint[] NOT NULL,             -- claims by wait from due, per bucket of WAIT_BUCKETS
+    PRIMARY KEY (minute, queue)
+);

@@ -25,6 +25,7 @@ MOMENTS = {
     "{clock}": "COALESCE(%(now)s::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
 }
 SCHEDULE_QUERIES = Path(__file__).with_name("schedules.sql")  # the statements of schedules.py
+PULSE_QUERIES = Path(__file__).with_name("pulse.sql")  # the statements of pulse.py
 
 
 def load(path: Path = QUERIES) -> dict[str, str]:
@@ -56,3 +57,4 @@ def one(cursor: psycopg.Cursor[R]) -> R:
 
 queries = load()
 schedule_queries = load(SCHEDULE_QUERIES)
+pulse_queries = load(PULSE_QUERIES)

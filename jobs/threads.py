@@ -26,6 +26,7 @@ from .hand import Hand
 from .job import Job, Performer
 from .ledger import Fate, Ledger
 from .limits import Limits
+from .pulse import Pulse
 from .runner import Counts, JobLost, lost_attempt, performed
 
 BATCH_MAX = 100  # jobs one claim may take at the most
@@ -48,6 +49,7 @@ class Shift(Protocol):
     timeout: float | None
     budgets: str
     counts: Counts
+    pulse: Pulse
     complaints: Complaints
     ledger: Ledger
     doorbell: Doorbell
@@ -176,6 +178,7 @@ class WorkThread:
             raise
         self.hand = Hand(jobs)
         worker.ledger.heard(claim, self.hand)
+        worker.pulse.claimed(jobs)
         return jobs
 
     def _ran_batch(self, db: psycopg.Connection[Any]) -> int:
@@ -202,6 +205,7 @@ class WorkThread:
             patience=BATCH_TIME,
             backend=self.backend,
             give_back=self.worker.ledger.given_back,
+            pulse=self.worker.pulse,
         )
         self.worker.ledger.done_with(hand)
         self.hand = Hand([])

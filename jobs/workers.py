@@ -28,6 +28,7 @@ from .keeper import Keeper
 from .ledger import Ledger
 from .limits import Limits
 from .listener import POLL_INTERVAL, Listener
+from .pulse import Pulse
 from .runner import Counts, current
 from .schedules import Schedule, held
 from .threads import WorkThread
@@ -79,6 +80,7 @@ class Worker:
         self.id = secrets.randbits(63)  # its row in job_workers, and the mark its claims leave on the jobs they hold
         self.version = schema.VERSION
         self.counts = Counts()
+        self.pulse = Pulse()  # its counts per queue and minute, until the listener adds them to job_pulse
         self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
         self.budgets = store.budgets_of(performers)  # the attempts each policy allows, for the claim
         self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
@@ -108,6 +110,7 @@ class Worker:
             schedules=self.schedules,
             paused_now=self.paused_now,
             limits=self.limits,
+            counted=self.pulse,
         )
         self._listener = Listener(
             self.connect,

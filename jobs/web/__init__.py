@@ -1,13 +1,15 @@
 """The queue's own dashboard: a WSGI app, standard library only, that any Python web app can mount.
 
 wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
-pages.py    the GETs, which only read: queues, the failed shelf, batches, schedules, workers
+queues.py   the queues page, a GET that only reads: each queue's jobs by state, its limit, and its pulse (chart.py)
+pages.py    the other GETs, which only read: the failed shelf, batches, schedules, workers
 detail.py   a job's page
 bulk.py     retry, discard or cancel every job a list's filters match: previewed, then in chunks
 lists.py    the lists of jobs: by state, filtered and paged (listing.py reads them), and a batch's
 actions.py  the POSTs, which change the queue and answer what they changed
 metrics.py  …/metrics in Prometheus' text format
 html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
+chart.py    the pulse's inline SVG charts
 """
 
 import re
@@ -17,7 +19,7 @@ from typing import TYPE_CHECKING
 from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 from ..schedules import Schedule, held
-from . import actions, bulk, csrf, detail, lists, metrics, pages
+from . import actions, bulk, csrf, detail, lists, metrics, pages, queues
 from .wsgi import Answer, Dashboard, Opens, Route
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
@@ -98,8 +100,8 @@ def route(pattern: str, method: str, handler: Callable[..., Answer], *, database
 
 
 ROUTES = [
-    route("/", "GET", pages.queues),
-    route("/queues.fragment", "GET", pages.queues_fragment),
+    route("/", "GET", queues.queues),
+    route("/queues.fragment", "GET", queues.queues_fragment),
     route("/failed", "GET", pages.failed),
     route("/jobs", "GET", lists.jobs_list),
     route("/job/([^/]*)", "GET", detail.job),

@@ -29,8 +29,7 @@ LAYOUT = Template("""<!doctype html>
 <body>
 <header><strong>jobs</strong>
 <a href="$root/">Queues</a> <a href="$root/jobs">Jobs</a> <a href="$root/failed">Failed</a>
-<a href="$root/batches">Batches</a> <a href="$root/schedules">Schedules</a> <a href="$root/workers">Workers</a>
-<a href="$root/metrics">Metrics</a></header>
+<a href="$root/batches">Batches</a> <a href="$root/schedules">Schedules</a> <a href="$root/workers">Workers</a></header>
 <main>
 <h1>$title</h1>
 $body

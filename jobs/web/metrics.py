@@ -4,7 +4,8 @@ Jobs per queue and state (as `status` counts them, an estimate past STATUS_EXACT
 by jobs_count_estimated), the oldest due job's age, whether each queue is paused, the
 limits of the limited queues (what is used of each, and the jobs each holds back), and
 the counters of the worker handed to `jobs.web.app`, if one was: what this process did,
-and which of its queues it has heard are paused (it looks every POLL_INTERVAL).
+which of its queues it has heard are paused (it looks every POLL_INTERVAL), and how long
+the jobs it claimed had been due, as a histogram over the buckets of WAIT_BUCKETS.
 """
 
 from dataclasses import fields
@@ -13,6 +14,7 @@ from typing import Any
 import psycopg
 
 from .. import shelf
+from ..pulse import WAIT_BUCKETS, Waits
 from ..tables import has_limit
 from .wsgi import Answer, Dashboard, Request
 
@@ -59,6 +61,12 @@ def metrics(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
         ]
         worker = dashboard.worker
         lines += [f'jobs_worker_queue_paused{{queue="{label(q)}"}} {int(q in worker.paused)}' for q in worker.queues]
+        lines += [
+            "# HELP jobs_worker_wait_seconds How long the jobs this process's worker claimed had been due.",
+            "# TYPE jobs_worker_wait_seconds histogram",
+        ]
+        for queue, waits in sorted(worker.pulse.waited().items()):
+            lines += histogram("jobs_worker_wait_seconds", f'queue="{label(queue)}"', waits)
     return Answer("\n".join(lines) + "\n", content_type=CONTENT_TYPE)
 
 
@@ -96,6 +104,18 @@ def limit_lines(limited: list[dict[str, Any]]) -> list[str]:
         "# TYPE jobs_limit_held_back gauge",
     ]
     lines += [f'jobs_limit_held_back{{queue="{label(q["queue"])}"}} {q["held_back"]}' for q in limited]
+    return lines
+
+
+def histogram(name: str, labels: str, waits: Waits) -> list[str]:
+    """One queue's histogram lines: each bucket's cumulative count by its bound in seconds, then +Inf, sum, count."""
+    lines, below = [], 0
+    for bound, count in zip([*WAIT_BUCKETS, None], waits.buckets, strict=True):
+        below += count
+        le = "+Inf" if bound is None else f"{bound / 1000:g}"
+        lines.append(f'{name}_bucket{{{labels},le="{le}"}} {below}')
+    lines.append(f"{name}_sum{{{labels}}} {waits.total / 1000:.3f}")
+    lines.append(f"{name}_count{{{labels}}} {below}")
     return lines
 
 

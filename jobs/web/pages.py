@@ -1,4 +1,4 @@
-"""The dashboard's pages, each a GET that only reads: the queues, the failed shelf, batches, schedules, workers.
+"""The dashboard's pages, each a GET that only reads: the failed shelf, batches, schedules, workers.
 
 Each reads what it shows through shelf.py, control.py, schedules.py and roster.py (or
 web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however
@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from .. import roster, shelf
 from .. import schedules as schedule_rows
 from ..sql import load
-from ..tables import age, has_limit, limit_said  # the command line's, so both say them alike
+from ..tables import age  # the command line's, so both say a duration alike
 from . import html, params
 from .html import escaped
 from .wsgi import Answer, Dashboard, Request
@@ -28,67 +28,6 @@ ASSETS = {
     "refresh.js": "text/javascript; charset=utf-8",
     "icon.svg": "image/svg+xml",  # named by every page, so a browser asks no /favicon.ico of the app
 }
-REFRESH_EVERY = 5  # seconds between two looks of the queues page at its table
-COUNTS = ("due", "scheduled", "in_work", "failed")
-
-
-def queues(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
-    """The queues page: each queue's figures, refreshed in place every REFRESH_EVERY seconds.
-
-    Below the table, a form pauses a queue by name: one with no job yet is not in the
-    table, and an operator may want it paused before its jobs come.
-    """
-    fragment = queues_table(request, shelf.status(db))
-    body = (
-        f'<div data-refresh="{escaped(request.url("/queues.fragment"))}" data-every="{REFRESH_EVERY}">'
-        f"{fragment}</div>{pause_form(request)}"
-    )
-    return Answer(html.page(request, "Queues", body, refreshing=True))
-
-
-def queues_fragment(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
-    """The queues page's table alone, for the page's script to put in place of the old one."""
-    return Answer(queues_table(request, shelf.status(db)))
-
-
-def queues_table(request: Request, figures: list[dict[str, Any]]) -> str:
-    """Each queue's counts by state, its oldest due job's age, its limit if any and its pause or resume button."""
-    if not figures:
-        return "<p>No jobs, and no queue is paused.</p>"
-    rows = []
-    for queue in figures:
-        counts = [("~" if state in queue["estimated"] else "") + f"{queue[state]:,}" for state in COUNTS]
-        for index, state in enumerate(COUNTS[:3]):  # each count leads to its list (lists.py)
-            counts[index] = html.link(request, "/jobs", counts[index], state=state, queue=queue["queue"])
-        counts[3] = html.link(request, "/failed", counts[3], queue=queue["queue"])
-        action = ("resume", "Resume") if queue["paused"] else ("pause", "Pause")
-        rows.append(
-            [
-                escaped(queue["queue"]),
-                *counts,
-                age(queue["oldest_due_age"]),
-                "yes" if queue["paused"] else "no",
-                html.button(request, action[0], action[1], {"queue": queue["queue"]}),
-            ]
-        )
-    headers = ["Queue", "Due", "Scheduled", "In work", "Failed", "Oldest due", "Paused", ""]
-    if any(has_limit(queue) for queue in figures):  # the columns of limits show once a queue has one
-        headers[-1:-1] = ["Limit", "Held back"]
-        for row, queue in zip(rows, figures, strict=True):
-            row[-1:-1] = [escaped(limit_said(queue)), f"{queue['held_back']:,}"]
-    note = ""
-    if any(queue["estimated"] for queue in figures):
-        note = f'<p class="muted">~ an estimate: past {shelf.STATUS_EXACT:,} jobs, counts come from the indexes.</p>'
-    return html.table(headers, rows, frozenset({"Due", "Scheduled", "In work", "Failed", "Held back"})) + note
-
-
-def pause_form(request: Request) -> str:
-    """A form that pauses the queue whose name is typed in."""
-    return (
-        f'<form class="actions" method="post" action="{escaped(request.root)}/pause">{html.token_field(request)}'
-        '<label>Queue to pause <input name="queue" required maxlength="200"></label>'
-        '<button type="submit">Pause queue</button></form>'
-    )
 
 
 def failed(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:

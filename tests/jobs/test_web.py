@@ -12,6 +12,7 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
+from jobs.pulse import Pulse
 from jobs.schedules import fired
 from tests.jobs.performers import doomed
 
@@ -334,6 +335,7 @@ def test_metrics_give_each_queue_s_figures_and_the_worker_s_counters(connect, ta
     class Held:  # what the dashboard reads of a worker
         counts = jobs.Counts(processed=7, failed=1)
         queues, paused = ["mail", "reports"], {"reports"}
+        pulse = Pulse()
 
     answer = Client(jobs.web.app(connect, authorize=operator, worker=Held())).get("/metrics", environ_base=OPERATOR)
     assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")

@@ -247,7 +247,7 @@ def test_a_claimed_row_is_read_into_a_job_by_column_name_whatever_their_order(db
     """store.job_row matches columns to Job's fields by name; a column missing is named in the error."""
     row = (
         "SELECT 'q' AS queue, 7 AS id, 'n' AS name, '{}'::jsonb AS args, 0 AS priority, 1 AS due_at, 1 AS attempt, "
-        "5 AS max_attempts, NULL AS key, NULL AS batch, NULL AS flow, 9 AS claim"
+        "5 AS max_attempts, NULL AS key, NULL AS batch, NULL AS flow, 9 AS claim, 2 AS claimed_at"
     )
     with db.cursor(row_factory=store.job_row) as cursor:
         [job] = cursor.execute(row).fetchall()
