@@ -108,9 +108,10 @@ def test_a_retried_job_wakes_an_idle_worker_at_once(db, connect):
         idle = """SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs tests' AND state = 'idle'
             AND (query = 'LISTEN jobs' OR query LIKE '%%SET scheduled = false%%'
                  OR query LIKE '%%FOR UPDATE SKIP LOCKED%%' OR query LIKE '%%job_paused_queues%%'
-                 OR query LIKE '%%job_workers%%'
+                 OR query LIKE '%%job_workers%%' OR query LIKE '%%job_limits%%' OR query LIKE '%%job_pulse%%'
                  OR query LIKE '%%pg_stat_activity%%' OR query LIKE '%%SELECT priority, run_at, id%%')"""
-        # the listener, the heartbeat and the work thread
+        # the listener (its last chore may be any of them: pauses, limits, the pulse), the heartbeat and the
+        # work thread
         wait_for(lambda: scalar(db, idle) == 3, "the worker to listen, look once and find nothing due")
         jobs.retried(db, job)
         assert ran.wait(10), "a worker that looks every 60 s ran the job within 10 s: it was woken"
