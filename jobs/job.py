@@ -126,7 +126,7 @@ class ArgsLoader(Loader):
     their encoding and checks their type: for a no-op job's few arguments that costs
     more than its share of the claim. jsonb's text from the server is always UTF-8
     and always one JSON value, so it is decoded and parsed straight away. Registered
-    on the claim's cursor only (store.claimed): a performer's own reads keep the loads
+    on the claim's cursor only (store.claim_rows): a performer's own reads keep the loads
     its app set up.
     """
 

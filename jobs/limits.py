@@ -6,7 +6,6 @@ claims their jobs with `claimed`, which takes the queue's row lock first, so tha
 claims of a limited queue are taken one after another across every worker.
 """
 
-import contextlib
 import functools
 import logging
 import threading
@@ -21,7 +20,7 @@ from psycopg.rows import class_row
 
 from . import store
 from .control import queue_named
-from .job import Job, job_row
+from .job import Job
 from .sql import queries
 
 LIMITED_BATCH = 1  # jobs a claim of a limited queue takes: none held ahead of the room, none given back after counting
@@ -121,13 +120,10 @@ def claimed(
     """
     params = store.claim_params(queue, now, after, lease=lease, worker=worker, budgets=budgets, claim=claim)
     try:
-        with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
-            with db.cursor(row_factory=job_row) as cursor:
-                jobs = cursor.execute(limited_statement(limit, after is not None), params).fetchall()
+        jobs = store.claim_rows(db, limited_statement(limit, after is not None), params)
     except psycopg.errors.UniqueViolation:
         return Claimed([])  # two jobs of one concurrency key side by side: nothing taken (see store.claimed)
     if jobs:
-        jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
         return Claimed(jobs)
     window = db.execute(queries["limit_room"], params).fetchone()
     if window is None:  # no limit now: it was lifted since the worker read it

@@ -186,10 +186,7 @@ def claimed(
     params = claim_params(queue, now, after, lease=lease, worker=worker, budgets=budgets, claim=claim)
     claim = params["claim"]
     try:
-        with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
-            with db.cursor(row_factory=job_row) as cursor:
-                cursor.adapters.register_loader("jsonb", ArgsLoader)
-                jobs = cursor.execute(claim_statement(limit, after is not None), params).fetchall()
+        jobs = claim_rows(db, claim_statement(limit, after is not None), params)
     except psycopg.errors.UniqueViolation:
         # Two jobs of one concurrency key: twice in this batch, or taken side by side
         # by two claims. The index refused it and nothing was claimed; one job at a
@@ -199,6 +196,19 @@ def claimed(
             if limit == 1
             else claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker, budgets=budgets, claim=claim)
         )  # the refused claim took nothing
+    return jobs
+
+
+def claim_rows(db: psycopg.Connection[Any], statement: sql.Composed, params: dict[str, Any]) -> list[Job]:
+    """Sends a claim's statement, committed alone, and answers its rows as Jobs in claim order.
+
+    Its jsonb columns are read with ArgsLoader (job.py). Shared by `claimed` and a
+    limited queue's claim (limits.py).
+    """
+    with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
+        with db.cursor(row_factory=job_row) as cursor:
+            cursor.adapters.register_loader("jsonb", ArgsLoader)
+            jobs = cursor.execute(statement, params).fetchall()
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
 

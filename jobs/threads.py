@@ -160,7 +160,7 @@ class WorkThread:
                 )
                 if within.room_in is not None:
                     worker.limits.has_room_in(within.room_in)  # one thread is woken then, not every idle one
-                    self.room_in = min(within.room_in, self.room_in or within.room_in)
+                    self.room_in = within.room_in if self.room_in is None else min(self.room_in, within.room_in)
                 jobs = within.jobs
             else:
                 jobs = store.claimed(
