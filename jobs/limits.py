@@ -16,14 +16,13 @@ from typing import Any
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import class_row
+from psycopg.cursor import BaseCursor
+from psycopg.rows import RowMaker, class_row
 
 from . import store
 from .control import queue_named
-from .job import Job
+from .job import Job, job_row
 from .sql import queries
-
-LIMITED_BATCH = 1  # jobs a claim of a limited queue takes: none held ahead of the room, none given back after counting
 
 log = logging.getLogger("jobs")
 
@@ -106,64 +105,47 @@ def claimed(
     queue: str,
     now: int | None = None,
     *,
-    limit: int = LIMITED_BATCH,
     after: tuple[int, int] | None = None,
     lease: float = store.LEASE,
     worker: int | None = None,
     budgets: str = "{}",
     claim: int | None = None,
 ) -> Claimed:
-    """Claims up to `limit` due jobs of `queue` within its limit, and commits; the arguments are store.claimed's.
+    """Claims one due job of `queue` within its limit, and commits; the arguments are store.claimed's.
 
-    A queue found with no limit (it was removed since the worker read it) is claimed by
+    One job a claim: each start is counted, so none is taken ahead of the room. A queue
+    found with no limit (it was removed since the worker read it) is claimed by
     store.claimed, at once.
     """
     params = store.claim_params(queue, now, after, lease=lease, worker=worker, budgets=budgets, claim=claim)
     try:
-        jobs = store.claim_rows(db, limited_statement(limit, after is not None), params)
+        answer = store.claim_answer(db, limited_statement(after is not None), params, answer_row)
     except psycopg.errors.UniqueViolation:
         return Claimed([])  # two jobs of one concurrency key side by side: nothing taken (see store.claimed)
-    if jobs:
-        return Claimed(jobs)
-    window = db.execute(queries["limit_room"], params).fetchone()
-    if window is None:  # no limit now: it was lifted since the worker read it
-        return Claimed(
-            store.claimed(
-                db,
-                queue,
-                now,
-                limit=limit,
-                after=after,
-                lease=lease,
-                worker=worker,
-                budgets=budgets,
-                claim=params["claim"],
-            )
+    if not answer:  # no limit now: it was lifted since the worker read it
+        jobs = store.claimed(
+            db, queue, now, after=after, lease=lease, worker=worker, budgets=budgets, claim=params["claim"]
         )
-    return Claimed([], full_for(*window))
+        return Claimed(jobs)
+    jobs = [job for job, _ in answer if job is not None]
+    room_ms = answer[0][1]
+    return Claimed(jobs, room_ms / 1000 if not jobs and room_ms is not None and room_ms > 0 else None)
 
 
-def full_for(
-    rate: int | None, per_ms: int | None, concurrency: int | None, starts: list[int], now: int
-) -> float | None:
-    """Seconds until the rate's window has room again, when it is full at `now`; None while it has room.
-
-    The concurrency is the claim's to decide: when a slot frees is not known ahead.
-    """
-    if rate is None or per_ms is None:
-        return None
-    recent = sorted(start for start in starts if start > now - per_ms)
-    if len(recent) < rate:
-        return None
-    return (recent[-rate] + per_ms - now) / 1000
+def answer_row(cursor: BaseCursor[Any, Any]) -> RowMaker[tuple[Job | None, int | None]]:
+    """A row factory for claim_limited's answer: the Job taken (None in the row that says none was), and room_ms."""
+    make = job_row(cursor)
+    result = cursor.pgresult
+    assert result is not None, "psycopg asks for a row maker once a statement has a result"
+    names = [result.fname(n) for n in range(result.nfields)]
+    taken, room = names.index(b"id"), names.index(b"room_ms")
+    return lambda values: (None if values[taken] is None else make(values), values[room])
 
 
 @functools.cache
-def limited_statement(limit: int, bounded: bool) -> sql.Composed:
-    """claim_limited with its LIMIT and its BOUND written in, as store.claim_statement writes the claim's."""
-    return sql.SQL(queries["claim_limited"]).format(
-        limit=sql.Literal(limit), bound=sql.SQL(store.BOUND if bounded else "")
-    )
+def limited_statement(bounded: bool) -> sql.Composed:
+    """claim_limited with its BOUND written in, as store.claim_statement writes the claim's."""
+    return sql.SQL(queries["claim_limited"]).format(bound=sql.SQL(store.BOUND if bounded else ""))
 
 
 class Limits:

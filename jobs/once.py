@@ -37,7 +37,7 @@ def worked(
     with db.transaction():
         store.promoted(db, now)
     # A limited queue's claim (limits.py) within its limit; any other's, after one read of job_limits.
-    claimed = limits.claimed(db, queue, now, limit=1, lease=lease, budgets=store.budgets_of(performers)).jobs
+    claimed = limits.claimed(db, queue, now, lease=lease, budgets=store.budgets_of(performers)).jobs
     if not claimed:
         return None
     return performed(db, claimed, performers, now=now)[0]

@@ -670,70 +670,69 @@ ON CONFLICT (queue) DO UPDATE SET rate = excluded.rate, per_ms = excluded.per_ms
 DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
 
 -- name: claim_limited
--- The claim of a limited queue: the claim's walk, bounded by the room the limit
--- leaves. It first locks the queue's row of job_limits (FOR UPDATE, in `lim`, which
--- the room reads before the walk begins), so the claims of one limited queue take
--- turns across every worker, and what it reads of the row is the newest version, with
--- the starts of the claim that held the lock before it. The room is the least of:
---   the rate's: claims left in the window that ends at the claim's moment ({clock},
---   read once the lock is held, so each claim's moment follows its predecessor's commit);
---   the concurrency's: jobs of the queue under a claim whose lease runs (read from
---   jobs_claimed: a dead worker's job frees its slot when the reaper lets its lease run
---   out), plus the jobs claimed under the limit since this statement's snapshot was
---   taken. The snapshot is from before the lock was granted, so it does not see what
---   the claims that held the lock meanwhile took: the row's `claimed` counter as the
---   snapshot sees it (`seen`) and as the lock reads it tells how many. A job they
---   claimed and that was settled since counts twice, never none: the room errs low.
--- The walk is read only as far as the room (a CTE runs only as far as it is read),
--- so no row past it is locked. The claim's moment is appended to the starts once per
--- job taken, and the starts older than the window are dropped. One statement, one
--- round trip: a first statement for the lock cost more than the claim itself.
-WITH lim AS MATERIALIZED (
-    SELECT rate, per_ms, concurrency, claimed, moment,
-        ARRAY(SELECT s FROM unnest(starts) AS s WHERE s > moment - per_ms) AS recent
-    FROM (SELECT *, {clock} AS moment FROM (
-        SELECT * FROM job_limits WHERE queue = %(queue)s FOR UPDATE) AS locked) AS row
-), room AS MATERIALIZED (
-    SELECT greatest(0, least(
-        coalesce(rate - cardinality(recent), {limit}),
-        CASE WHEN concurrency IS NULL THEN {limit} ELSE concurrency
-            - (SELECT count(*) FROM jobs WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > lim.moment)
-            - (claimed - coalesce((SELECT seen.claimed FROM job_limits AS seen WHERE seen.queue = %(queue)s), 0))
-        END)) AS n
-    FROM lim
-), due AS MATERIALIZED (
+-- The claim of a limited queue: one job, within the room its limit leaves, and in the
+-- same answer when that room comes back. Three steps, one statement, one round trip:
+--   `due` locks the first due job as the plain claim's walk does (FOR UPDATE SKIP
+--   LOCKED), one at most: a start is counted per job, so none is held ahead of the room.
+--   `counted` writes the start in the queue's row of job_limits, but only while the row
+--   says there is room; its row lock makes the claims of one limited queue take turns
+--   across every worker. A claim that waited for that lock reads the row again as its
+--   predecessor committed it, and its WHERE is evaluated again on it, the moment
+--   ({clock}) included, so each claim's moment follows its predecessor's commit. The
+--   rate has room while the window holds fewer than `rate` starts. `starts` keeps the
+--   moments of the window's claims in order, oldest first (a moment is never written
+--   before the last one, should the clock step back): width_bucket finds how many are
+--   out of the window by a binary search, and the write drops them, so neither reads
+--   the array element by element. The
+--   concurrency has room while fewer than `concurrency` jobs of the queue are under a
+--   claim whose lease runs (from jobs_claimed: a dead worker's job frees its slot when
+--   the reaper lets its lease run out), counting too the jobs claimed under the limit
+--   that this statement's snapshot, older than the lock, does not see: the row's
+--   `claimed` counter as the lock reads it, less the same as the snapshot sees it
+--   (`seen`). A job they claimed and that was settled since counts twice, never none:
+--   the room errs low, never high.
+--   `taken` claims the job only if the start was written.
+-- The answer is a row per job taken; with none taken, one row of NULLs whose room_ms
+-- says in how many ms the window has room again when it is full (NULL otherwise); and no
+-- row at all when the queue has no limit now, so the caller claims it as any other.
+-- Writing the row only when there is room, rather than locking it first and writing it
+-- after, halved what a limit adds to a claim (docs/performance.md).
+WITH due AS MATERIALIZED (
     SELECT id, run_at AS due_at
     FROM jobs
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
         AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
     ORDER BY priority, run_at, id
-    LIMIT {limit}
+    LIMIT 1
     FOR UPDATE SKIP LOCKED
-), taken AS MATERIALIZED (
-    SELECT id, due_at FROM due LIMIT (SELECT coalesce(max(n), 0) FROM room)
 ), counted AS (
-    UPDATE job_limits
-    SET starts = CASE WHEN lim.rate IS NULL THEN ARRAY[]::bigint[]
-            ELSE lim.recent || array_fill(lim.moment, ARRAY[(SELECT count(*) FROM taken)::integer]) END,
-        claimed = lim.claimed + (SELECT count(*) FROM taken)
-    FROM lim
-    WHERE job_limits.queue = %(queue)s AND EXISTS (SELECT FROM taken)
+    UPDATE job_limits AS l
+    SET starts = CASE WHEN l.rate IS NULL THEN l.starts
+            ELSE l.starts[width_bucket({clock} - l.per_ms, l.starts) + 1:]
+                || greatest({clock}, l.starts[cardinality(l.starts)]) END,
+        claimed = l.claimed + 1
+    WHERE l.queue = %(queue)s AND EXISTS (SELECT FROM due)
+        AND (l.rate IS NULL OR cardinality(l.starts) - width_bucket({clock} - l.per_ms, l.starts) < l.rate)
+        AND (l.concurrency IS NULL OR l.concurrency > l.claimed
+            - coalesce((SELECT seen.claimed FROM job_limits AS seen WHERE seen.queue = %(queue)s), 0)
+            + (SELECT count(*) FROM jobs WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > {clock}))
+    RETURNING l.queue
+), taken AS (
+    UPDATE jobs
+    SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
+        worker = %(worker)s::bigint,
+        max_attempts = COALESCE((%(budgets)s::jsonb ->> jobs.name)::integer, jobs.max_attempts)
+    FROM due
+    WHERE jobs.id = due.id AND jobs.id = (SELECT id FROM due) AND EXISTS (SELECT FROM counted)
+    RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, due.due_at,
+        jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim,
+        (SELECT {now}) AS claimed_at
 )
-UPDATE jobs
-SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
-    worker = %(worker)s::bigint,
-    max_attempts = COALESCE((%(budgets)s::jsonb ->> jobs.name)::integer, jobs.max_attempts)
-FROM taken
-WHERE jobs.id = taken.id AND jobs.id = ANY (ARRAY(SELECT id FROM taken))
-RETURNING jobs.id, jobs.queue, jobs.name, jobs.args, jobs.priority, taken.due_at,
-    jobs.attempts AS attempt, jobs.max_attempts, jobs.key, jobs.batch, jobs.flow, jobs.claim,
-    (SELECT {now}) AS claimed_at
-
--- name: limit_room
--- After a limited claim that took nothing: the queue's limit as it is now, for the
--- worker to learn when a full window has room again (none: the limit was lifted).
-SELECT rate, per_ms, concurrency, starts, {clock} AS now FROM job_limits WHERE queue = %(queue)s
+SELECT taken.*, CASE WHEN taken.id IS NULL AND cardinality(l.starts) >= l.rate
+        THEN l.starts[cardinality(l.starts) - l.rate + 1] + l.per_ms - {clock} END AS room_ms
+FROM job_limits AS l LEFT JOIN taken ON true
+WHERE l.queue = %(queue)s
 
 -- name: limited_queues
 -- The limited queues among a worker's, read by it once per POLL_INTERVAL: a handful of rows.

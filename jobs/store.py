@@ -12,11 +12,11 @@ import json
 import secrets
 import time
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import dict_row
+from psycopg.rows import RowFactory, dict_row
 
 from . import redaction
 from .arguments import encoded, encoded_args, named
@@ -26,6 +26,7 @@ from .sql import one, queries
 LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
 ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise; written on every insert
 RAN_MAX = 2**31 - 1  # ms of an attempt's run kept at most (24 days): the integer ran holds for it
+R = TypeVar("R")  # a row of a claim's answer, as its row factory makes it
 HELD = 2**63 - 1  # run_at of a job a Worker holds: the largest bigint, a lease that runs out only when the worker goes
 
 
@@ -200,17 +201,24 @@ def claimed(
 
 
 def claim_rows(db: psycopg.Connection[Any], statement: sql.Composed, params: dict[str, Any]) -> list[Job]:
-    """Sends a claim's statement, committed alone, and answers its rows as Jobs in claim order.
-
-    Its jsonb columns are read with ArgsLoader (job.py). Shared by `claimed` and a
-    limited queue's claim (limits.py).
-    """
-    with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
-        with db.cursor(row_factory=job_row) as cursor:
-            cursor.adapters.register_loader("jsonb", ArgsLoader)
-            jobs = cursor.execute(statement, params).fetchall()
+    """Sends a claim's statement, committed alone, and answers its rows as Jobs in claim order."""
+    jobs = claim_answer(db, statement, params, job_row)
     jobs.sort(key=lambda job: (job.priority, job.due_at, job.id))
     return jobs
+
+
+def claim_answer(
+    db: psycopg.Connection[Any], statement: sql.Composed, params: dict[str, Any], row: RowFactory[R]
+) -> list[R]:
+    """Sends a claim's statement, committed alone, and answers its rows as `row` makes them.
+
+    Its jsonb columns are read with ArgsLoader (job.py). Shared by `claimed` and a
+    limited queue's claim (limits.py), whose answer says more than its jobs.
+    """
+    with contextlib.nullcontext() if db.autocommit else db.transaction():  # one statement commits alone
+        with db.cursor(row_factory=row) as cursor:
+            cursor.adapters.register_loader("jsonb", ArgsLoader)
+            return cursor.execute(statement, params).fetchall()
 
 
 def claim_params(
