@@ -24,6 +24,8 @@ from .control import queue_named
 from .job import Job, job_row
 from .sql import queries
 
+PER_KEY_MAX = 1000  # jobs of one key a limit per key may let be in work at once: each is a slot the claim looks through
+
 log = logging.getLogger("jobs")
 
 
@@ -35,14 +37,17 @@ class Limit:
     rate: int | None  # jobs a window of `per_ms` may start; None: no rate
     per_ms: int | None  # the rate's window, ms
     concurrency: int | None  # jobs in work at once at the most; None: any number
+    per_key: int | None = None  # jobs of one concurrency key in work at once at the most; None: 1, as in any queue
 
     def said(self) -> str:
-        """The limit in words: "14 a 1 s, 4 at once"."""
+        """The limit in words: "14 a 1 s, 4 at once, 2 a key"."""
         parts = []
         if self.rate is not None and self.per_ms is not None:
             parts.append(f"{self.rate} a {self.per_ms / 1000:g} s")
         if self.concurrency is not None:
             parts.append(f"{self.concurrency} at once")
+        if self.per_key is not None:
+            parts.append(f"{self.per_key} a key")
         return ", ".join(parts)
 
 
@@ -52,9 +57,11 @@ def limited(
     *,
     rate: tuple[int, float] | None = None,
     concurrency: int | None = None,
+    per_key: int | None = None,
     now: int | None = None,
 ) -> Limit:
-    """Limits `queue` to `rate` (jobs, seconds) started per window and `concurrency` jobs in work at once.
+    """Limits `queue` to `rate` (jobs, seconds) started per window, `concurrency` jobs in work at once, and
+    `per_key` jobs of one concurrency key in work at once (where any queue lets one).
 
     Written on db's current transaction, it holds from the next claim that begins after
     it commits, on every worker, with no restart. A start is a claim's commit: see
@@ -69,10 +76,21 @@ def limited(
         per_ms = max(1, round(seconds * 1000))
     if concurrency is not None and (not whole(concurrency) or concurrency < 1):
         raise ValueError(f"a concurrency is 1 job or more at once, not {concurrency!r}")
-    if rate is None and concurrency is None:
-        raise ValueError(f"limit {queue!r} by a rate, a concurrency or both (to remove its limit: unlimited)")
-    limit = Limit(queue, rate and rate[0], per_ms, concurrency)
-    params = {"queue": queue, "rate": limit.rate, "per_ms": per_ms, "concurrency": concurrency, "now": now}
+    if per_key is not None and (not whole(per_key) or not 1 <= per_key <= PER_KEY_MAX):
+        raise ValueError(f"a limit per key is 1 to {PER_KEY_MAX} jobs of a key at once, not {per_key!r}")
+    if rate is None and concurrency is None and per_key is None:
+        raise ValueError(
+            f"limit {queue!r} by a rate, a concurrency, a number per key or several (to remove its limit: unlimited)"
+        )
+    limit = Limit(queue, rate and rate[0], per_ms, concurrency, per_key)
+    params = {
+        "queue": queue,
+        "rate": limit.rate,
+        "per_ms": per_ms,
+        "concurrency": concurrency,
+        "per_key": per_key,
+        "now": now,
+    }
     db.execute(queries["limit_set"], params)
     log.info("queue %s is limited to %s", queue, limit.said())
     return limit

@@ -65,6 +65,10 @@ SELECT id, pg_notify('jobs', %(queue)s) FROM queued
 -- one whose policy allows more than ATTEMPTS has them all, however its attempts end.
 -- A job an operator cancelled (cancelled_at) is never claimed: the heartbeat's
 -- cancelled_reaped puts it on the shelf.
+-- A job of a concurrency key takes its key's slot 0 (key_slot): a key's job is claimed
+-- only while none of that key is in work, and jobs_key_slot_in_work refuses the second
+-- of two claims side by side. Only a limited queue's claim takes other slots, up to its
+-- per-key limit (claim_limited); this one writes 0 over what such a claim left.
 -- A queue with a limit (job_limits) is claimed by claim_limited only: this claim takes
 -- none of its jobs from the moment the limit is committed. The test reads one row of a
 -- small table by its key, once per statement (a one-time filter, not a test per row).
@@ -91,7 +95,7 @@ WITH due AS MATERIALIZED (
 )
 UPDATE jobs
 SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
-    worker = %(worker)s::bigint,
+    worker = %(worker)s::bigint, key_slot = 0,
     max_attempts = COALESCE((%(budgets)s::jsonb ->> jobs.name)::integer, jobs.max_attempts)
 FROM due
 WHERE jobs.id = due.id AND jobs.id = ANY (ARRAY(SELECT id FROM due))
@@ -490,7 +494,7 @@ SELECT queues.queue,
         (SELECT min(run_at) FROM jobs WHERE queue = queues.queue AND scheduled AND run_at <= {now})
     ))::float8 / 1000 AS oldest_due_age,
     EXISTS (SELECT FROM job_paused_queues AS p WHERE p.queue = queues.queue) AS paused,
-    l.rate AS limit_rate, l.per_ms AS limit_per_ms, l.concurrency AS limit_concurrency,
+    l.rate AS limit_rate, l.per_ms AS limit_per_ms, l.concurrency AS limit_concurrency, l.per_key AS limit_per_key,
     (SELECT count(*) FROM unnest(l.starts) AS s WHERE s > {now} - l.per_ms)::integer AS limit_used
 FROM queues LEFT JOIN job_limits AS l ON l.queue = queues.queue
 ORDER BY queues.queue
@@ -661,10 +665,10 @@ ORDER BY w.ended_at IS NOT NULL, w.started_at DESC, w.id
 -- name: limit_set
 -- A queue's limit, new or changed; the moments of the window's claims are kept, so a
 -- rate lowered while the window is full holds at once.
-INSERT INTO job_limits (queue, rate, per_ms, concurrency, changed_at)
-VALUES (%(queue)s, %(rate)s, %(per_ms)s, %(concurrency)s, {now})
+INSERT INTO job_limits (queue, rate, per_ms, concurrency, per_key, changed_at)
+VALUES (%(queue)s, %(rate)s, %(per_ms)s, %(concurrency)s, %(per_key)s, {now})
 ON CONFLICT (queue) DO UPDATE SET rate = excluded.rate, per_ms = excluded.per_ms,
-    concurrency = excluded.concurrency, changed_at = excluded.changed_at
+    concurrency = excluded.concurrency, per_key = excluded.per_key, changed_at = excluded.changed_at
 
 -- name: limit_removed
 DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
@@ -691,7 +695,13 @@ DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
 --   `claimed` counter as the lock reads it, less the same as the snapshot sees it
 --   (`seen`). A job they claimed and that was settled since counts twice, never none:
 --   the room errs low, never high.
---   `taken` claims the job only if the start was written.
+--   `taken` claims the job only if the start was written. With a limit per key
+--   (per_key), the walk passes over a key with that many jobs in work rather than one,
+--   and the job takes the first of its key's slots 0 to per_key - 1 that no job of
+--   the key holds (key_slot). Both are read in the snapshot, which may miss a claim
+--   committed since; jobs_key_slot_in_work then refuses the slot taken twice, and the
+--   claim takes nothing, as the plain claim does. A slot none is free of (the limit was
+--   lowered) is 0, which a job then holds: refused too.
 -- The answer is a row per job taken; with none taken, one row of NULLs whose room_ms
 -- says in how many ms the window has room again when it is full (NULL otherwise); and no
 -- row at all when the queue has no limit now, so the caller claims it as any other.
@@ -702,7 +712,9 @@ WITH due AS MATERIALIZED (
     FROM jobs
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
-        AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
+        AND (key IS NULL OR key NOT IN (
+            SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL GROUP BY key
+            HAVING count(*) >= (SELECT coalesce(max(per_key), 1) FROM job_limits WHERE queue = %(queue)s)))
     ORDER BY priority, run_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -717,11 +729,15 @@ WITH due AS MATERIALIZED (
         AND (l.concurrency IS NULL OR l.concurrency > l.claimed
             - coalesce((SELECT seen.claimed FROM job_limits AS seen WHERE seen.queue = %(queue)s), 0)
             + (SELECT count(*) FROM jobs WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > {clock}))
-    RETURNING l.queue
+    RETURNING l.per_key
 ), taken AS (
     UPDATE jobs
     SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
         worker = %(worker)s::bigint,
+        key_slot = CASE WHEN jobs.key IS NULL THEN 0 ELSE coalesce((
+            SELECT min(slot) FROM generate_series(0, coalesce((SELECT per_key FROM counted), 1) - 1) AS slot
+            WHERE slot NOT IN (
+                SELECT held.key_slot FROM jobs AS held WHERE held.key = jobs.key AND held.claim IS NOT NULL)), 0) END,
         max_attempts = COALESCE((%(budgets)s::jsonb ->> jobs.name)::integer, jobs.max_attempts)
     FROM due
     WHERE jobs.id = due.id AND jobs.id = (SELECT id FROM due) AND EXISTS (SELECT FROM counted)
@@ -736,4 +752,4 @@ WHERE l.queue = %(queue)s
 
 -- name: limited_queues
 -- The limited queues among a worker's, read by it once per POLL_INTERVAL: a handful of rows.
-SELECT queue, rate, per_ms, concurrency FROM job_limits WHERE queue = ANY(%(queues)s) ORDER BY queue
+SELECT queue, rate, per_ms, concurrency, per_key FROM job_limits WHERE queue = ANY(%(queues)s) ORDER BY queue

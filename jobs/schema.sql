@@ -260,3 +260,25 @@ CREATE TABLE IF NOT EXISTS job_pulse (
     waits bigint[] NOT NULL,             -- claims by wait from due, per bucket of WAIT_BUCKETS
     PRIMARY KEY (minute, queue)
 );
+
+-- name: step 13
+-- A limit per key (limits.py): `per_key` lets that many jobs of one concurrency key be
+-- in work at once in a limited queue, where the plain claim lets one. Each job under a
+-- claim holds one of its key's slots, numbered from 0 in `key_slot`: the plain claim
+-- always takes slot 0, a limited queue's claim the first of its per_key slots that no
+-- job of the key holds. The unique index on the key of claimed rows becomes one on the
+-- key and its slot, so it still refuses what two claims side by side could both take:
+-- a second job of a key in one slot. A per-key limit alone is a limit, so the check
+-- that a row limits something names it too.
+-- key_slot's default is a constant: the column is added without rewriting a row.
+-- Building the new index reads the table, as steps 6 and 11 did (see Deploying in the
+-- manual); the old index is dropped once the new one guards the claims.
+ALTER TABLE job_limits ADD COLUMN IF NOT EXISTS per_key integer CHECK (per_key > 0);
+ALTER TABLE job_limits DROP CONSTRAINT IF EXISTS job_limits_check1;
+ALTER TABLE job_limits DROP CONSTRAINT IF EXISTS job_limits_limits_something;
+ALTER TABLE job_limits ADD CONSTRAINT job_limits_limits_something
+    CHECK (rate IS NOT NULL OR concurrency IS NOT NULL OR per_key IS NOT NULL);
+ALTER TABLE jobs ADD COLUMN IF NOT EXISTS key_slot smallint NOT NULL DEFAULT 0;
+CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_slot_in_work ON jobs (key, key_slot)
+    WHERE key IS NOT NULL AND claim IS NOT NULL;
+DROP INDEX IF EXISTS jobs_key_in_work;

@@ -140,10 +140,11 @@ def status(db: psycopg.Connection[Any], now: int | None = None) -> list[dict[str
     queued with `at`); in_work (held by a live claim, or by the claim of a worker that
     died on the job's last attempt until it is reaped); failed (on the shelf);
     oldest_due_age (seconds since the longest-due job became due, None when nothing is
-    due); paused (see control.paused); limit_rate, limit_per_ms, limit_concurrency (its
-    limit, see limits.limited; None where not set), limit_used (the claims of the rate's
-    window that ends now) and held_back (due jobs that wait for the limit's room, 0
-    with no limit); and estimated, the states whose count is an estimate (an empty list
+    due); paused (see control.paused); limit_rate, limit_per_ms, limit_concurrency,
+    limit_per_key (its limit, see limits.limited; None where not set), limit_used (the
+    claims of the rate's window that ends now) and held_back (due jobs that wait for the
+    room of its rate or concurrency, 0 with neither; a job waiting for its key's room is
+    due); and estimated, the states whose count is an estimate (an empty list
     when every count is exact).
 
     Counts up to STATUS_EXACT (10,000) are exact. Past it, counting one by one would

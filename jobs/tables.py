@@ -23,16 +23,18 @@ def table(headers: list[str], rows: list[list[Any]]) -> str:
 
 def has_limit(queue: dict[str, Any]) -> bool:
     """Whether a queue of status has a limit."""
-    return queue["limit_rate"] is not None or queue["limit_concurrency"] is not None
+    return any(queue[limit] is not None for limit in ("limit_rate", "limit_concurrency", "limit_per_key"))
 
 
 def limit_said(queue: dict[str, Any]) -> str:
-    """A queue's limit as status shows it, with what is used of it: "14 a 1 s (3 used), 4 at once (4 in work)"."""
+    """A queue's limit as status shows it, and what is used of it: "14 a 1 s (3 used), 2 at once (2 in work)"."""
     parts = []
     if queue["limit_rate"] is not None:
         parts.append(f"{queue['limit_rate']} a {queue['limit_per_ms'] / 1000:g} s ({queue['limit_used']} used)")
     if queue["limit_concurrency"] is not None:
         parts.append(f"{queue['limit_concurrency']} at once ({queue['in_work']} in work)")
+    if queue["limit_per_key"] is not None:
+        parts.append(f"{queue['limit_per_key']} a key")
     return ", ".join(parts) or "-"
 
 

@@ -73,14 +73,15 @@ def metrics(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
 def limit_lines(limited: list[dict[str, Any]]) -> list[str]:
     """The limits of the queues that have one, what is used of each, and the jobs they hold back."""
     lines = [
-        "# HELP jobs_limit A queue's limit: jobs a window may start (rate), or jobs in work at once (concurrency).",
+        "# HELP jobs_limit A queue's limit: jobs a window may start (rate), jobs in work at once (concurrency),"
+        " or jobs of one key in work at once (per_key).",
         "# TYPE jobs_limit gauge",
     ]
     kinds = {"rate": "limit_used", "concurrency": "in_work"}
     lines += [
         f'jobs_limit{{queue="{label(q["queue"])}",kind="{kind}"}} {q["limit_" + kind]}'
         for q in limited
-        for kind in kinds
+        for kind in [*kinds, "per_key"]
         if q["limit_" + kind] is not None
     ]
     lines += ["# HELP jobs_limit_used What is used of each limit now.", "# TYPE jobs_limit_used gauge"]

@@ -136,7 +136,7 @@ def test_the_slot_of_a_killed_worker_comes_back_when_its_lease_runs_out(runs, da
 @pytest.mark.parametrize(
     ("options", "said"),
     [
-        ({}, "limit 'mail' by a rate, a concurrency or both"),
+        ({}, "limit 'mail' by a rate, a concurrency, a number per key or several"),
         ({"rate": (0, 1.0)}, "a rate is (jobs, seconds)"),
         ({"rate": (14, 0)}, "a rate is (jobs, seconds)"),
         ({"rate": (14, "1s")}, "a rate is (jobs, seconds)"),

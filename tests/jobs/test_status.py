@@ -14,7 +14,14 @@ def test_status_of_an_empty_table_is_empty(db):
     assert jobs.status(db, now=T) == []
 
 
-UNLIMITED = {"limit_rate": None, "limit_per_ms": None, "limit_concurrency": None, "limit_used": 0, "held_back": 0}
+UNLIMITED = {
+    "limit_rate": None,
+    "limit_per_ms": None,
+    "limit_concurrency": None,
+    "limit_per_key": None,
+    "limit_used": 0,
+    "held_back": 0,
+}
 
 
 def test_status_counts_each_queue_s_jobs_by_state(db):
