@@ -38,6 +38,7 @@ import psycopg
 from . import complaints, schema, store
 from .commands import commands_added, imported
 from .connections import keepalives
+from .limit_commands import limit_commands_added
 from .listener import POLL_INTERVAL
 from .workers import Worker
 
@@ -68,8 +69,8 @@ def parser() -> argparse.ArgumentParser:
         prog="python -m jobs",
         description="Work and inspect the jobs table.",
         epilog=(
-            "Exit codes: 0 done; 1 `failed` found failed jobs, or `retry`/`discard`/`pause`/`resume`/`cancel` "
-            "changed nothing; "
+            "Exit codes: 0 done; 1 `failed` found failed jobs, or `retry`/`discard`/`pause`/`resume`/`cancel`/"
+            "`unlimit` changed nothing; "
             "2 a wrong command line, or DATABASE_URL unset; 3 the database could not be reached or refused."
         ),
     )
@@ -127,6 +128,7 @@ def parser() -> argparse.ArgumentParser:
     )
     work.set_defaults(command=work_command)
     commands_added(commands)
+    limit_commands_added(commands)
     return top
 
 

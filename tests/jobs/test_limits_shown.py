@@ -99,3 +99,43 @@ def test_a_drain_waits_for_the_jobs_a_full_window_holds_back(db, connect):
     worker.stop(drain=True)
     assert worker.join(10)
     assert jobs.listed(db) == []
+
+
+def test_the_limit_command_sets_a_limit_that_the_next_claim_keeps_and_unlimit_lifts_it(db, database_url):
+    with db.transaction():
+        for n in range(3):
+            jobs.later(db, "mail", "note", {"n": n})
+    done = cli(database_url, "limit", "mail", "--rate", "1/3600", "--per-key", "2")
+    assert (done.returncode, done.stdout) == (
+        0,
+        "queue mail limited to 1 a 3600 s, 2 a key, from the next claim of every worker\n",
+    )
+    assert db.execute("SELECT rate, per_ms, concurrency, per_key FROM job_limits").fetchall() == [
+        (1, 3_600_000, None, 2)
+    ]
+    assert [len(limits.claimed(db, "mail", lease=60).jobs) for _ in range(2)] == [1, 0]
+    lifted = cli(database_url, "unlimit", "mail")
+    assert (lifted.returncode, lifted.stdout) == (
+        0,
+        "queue mail is no longer limited, from the next claim of every worker\n",
+    )
+    assert len(limits.claimed(db, "mail", lease=60).jobs) == 1
+    again = cli(database_url, "unlimit", "mail")
+    assert (again.returncode, again.stdout) == (1, "queue mail had no limit\n")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ([], "give --rate, --concurrency or --per-key"),
+        (["--rate", "14"], "a rate is JOBS/SECONDS, such as 14/1, not '14'"),
+        (["--rate", "0/1"], "a rate is (jobs, seconds)"),
+        (["--concurrency", "0"], "a concurrency is 1 job or more"),
+        (["--per-key", "-2"], "a limit per key is 1 to"),
+    ],
+)
+def test_a_limit_command_that_makes_no_sense_exits_2_and_changes_nothing(db, database_url, arguments, said):
+    refused = cli(database_url, "limit", "mail", *arguments)
+    assert refused.returncode == 2
+    assert said in refused.stderr
+    assert scalar(db, "SELECT count(*) FROM job_limits") == 0
