@@ -84,7 +84,8 @@ def test_a_policy_of_eight_attempts_each_ended_by_a_lost_connection_runs_all_eig
         worker = jobs.worker(connect, "default", {"fragile": fragile}, threads=1, lease=LEASE)
         try:
             job = jobs.later(db, "default", "fragile", {})
-            wait_for(lambda: jobs.failed(db), "the job to fail for good", timeout=20)
+            # Seven reconnections, each after a backoff twice the last: 13 s of waiting alone.
+            wait_for(lambda: jobs.failed(db), "the job to fail for good", timeout=60)
         finally:
             worker.stop()
             worker.join(10)
