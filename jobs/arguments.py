@@ -9,6 +9,10 @@ import json
 import math
 from typing import Any
 
+# The encoder of every job's arguments, made once (json.dumps given options makes one a call);
+# it keeps nothing between calls, so every thread shares it.
+ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
 
 class Refusal(Exception):
     """What is wrong with a value, and the path to it, gathered as the walk unwinds."""
@@ -49,7 +53,7 @@ def encoded_args(name: str, args: dict[str, Any]) -> str:
         walked(args)
     except Refusal as refusal:
         raise refusal.error(f"job {name!r}: args{''.join(reversed(refusal.path))} {refusal.what}") from None
-    return json.dumps(args, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return ENCODER.encode(args)
 
 
 def walked(value: Any) -> None:
