@@ -77,18 +77,18 @@ def walked(value: Any) -> None:
                 raise Refusal(TypeError, f"has a key {key!r} that is not a string")
             if "\x00" in key:
                 raise Refusal(ValueError, f"has a key {key!r} holding a NUL character")
-            stepped(item, f"[{key!r}]")
+            stepped(item, key)
     elif kind is list:
         for i, item in enumerate(value):
-            stepped(item, f"[{i}]")
+            stepped(item, i)
     else:
         raise Refusal(TypeError, f"is a {kind.__name__}, which is not JSON")
 
 
-def stepped(item: Any, step: str) -> None:
-    """Walks `item`, adding `step` to the path of whatever is wrong inside it."""
+def stepped(item: Any, step: str | int) -> None:
+    """Walks `item`, adding `step` (its key, or its index in a list) to the path of whatever is wrong inside it."""
     try:
         walked(item)
     except Refusal as refusal:
-        refusal.path.append(step)
+        refusal.path.append(f"[{step!r}]")
         raise
