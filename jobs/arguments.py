@@ -9,6 +9,10 @@ import json
 import math
 from typing import Any
 
+# The encoder of every job's arguments, made once (json.dumps given options makes one a call);
+# it keeps nothing between calls, so every thread shares it.
+ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
 
 class Refusal(Exception):
     """What is wrong with a value, and the path to it, gathered as the walk unwinds."""
@@ -49,7 +53,7 @@ def encoded_args(name: str, args: dict[str, Any]) -> str:
         walked(args)
     except Refusal as refusal:
         raise refusal.error(f"job {name!r}: args{''.join(reversed(refusal.path))} {refusal.what}") from None
-    return json.dumps(args, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return ENCODER.encode(args)
 
 
 def walked(value: Any) -> None:
@@ -73,18 +77,18 @@ def walked(value: Any) -> None:
                 raise Refusal(TypeError, f"has a key {key!r} that is not a string")
             if "\x00" in key:
                 raise Refusal(ValueError, f"has a key {key!r} holding a NUL character")
-            stepped(item, f"[{key!r}]")
+            stepped(item, key)
     elif kind is list:
         for i, item in enumerate(value):
-            stepped(item, f"[{i}]")
+            stepped(item, i)
     else:
         raise Refusal(TypeError, f"is a {kind.__name__}, which is not JSON")
 
 
-def stepped(item: Any, step: str) -> None:
-    """Walks `item`, adding `step` to the path of whatever is wrong inside it."""
+def stepped(item: Any, step: str | int) -> None:
+    """Walks `item`, adding `step` (its key, or its index in a list) to the path of whatever is wrong inside it."""
     try:
         walked(item)
     except Refusal as refusal:
-        refusal.path.append(step)
+        refusal.path.append(f"[{step!r}]")
         raise

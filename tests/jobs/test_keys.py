@@ -4,7 +4,7 @@ import threading
 
 import jobs
 from jobs import store
-from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
+from tests.jobs.helpers import WAIT, scalar, start_worker, stopped, wait_for
 from tests.jobs.test_processes import worker_connections
 
 
@@ -14,6 +14,17 @@ def test_a_second_job_with_a_waiting_unique_key_is_not_queued(db):
     assert jobs.later(db, "default", "sync", {"account": 1}, unique="sync:1") is None
     assert jobs.later(db, "default", "sync", {"account": 2}, unique="sync:2") is not None
     assert len(jobs.listed(db)) == 2
+
+
+def test_a_job_refused_for_its_unique_key_wakes_no_worker(db, connect):
+    jobs.later(db, "default", "sync", {}, unique="sync")
+    with connect() as listener:
+        listener.autocommit = True
+        listener.execute("LISTEN jobs")
+        assert jobs.later(db, "default", "sync", {}, unique="sync") is None
+        jobs.later(db, "other", "sync", {})  # its notification comes after any the refused job sent
+        heard = [note.payload for note in listener.notifies(timeout=WAIT, stop_after=1)]
+    assert heard == ["other"]
 
 
 def test_a_unique_key_is_free_again_once_its_job_has_run(db):
