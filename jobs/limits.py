@@ -128,16 +128,20 @@ def claimed(
     worker: int | None = None,
     budgets: str = "{}",
     claim: int | None = None,
+    known: Limit | None = None,
 ) -> Claimed:
     """Claims one due job of `queue` within its limit, and commits; the arguments are store.claimed's.
 
     One job a claim: each start is counted, so none is taken ahead of the room. A queue
     found with no limit (it was removed since the worker read it) is claimed by
-    store.claimed, at once.
+    store.claimed, at once. `known` is the queue's limit as the caller last read it:
+    without a limit per key there, the claim takes one job of a key at a time, as if
+    none were set, and skips the work of looking through a key's slots (None: unknown).
     """
     params = store.claim_params(queue, now, after, lease=lease, worker=worker, budgets=budgets, claim=claim)
+    per_key = known is None or known.per_key is not None
     try:
-        answer = store.claim_answer(db, limited_statement(after is not None), params, answer_row)
+        answer = store.claim_answer(db, limited_statement(after is not None, per_key), params, answer_row)
     except psycopg.errors.UniqueViolation:
         return Claimed([])  # two jobs of one concurrency key side by side: nothing taken (see store.claimed)
     if not answer:  # no limit now: it was lifted since the worker read it
@@ -161,9 +165,14 @@ def answer_row(cursor: BaseCursor[Any, Any]) -> RowMaker[tuple[Job | None, int |
 
 
 @functools.cache
-def limited_statement(bounded: bool) -> sql.Composed:
-    """claim_limited with its BOUND written in, as store.claim_statement writes the claim's."""
-    return sql.SQL(queries["claim_limited"]).format(bound=sql.SQL(store.BOUND if bounded else ""))
+def limited_statement(bounded: bool, per_key: bool) -> sql.Composed:
+    """claim_limited with its BOUND written in, as store.claim_statement writes the claim's, and with the
+    statements of a limit per key (per_key_full, per_key_slot) or without."""
+    return sql.SQL(queries["claim_limited"]).format(
+        bound=sql.SQL(store.BOUND if bounded else ""),
+        full=sql.SQL(" " + queries["per_key_full"] if per_key else ""),
+        slot=sql.SQL(queries["per_key_slot"] if per_key else "0"),
+    )
 
 
 class Limits:

@@ -689,9 +689,9 @@ DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
 --   ({clock}) included, so each claim's moment follows its predecessor's commit. The
 --   rate has room while the window holds fewer than `rate` starts. `starts` keeps the
 --   moments of the window's claims in order, oldest first (a moment is never written
---   before the last one, should the clock step back): width_bucket finds how many are
---   out of the window by a binary search, and the write drops them, so neither reads
---   the array element by element. The
+--   before the last one, should the clock step back), so that is one element's test:
+--   the rate-th newest start is out of the window. The write drops the starts out of
+--   the window, found by width_bucket's binary search. The
 --   concurrency has room while fewer than `concurrency` jobs of the queue are under a
 --   claim whose lease runs (from jobs_claimed: a dead worker's job frees its slot when
 --   the reaper lets its lease run out), counting too the jobs claimed under the limit
@@ -699,13 +699,13 @@ DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
 --   `claimed` counter as the lock reads it, less the same as the snapshot sees it
 --   (`seen`). A job they claimed and that was settled since counts twice, never none:
 --   the room errs low, never high.
---   `taken` claims the job only if the start was written. With a limit per key
---   (per_key), the walk passes over a key with that many jobs in work rather than one,
---   and the job takes the first of its key's slots 0 to per_key - 1 that no job of
---   the key holds (key_slot). Both are read in the snapshot, which may miss a claim
---   committed since; jobs_key_slot_in_work then refuses the slot taken twice, and the
---   claim takes nothing, as the plain claim does. A slot none is free of (the limit was
---   lowered) is 0, which a job then holds: refused too.
+--   `taken` claims the job only if the start was written.
+-- A key's jobs: without a limit per key, {full} is empty and {slot} is 0, and the walk
+-- passes over a key with a job in work, as the plain claim's does. With one (per_key),
+-- they are the two statements below, written in: the walk passes over a key only once
+-- it has per_key jobs in work, and the job takes the first of its key's slots 0 to
+-- per_key - 1 that no job of the key holds. A worker picks the one its last read of the
+-- limits calls for (limits.py): the first, for a limit per key set since, is stricter.
 -- The answer is a row per job taken; with none taken, one row of NULLs whose room_ms
 -- says in how many ms the window has room again when it is full (NULL otherwise); and no
 -- row at all when the queue has no limit now, so the caller claims it as any other.
@@ -716,9 +716,7 @@ WITH due AS MATERIALIZED (
     FROM jobs
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
-        AND (key IS NULL OR key NOT IN (
-            SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL GROUP BY key
-            HAVING count(*) >= (SELECT coalesce(max(per_key), 1) FROM job_limits WHERE queue = %(queue)s)))
+        AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL{full}))
     ORDER BY priority, run_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -729,7 +727,8 @@ WITH due AS MATERIALIZED (
                 || greatest({clock}, l.starts[cardinality(l.starts)]) END,
         claimed = l.claimed + 1
     WHERE l.queue = %(queue)s AND EXISTS (SELECT FROM due)
-        AND (l.rate IS NULL OR cardinality(l.starts) - width_bucket({clock} - l.per_ms, l.starts) < l.rate)
+        AND (l.rate IS NULL OR cardinality(l.starts) < l.rate
+            OR l.starts[cardinality(l.starts) - l.rate + 1] <= {clock} - l.per_ms)
         AND (l.concurrency IS NULL OR l.concurrency > l.claimed
             - coalesce((SELECT seen.claimed FROM job_limits AS seen WHERE seen.queue = %(queue)s), 0)
             + (SELECT count(*) FROM jobs WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > {clock}))
@@ -738,10 +737,7 @@ WITH due AS MATERIALIZED (
     UPDATE jobs
     SET run_at = COALESCE(%(held)s::bigint, {clock} + %(lease)s), attempts = attempts + 1, claim = %(claim)s,
         worker = %(worker)s::bigint,
-        key_slot = CASE WHEN jobs.key IS NULL THEN 0 ELSE coalesce((
-            SELECT min(slot) FROM generate_series(0, coalesce((SELECT per_key FROM counted), 1) - 1) AS slot
-            WHERE slot NOT IN (
-                SELECT held.key_slot FROM jobs AS held WHERE held.key = jobs.key AND held.claim IS NOT NULL)), 0) END,
+        key_slot = {slot},
         max_attempts = COALESCE((%(budgets)s::jsonb ->> jobs.name)::integer, jobs.max_attempts)
     FROM due
     WHERE jobs.id = due.id AND jobs.id = (SELECT id FROM due) AND EXISTS (SELECT FROM counted)
@@ -753,6 +749,23 @@ SELECT taken.*, CASE WHEN taken.id IS NULL AND cardinality(l.starts) >= l.rate
         THEN l.starts[cardinality(l.starts) - l.rate + 1] + l.per_ms - {clock} END AS room_ms
 FROM job_limits AS l LEFT JOIN taken ON true
 WHERE l.queue = %(queue)s
+
+-- name: per_key_full
+-- claim_limited's {full} for a queue with a limit per key: the keys in work that are
+-- full, those with per_key jobs in work (1 if the limit was lifted since the worker read
+-- it). Read in the snapshot, with the slot below, it may miss a claim committed since:
+-- jobs_key_slot_in_work then refuses the slot taken twice, and the claim takes nothing,
+-- as the plain claim does with a key taken twice.
+GROUP BY key HAVING count(*) >= (SELECT coalesce(max(per_key), 1) FROM job_limits WHERE queue = %(queue)s)
+
+-- name: per_key_slot
+-- claim_limited's {slot} for a queue with a limit per key: the first of the key's slots
+-- no job of the key holds; none free (the limit was lowered) is 0, which one then
+-- holds: refused too.
+CASE WHEN jobs.key IS NULL THEN 0 ELSE coalesce((
+    SELECT min(slot) FROM generate_series(0, coalesce((SELECT per_key FROM counted), 1) - 1) AS slot
+    WHERE slot NOT IN (
+        SELECT held.key_slot FROM jobs AS held WHERE held.key = jobs.key AND held.claim IS NOT NULL)), 0) END
 
 -- name: limited_queues
 -- The limited queues among a worker's, read by it once per POLL_INTERVAL: a handful of rows.

@@ -154,9 +154,10 @@ class WorkThread:
         worker.ledger.claiming(claim)
         after, lease, budgets = worker.frontiers.bound(queue), worker.lease, worker.budgets
         try:
-            if queue in worker.limits.known:
+            known = worker.limits.known.get(queue)
+            if known is not None:
                 within = limits.claimed(
-                    db, queue, after=after, lease=lease, worker=worker.id, budgets=budgets, claim=claim
+                    db, queue, after=after, lease=lease, worker=worker.id, budgets=budgets, claim=claim, known=known
                 )
                 if within.room_in is not None:
                     worker.limits.has_room_in(within.room_in)  # one thread is woken then, not every idle one

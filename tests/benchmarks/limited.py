@@ -46,9 +46,9 @@ def measure(url: str, samples: int, rounds: int) -> Claims:
     medians: dict[str, list[float]] = {"plain": [], "before": [], "limited": []}
     with database.connected(url) as db:
         database.emptied(db, queue.TABLE)
-        jobs.limited(db, LIMITED, rate=(EDGE_RATE, 3600.0))
+        edge = jobs.limited(db, LIMITED, rate=(EDGE_RATE, 3600.0))
         for _ in range(rounds):
-            for key, median in timed(db, samples).items():
+            for key, median in timed(db, samples, edge).items():
                 medians[key].append(median)
         jobs.unlimited(db, LIMITED)
         jobs.limited(db, database.QUEUE, rate=(LATENCY_RATE, 1.0))
@@ -59,11 +59,12 @@ def measure(url: str, samples: int, rounds: int) -> Claims:
     return Claims(plain, before, limited, latency, latency_unlimited)
 
 
-def timed(db, samples: int) -> dict[str, float]:
+def timed(db, samples: int, edge: limits.Limit) -> dict[str, float]:
     """The median seconds of each claim over `samples` turns, the three claims taking turns within each, so
-    that they meet the same passing disturbances; each claims a job queued just before it."""
+    that they meet the same passing disturbances; each claims a job queued just before it. The claim at the
+    edge knows its queue's limit `edge`, as a worker does."""
     claims = {"plain": (database.QUEUE, plain_claim), "before": (database.QUEUE, claim_before_limits)}
-    claims["limited"] = (LIMITED, edge_claim)
+    claims["limited"] = (LIMITED, lambda db: edge_claim(db, edge))
     seconds: dict[str, list[float]] = {key: [] for key in claims}
     for n in range(WARMUP + samples):
         for key, (name, claim) in claims.items():
@@ -104,8 +105,8 @@ def at_the_edge(db) -> None:
     )
 
 
-def edge_claim(db) -> list:
-    return limits.claimed(db, LIMITED, jobs.now_ms()).jobs
+def edge_claim(db, edge: limits.Limit) -> list:
+    return limits.claimed(db, LIMITED, jobs.now_ms(), known=edge).jobs
 
 
 def rows(figures: dict, ms, ratio) -> list[list[str]]:

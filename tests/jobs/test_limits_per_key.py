@@ -108,3 +108,11 @@ def test_status_the_command_the_queues_page_and_the_metrics_say_the_limit_per_ke
     assert '<td data-label="Limit">3 at once (0 in work), 2 a key</td>' in page
     metrics = Client(app).get("/metrics", environ_base=OPERATOR).text.splitlines()
     assert 'jobs_limit{queue="mail",kind="per_key"} 2' in metrics
+
+
+def test_a_claim_that_knows_no_limit_per_key_yet_keeps_one_job_of_a_key_in_work(db):
+    first, _, other = keyed(db, ["a", "a", "b"])
+    read_before = jobs.limited(db, "mail", concurrency=10)  # a worker's last read of the queue's limit
+    jobs.limited(db, "mail", concurrency=10, per_key=PER_KEY)
+    taken = [limits.claimed(db, "mail", lease=60, known=read_before).jobs for _ in range(3)]
+    assert [[job.id for job in jobs_taken] for jobs_taken in taken] == [[first], [other], []]
