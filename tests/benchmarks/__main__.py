@@ -121,13 +121,15 @@ def enqueue(url: str, sizes: Sizes, figures: dict) -> None:
 
 
 def in_async(url: str, sizes: Sizes, figures: dict) -> None:
-    """`await jobs.later` and a plain INSERT on an AsyncConnection; the drain of async performers and of sync ones."""
+    """`await jobs.later` and a plain INSERT (with and without pg_notify) on an AsyncConnection; the drain of async
+    performers and of sync ones."""
     measured(
         figures,
         sizes.rounds,
         [
             ("async enqueue", partial(asynchronous.enqueue_rate, url, sizes.one_by_one)),
             ("async plain insert", partial(asynchronous.plain_enqueue_rate, url, sizes.one_by_one)),
+            ("async plain notify", partial(asynchronous.plain_enqueue_rate, url, sizes.one_by_one, notify=True)),
             ("async drain", partial(asynchronous.drain_rate, url, sizes.drain)),
             ("sync drain", partial(queue.drain_rate, url, sizes.drain, 1)),
         ],

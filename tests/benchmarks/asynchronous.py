@@ -34,11 +34,13 @@ def enqueue_rate(url: str, count: int) -> float:
     return inserts_rate(url, count, queue.TABLE, queued)
 
 
-def plain_enqueue_rate(url: str, count: int) -> float:
-    """Rows a second inserted one per transaction on an autocommit AsyncConnection: plain.py's INSERT."""
+def plain_enqueue_rate(url: str, count: int, *, notify: bool = False) -> float:
+    """Rows a second inserted one per transaction on an autocommit AsyncConnection: plain.py's INSERT, with a
+    notification each when `notify` (plain.py's INSERT + pg_notify, what `later` sends besides its checks)."""
+    statement = plain.statements["insert_notify" if notify else "insert"]
 
     async def inserted(aconn, n: int) -> None:
-        await aconn.execute(plain.statements["insert"], plain.row_params(n))
+        await aconn.execute(statement, plain.row_params(n))
 
     return inserts_rate(url, count, plain.TABLE, inserted)
 
@@ -95,6 +97,13 @@ def rows(figures: dict, rate, ratio) -> list[list[str]]:
             rate(limit),
             "INSERT on an AsyncConnection",
             ratio(own, limit),
+        ],
+        [
+            "",
+            "",
+            rate(figures["async plain notify"]),
+            "INSERT + pg_notify, async",
+            ratio(own, figures["async plain notify"]),
         ],
         ["drain of async performers", rate(drain), rate(sync), "the same drain, sync performers", ratio(drain, sync)],
     ]
