@@ -126,7 +126,7 @@ async def later_async(
     """store.later on an AsyncConnection, with its options: the same statement, checked the same way before it is
     sent."""
     params = store.later_params(queue, name, args, at, **options)
-    cursor = await db.execute(queries["later"], params)
+    cursor = await db.execute(store.LATER[params["unique"] is not None], params)
     row = await cursor.fetchone()
     return None if row is None else row[0]
 

@@ -11,7 +11,9 @@
 -- it rolls back. Notifications with the same payload in one transaction are folded
 -- into one, so queueing a thousand jobs at once wakes a worker once.
 -- A job with a unique key that is already waiting or in work inserts nothing, so
--- nothing comes back and nobody is notified.
+-- nothing comes back and nobody is notified: {unique} is later_unique for a job with a
+-- unique key, and empty for one without, which no unique index can refuse. (ON CONFLICT
+-- inserts speculatively, with a record more in the log: 3% of an enqueue's time.)
 -- Only the id comes back: pg_notify is called in a subquery, once for each row queued,
 -- and PostgreSQL neither flattens a subquery whose output calls a volatile function nor
 -- drops that call when the output goes unread. Its void column, read by the caller for
@@ -20,12 +22,14 @@ WITH queued AS (
     INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, max_attempts, key, unique_key, batch, flow,
         secret, queued_at)
     VALUES (%(queue)s, %(name)s, %(args)s, COALESCE(%(run_at)s, {now}), COALESCE(%(run_at)s > {now}, false),
-        %(priority)s, %(max_attempts)s, %(key)s, %(unique)s, %(batch)s, %(flow)s, %(secret)s, {now})
-    ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL)
-    DO NOTHING
+        %(priority)s, %(max_attempts)s, %(key)s, %(unique)s, %(batch)s, %(flow)s, %(secret)s, {now}){unique}
     RETURNING id
 )
 SELECT id FROM (SELECT id, pg_notify('jobs', %(queue)s) FROM queued) AS woken
+
+-- name: later_unique
+-- later's {unique}, for a job with a unique key: jobs_unique_key decides.
+ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL) DO NOTHING
 
 -- name: claim
 -- The claim, in one statement that commits at once: the first due jobs of the queue

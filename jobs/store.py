@@ -27,6 +27,11 @@ LEASE = 30.0  # seconds a claim holds a job before another worker may take it ag
 ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise; written on every insert
 RAN_MAX = 2**31 - 1  # ms of an attempt's run kept at most (24 days): the integer ran holds for it
 R = TypeVar("R")  # a row of a claim's answer, as its row factory makes it
+# Statement later for a job without a unique key and for one with (queries.sql says why they differ).
+LATER = {
+    unique: queries["later"].replace("{unique}", "\n    " + queries["later_unique"] if unique else "")
+    for unique in (False, True)
+}
 HELD = 2**63 - 1  # run_at of a job a Worker holds: the largest bigint, a lease that runs out only when the worker goes
 
 
@@ -77,7 +82,7 @@ def later(
     params = later_params(
         queue, name, args, at, priority=priority, unique=unique, key=key, batch=batch, flow=flow, secret=secret
     )
-    row = db.execute(queries["later"], params).fetchone()
+    row = db.execute(LATER[params["unique"] is not None], params).fetchone()
     return None if row is None else row[0]
 
 
