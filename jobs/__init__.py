@@ -41,10 +41,13 @@ named in queries.sql and read by sql.py; the others never touch SQL themselves):
                   retried or discarded; `status` counts each queue's jobs.
   control.py      SQL: an operator pauses and resumes queues, and cancels jobs onto the
                   shelf; the worker hears of both.
+  limits.py       SQL: a queue's rate, concurrency and jobs per key, decided in the
+                  claim of its jobs, which takes turns across every worker.
   web/            the dashboard: a WSGI app showing all of the above, with buttons
                   (jobs.web.app).
   __main__.py     the command line: `python -m jobs work | status | failed | ...`
-                  (commands.py holds the commands that look and act on the table).
+                  (commands.py holds the commands that look and act on the table,
+                  limit_commands.py those that set and lift limits).
 
 It needs psycopg 3 and the standard library only, so it can be copied into an app.
 """
