@@ -46,7 +46,8 @@ def pressure(url: str, seconds: float, processes: int = PROCESSES) -> dict:
             for _ in range(processes)
         ]
         try:
-            wait_for(lambda: backends(db) == processes * (THREADS + 1), "the workers to connect", timeout=60)
+            # A connection a work thread, one for the listener and one for the heartbeat.
+            wait_for(lambda: backends(db) == processes * (THREADS + 2), "the workers to connect", timeout=60)
             figures = measured(db, url, seconds, workers)
         finally:
             logs = [stopped(worker) for worker in workers]
