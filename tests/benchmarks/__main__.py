@@ -8,12 +8,9 @@ stdout. It empties and drops a schema of its own (database.SCHEMA) and nothing e
 import argparse
 import os
 import sys
-import tempfile
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from . import asynchronous, checks, database, limited, plain, plot, pressure, queue, report, shelf, timing, writing
@@ -285,18 +282,6 @@ def parser() -> argparse.ArgumentParser:
     return options
 
 
-@contextmanager
-def database_at(url: str | None):
-    """Yields `url`, or the address of a throw-away embedded PostgreSQL when it is None."""
-    if url:
-        yield url
-        return
-    from guestbook import embedded  # only a run without a database needs it
-
-    with tempfile.TemporaryDirectory(prefix="jobs-benchmark-") as folder:
-        yield embedded.server(Path(folder) / "pgdata", throwaway=True).get_uri()
-
-
 def main(argv=None) -> int:
     """Measures the chosen columns and prints the report; answers the exit status."""
     args = parser().parse_args(argv)
@@ -305,7 +290,7 @@ def main(argv=None) -> int:
     sizes = sized(args.jobs, args.rounds, args.pressure_seconds, args.pressure_processes)
     figures: dict[str, Any] = {}
     chosen = [name for name in COLUMNS if not args.only or name in args.only]
-    with database_at(args.database_url) as url:
+    with database.database_at(args.database_url) as url:
         database.made(url)
         machine = f"{database.described(url)}, {os.cpu_count()} cores"
         try:

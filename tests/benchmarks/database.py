@@ -6,6 +6,10 @@ away from any jobs table the database already holds. The schema goes when the ru
 """
 
 import json
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -17,6 +21,18 @@ SCHEMA = "jobs_benchmark"  # the schema a run makes, works in and drops
 QUEUE = "benchmark"  # the queue every measured job is on
 NAME = "noop"  # the name of every measured job; its performer does nothing
 PAST = 1000  # ms before now that filled jobs were due, so every one of them is due at once
+
+
+@contextmanager
+def database_at(url: str | None) -> Iterator[str]:
+    """Yields `url`, or the address of a throw-away embedded PostgreSQL when it is None."""
+    if url:
+        yield url
+        return
+    from guestbook import embedded  # only a run without a database needs it
+
+    with tempfile.TemporaryDirectory(prefix="jobs-benchmark-") as folder:
+        yield embedded.server(Path(folder) / "pgdata", throwaway=True).get_uri()
 
 
 def connected(url: str, *, autocommit: bool = True) -> psycopg.Connection:
