@@ -17,9 +17,8 @@ from . import control, roster, schedules, schema, shelf
 from .tables import age, first_line, has_limit, in_full, jobs_counted, limit_said, moment, table, when
 
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
-EXIT_NOTICE = (
-    1  # `failed` found jobs on the shelf; `retry`, `discard`, `pause`, `resume`, `cancel` or `unlimit` changed nothing
-)
+# `failed` found jobs on the shelf; `retry`, `discard`, `pause`, `resume`, `cancel` or `unlimit` changed nothing
+EXIT_NOTICE = 1
 ID_MAX = 2**63 - 1  # the largest job id the table can hold (bigint)
 
 # What add_subparsers() answers; in quotes, as the class takes no type argument at run time.
