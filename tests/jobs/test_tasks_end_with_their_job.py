@@ -1,8 +1,11 @@
 """A job ends with everything it started: the tasks an `async def` performer leaves are awaited
-(or cancelled) before its settlement."""
+(or cancelled) before its settlement, its connection takes no statement once it ended, and a
+connection found in a transaction the worker never began is given up rather than settled on."""
 
 import asyncio
+import threading
 
+import psycopg
 import pytest
 
 import jobs
@@ -154,3 +157,47 @@ def test_a_task_left_running_forever_ends_at_its_job_s_timeout_and_the_thread_ca
     wait_for(lambda: scalar(shop, "SELECT count(*) FROM jobs WHERE id = %s", (after,)) == 0, "the next job")
     assert scalar(shop, "SELECT count(*) FROM task_refunds") == 1
     assert len(worker.work_threads()) == 1
+
+
+def test_a_job_s_connection_refuses_statements_once_its_job_ended(shop):
+    kept = []
+
+    def keeps(db, args):
+        kept.append(db)
+
+    job = jobs.later(shop, "shop", "keeps", {})
+    assert jobs.worked(shop, "shop", {"keeps": keeps}) == "ran keeps"
+    with pytest.raises(psycopg.ProgrammingError, match=f"job {job} \\(keeps on shop\\) has ended"):
+        kept[0].execute("INSERT INTO task_audit VALUES ('too late')")
+    assert shop.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+    assert scalar(shop, "SELECT count(*) FROM task_audit") == 0
+
+
+def test_a_connection_left_in_a_transaction_the_worker_never_began_is_given_up_and_no_job_runs_twice(
+    shop, started, caplog
+):
+    """A thread a performer started sends BEGIN on the raw connection while the next, quiet job runs."""
+    go, sent, runs = threading.Event(), threading.Event(), []
+
+    def opens_later(db, args):
+        raw = db.connection
+
+        def rogue():
+            go.wait(10)
+            raw.execute("BEGIN")
+            sent.set()
+
+        threading.Thread(target=rogue, daemon=True).start()
+        runs.append("opens_later")
+
+    def quiet(db, args):
+        go.set()
+        sent.wait(10)
+        runs.append(f"quiet {args['n']}")
+
+    started({"opens_later": opens_later, "quiet": quiet})
+    ids = [jobs.later(shop, "shop", "opens_later", {})]
+    ids += [jobs.later(shop, "shop", "quiet", {"n": n}) for n in range(2)]
+    wait_for(lambda: scalar(shop, "SELECT count(*) FROM jobs WHERE id = ANY(%s)", (ids,)) == 0, "the jobs to end")
+    assert sorted(runs) == ["opens_later", "quiet 0", "quiet 1"]  # each once
+    assert "in a transaction the worker never began" in caplog.text
