@@ -25,7 +25,7 @@ from .backends import Backend
 from .job import Job
 
 FORBIDDEN = ("commit", "rollback", "close")  # what a performer may not do to the worker's connection
-IDLE = TransactionStatus.IDLE  # libpq's, read before every settlement: looked up once
+IDLE, INERROR = TransactionStatus.IDLE, TransactionStatus.INERROR  # libpq's, read often: looked up once
 CHECKED_TEXTS = 512  # statement texts whose check for a transaction's end is remembered (most recent first)
 
 # A statement that ends the job's transaction: COMMIT, END, ABORT, ROLLBACK (but not ROLLBACK
@@ -125,11 +125,11 @@ class JobTransaction:
 
     def left_failed(self) -> bool:
         """Whether the performer left its transaction failed (a statement error it swallowed)."""
-        return self.begun and self.db.info.transaction_status == TransactionStatus.INERROR
+        return self.begun and self.db.pgconn.transaction_status == INERROR
 
     def left_ended(self) -> bool:
         """Whether the performer ended its transaction by a way the worker could not refuse."""
-        return self.begun and self.db.info.transaction_status == TransactionStatus.IDLE
+        return self.begun and self.db.pgconn.transaction_status == IDLE
 
 
 class Astray(psycopg.OperationalError):
