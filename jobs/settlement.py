@@ -22,8 +22,10 @@ from psycopg.abc import Query
 from psycopg.pq import TransactionStatus
 
 from .backends import Backend
+from .job import Job
 
 FORBIDDEN = ("commit", "rollback", "close")  # what a performer may not do to the worker's connection
+IDLE, INERROR = TransactionStatus.IDLE, TransactionStatus.INERROR  # libpq's, read often: looked up once
 CHECKED_TEXTS = 512  # statement texts whose check for a transaction's end is remembered (most recent first)
 
 # A statement that ends the job's transaction: COMMIT, END, ABORT, ROLLBACK (but not ROLLBACK
@@ -91,10 +93,16 @@ class JobTransaction:
         self.cursor = cursor if cursor is not None else db.cursor()
         self.begun = False
         self.prepared = False  # whether a statement of the job holds a PREPARE: its clean deallocates it
+        self.ended: Job | None = None  # the job, once its performer has handed the connection back
         self._clean = "" if backend is not None and backend.pooled else None  # None: read at BEGIN
 
     def begin(self) -> None:
-        """Begins the transaction, if nothing has yet."""
+        """Begins the transaction, if nothing has yet; refused once the job ended (`handed_back`)."""
+        if self.ended is not None:
+            raise psycopg.ProgrammingError(
+                f"job {self.ended.id} ({self.ended.name} on {self.ended.queue}) has ended: the connection it was "
+                "handed takes no more statements (a task or thread it left running sent this one)"
+            )
         if not self.begun:
             if self._clean is None:
                 self._clean = cleaning(self.db)
@@ -135,13 +143,40 @@ class JobTransaction:
         """The connection to hand the performer."""
         return Touched(self)
 
+    def handed_back(self, job: Job) -> None:
+        """Hears that `job`'s performer returned: the connection it was handed refuses all use from now on."""
+        self.ended = job
+
     def left_failed(self) -> bool:
         """Whether the performer left its transaction failed (a statement error it swallowed)."""
-        return self.begun and self.db.info.transaction_status == TransactionStatus.INERROR
+        return self.begun and self.db.pgconn.transaction_status == INERROR
 
     def left_ended(self) -> bool:
         """Whether the performer ended its transaction by a way the worker could not refuse."""
-        return self.begun and self.db.info.transaction_status == TransactionStatus.IDLE
+        return self.begun and self.db.pgconn.transaction_status == IDLE
+
+
+class Astray(psycopg.OperationalError):
+    """The worker's connection was found in a transaction the worker never began: it is closed, as if lost."""
+
+
+def expected_idle(db: psycopg.Connection[Any], before: str) -> None:
+    """Closes `db` and raises Astray, unless it is outside any transaction (libpq's word: no round trip).
+
+    Between two jobs, and before a claim or a settlement the worker sends in autocommit,
+    no transaction is open. One is when a statement was sent past the worker (by a
+    thread a performer left running, on the raw connection): what the worker sent then
+    would run inside it and never commit. Closing the connection rolls it back, and the
+    thread lets go of what it holds, as when a connection is lost.
+    """
+    found = db.pgconn.transaction_status  # an int: db.info's enum costs ten times the read
+    if found != IDLE:
+        db.close()
+        raise Astray(
+            f"its connection was {TransactionStatus(found).name} before {before}: in a transaction the worker "
+            "never began (a thread a performer left running may have sent it a statement); it is closed, which "
+            "rolls that back"
+        )
 
 
 @functools.lru_cache(maxsize=CHECKED_TEXTS)
@@ -163,7 +198,8 @@ class Touched:
     the real psycopg connection; `.connection` is that connection, for code that needs
     the object itself. Committing, rolling back or closing it is refused, and so is a
     statement that would do the same (COMMIT, ROLLBACK, END, ABORT, PREPARE
-    TRANSACTION): the job's writes commit with its settlement, or not at all.
+    TRANSACTION): the job's writes commit with its settlement, or not at all. Once the
+    performer has returned (`JobTransaction.handed_back`), any use of it is refused.
     """
 
     def __init__(self, transaction: JobTransaction) -> None:
@@ -200,6 +236,7 @@ class GuardedCursor:
 
     def execute(self, query: Query, *args: Any, **kwargs: Any) -> "GuardedCursor":
         checked(query, self._transaction)
+        self._transaction.begin()  # refused once the job ended, as a statement through Touched is
         self._cursor.execute(query, *args, **kwargs)
         return self
 
