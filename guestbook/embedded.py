@@ -7,7 +7,10 @@ extra `embedded` (pip install -e '.[embedded]'), which a deploy naming its datab
 
 import json
 import os
+import tempfile
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 RUN_DATA = Path(".pgdata")  # where `make run` keeps its database, relative to the project
@@ -29,6 +32,21 @@ def server(data: Path, *, throwaway: bool = False):
     data.mkdir(parents=True, exist_ok=True)
     forget_dead_owners(data)
     return pgserver.get_server(data, cleanup_mode="delete" if throwaway else "stop")
+
+
+@contextmanager
+def throwaway(prefix: str) -> Iterator[str]:
+    """The address of a new PostgreSQL in a temporary folder, stopped and deleted on leaving, before its folder goes.
+
+    Left to pgserver, the server would outlive the folder by a minute or so: it stops
+    it from a process of its own, after its last owner has exited.
+    """
+    with tempfile.TemporaryDirectory(prefix=prefix) as folder:
+        started = server(Path(folder) / "pgdata", throwaway=True)
+        try:
+            yield started.get_uri()
+        finally:
+            started.cleanup()
 
 
 def imported():
