@@ -10,7 +10,7 @@ import os
 import tempfile
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 
 RUN_DATA = Path(".pgdata")  # where `make run` keeps its database, relative to the project
@@ -46,7 +46,8 @@ def throwaway(prefix: str) -> Iterator[str]:
         try:
             yield started.get_uri()
         finally:
-            started.cleanup()
+            with suppress(FileNotFoundError):  # another run's sweep deleting it too: gone either way
+                started.cleanup()
 
 
 def imported():
