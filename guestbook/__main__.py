@@ -117,7 +117,11 @@ def serve_command(args) -> int:
     url = os.environ.get("DATABASE_URL")
     database = None  # the embedded server, when DATABASE_URL is not set: kept till exit
     if not url:
-        database = embedded.server(embedded.RUN_DATA)
+        try:
+            database = embedded.server(embedded.RUN_DATA)
+        except embedded.NotInstalled as error:
+            print(f"guestbook: {error}", file=sys.stderr)
+            return 2
         url = database.get_uri()
         print(
             f"The database is at {url}  (for `python -m jobs` and `python -m guestbook admins`, "
