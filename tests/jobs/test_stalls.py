@@ -25,7 +25,6 @@ from tests.jobs.helpers import (
     scalar,
     start_command,
     start_worker,
-    stopped,
     wait_for,
 )
 from tests.jobs.performers import EFFECTS
@@ -124,7 +123,7 @@ def test_a_worker_frozen_mid_settlement_costs_another_worker_neither_its_reaper_
     db.execute(EFFECTS)
     db.execute("TRUNCATE effects")
     jobs.later_many(db, "frozen", "effect", [{"n": n} for n in range(20_000)])
-    frozen = start_worker(database_url, "frozen", "--lease", str(LEASE), "--threads", "1")
+    frozen = start_worker(database_url, "frozen", "--lease", str(LEASE), "--threads", "1", env=FAULTS)
     other = None
     runs = Runs()
     try:
@@ -160,8 +159,12 @@ def test_a_worker_frozen_mid_settlement_costs_another_worker_neither_its_reaper_
         assert runs.began["deliver"] == 1, f"the other worker's delivery ran {runs.began['deliver']} times"
     finally:
         os.kill(frozen.pid, signal.SIGCONT)
-        stopped(frozen)
-        stopped_now(other)
+        try:
+            frozen.terminate()
+            said = ended_or_aborted(frozen)
+            assert "the worker stopped" in said, f"the worker process did not end once told to stop:\n{said}"
+        finally:
+            stopped_now(other)  # even when the process did not end, so that the test fails for that alone
 
 
 WAIT_BOUND = 1.5  # seconds: the worker's silent_after, which a chore's wait on the app's lock outlasts
