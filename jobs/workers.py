@@ -141,8 +141,8 @@ class Worker:
 
         With drain=True it first works on until nothing is due on its queues. With
         `grace` (seconds), jobs still running when it has passed are given back to
-        the queue at once, their settlement fenced off, and their threads let go (a
-        second stop with grace=0 gives everything back now).
+        the queue at once, their settlement fenced off, and their threads let go (a second
+        stop with grace=0 gives everything back now). Not from a signal handler: it takes the lock join holds.
         """
         if grace is not None:
             self._grace_ends = time.monotonic() + grace
