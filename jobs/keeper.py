@@ -162,6 +162,7 @@ class Keeper:
                 queues = flows.released(db, [(entry.id, entry.claim, due_at(entry)) for entry in back])
                 store.announced(db, queues)  # for idle workers elsewhere too
                 self.crew.counts.given_back += len(back)
+                self.crew.pulse.given_back([entry.job for entry in back if entry.job is not None])
                 left = [entry for entry in left if entry not in back]
                 self.crew.doorbell.ring()
             lapsed = [entry for entry in left if entry.fate is Fate.LAPSE]

@@ -28,19 +28,37 @@ CHECKED_TEXTS = 512  # statement texts whose check for a transaction's end is re
 
 # A statement that ends the job's transaction: COMMIT, END, ABORT, ROLLBACK (but not ROLLBACK
 # TO a savepoint) and PREPARE TRANSACTION, at the start of the text or after a semicolon.
-# Comments and quoted text are blanked out before the search (see `ends_transaction`).
+# Comments and quoted text are blanked out before the search (see `checked`).
 ENDING = re.compile(
     r"(?:^|;)\s*(?:commit|end|abort|rollback(?!\s+(?:work\s+|transaction\s+)?to\b)|prepare\s+transaction)\b",
     re.IGNORECASE,
 )
-# What undoes a job's session state, after its transaction ends: psycopg_pool's reset and
-# PgBouncer's server_reset_query do the same, and the settings the connect function made
-# (source 'session' in pg_settings when the connection opened) are made again after RESET ALL.
-CLEAN = "RESET ALL; {settings}SELECT pg_advisory_unlock_all(); DISCARD TEMP; CLOSE ALL; UNLISTEN *"
+# What undoes a job's session state, after its transaction ends, as PgBouncer's DISCARD ALL
+# does. SET SESSION AUTHORIZATION DEFAULT comes first: it gives back the user the connection
+# logged in as, and with it no role (SET ROLE), which RESET ALL leaves alone. Then what the
+# connect function made is made again, read once while the connection was as it left it
+# (`cleaning`): its settings (source 'session' in pg_settings), then its session
+# authorization and role.
+CLEAN = (
+    "SET SESSION AUTHORIZATION DEFAULT; RESET ALL; {settings}"
+    "SELECT pg_advisory_unlock_all(); DISCARD TEMP; CLOSE ALL; UNLISTEN *"
+)
+# Added to CLEAN after a job whose statements hold a PREPARE: it deallocates the statements
+# SQL's PREPARE made (from_sql) and keeps psycopg's, which its cache expects to find
+# (DEALLOCATE ALL would drop them too, and psycopg notices that only the first time a text
+# is sent). Only then: reading pg_prepared_statements costs about 50 µs, this loop 70.
+DEALLOCATED = (
+    "; DO $$DECLARE prepared text; BEGIN FOR prepared IN SELECT name FROM pg_prepared_statements WHERE from_sql "
+    "LOOP EXECUTE format('DEALLOCATE %I', prepared); END LOOP; END$$"
+)
 SESSION_SETTINGS = (
     "SELECT coalesce(string_agg(format('SELECT set_config(%L, %L, false); ', name, setting), ''), '') "
+    "|| CASE WHEN session_user = (SELECT usename FROM pg_stat_activity WHERE pid = pg_backend_pid()) THEN '' "
+    "ELSE format('SET SESSION AUTHORIZATION %I; ', session_user) END "
+    "|| CASE current_setting('role') WHEN 'none' THEN '' ELSE format('SET ROLE %I; ', current_setting('role')) END "
     "FROM pg_settings WHERE source = 'session'"
 )
+PREPARING = re.compile(r"(?:^|;)\s*prepare\s+(?!transaction\b)", re.IGNORECASE)  # SQL's PREPARE of a statement
 QUOTED = re.compile(r"--[^\n]*|/\*.*?\*/|'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|(\$[A-Za-z_0-9]*\$).*?\1", re.DOTALL)
 
 
@@ -72,6 +90,7 @@ class JobTransaction:
         self.db, self.backend = db, backend
         self.cursor = cursor if cursor is not None else db.cursor()
         self.begun = False
+        self.prepared = False  # whether a statement of the job holds a PREPARE: its clean deallocates it
         self._clean = "" if backend is not None and backend.pooled else None  # None: read at BEGIN
 
     def begin(self) -> None:
@@ -95,7 +114,7 @@ class JobTransaction:
                 self.cursor.execute(self._ended("COMMIT"))
             except psycopg.Error:
                 if not (self.db.broken or self.db.closed) and self._clean:
-                    self.cursor.execute(self._clean)
+                    self.cursor.execute(self._clean + self._deallocating())
                 raise
 
     def rolled_back(self) -> None:
@@ -105,7 +124,12 @@ class JobTransaction:
         self.begun = False
 
     def _ended(self, end: str) -> str:
-        return f"{end}; {self._clean}" if self._clean else end
+        return f"{end}; {self._clean}{self._deallocating()}" if self._clean else end
+
+    def _deallocating(self) -> str:
+        """DEALLOCATED once the job sent a PREPARE, which it forgets; "" otherwise."""
+        prepared, self.prepared = self.prepared, False
+        return DEALLOCATED if prepared else ""
 
     def for_job(self) -> "Touched":
         """The connection to hand the performer."""
@@ -120,19 +144,16 @@ class JobTransaction:
         return self.begun and self.db.info.transaction_status == TransactionStatus.IDLE
 
 
-def ends_transaction(query: object) -> bool:
-    """Whether `query` (text, bytes or a psycopg sql object) holds a statement that ends a transaction."""
-    if isinstance(query, bytes):
-        query = query.decode(errors="replace")
-    if not isinstance(query, str):
-        return False  # a Composed is checked once it is text (see Touched.execute)
-    return text_ends_transaction(query)
+@functools.lru_cache(maxsize=CHECKED_TEXTS)
+def text_ends_transaction(text: str) -> bool:
+    """Whether a text ends a transaction; a performer sends the same few texts again and again: each is read once."""
+    return ENDING.search(QUOTED.sub(" ", text)) is not None
 
 
 @functools.lru_cache(maxsize=CHECKED_TEXTS)
-def text_ends_transaction(text: str) -> bool:
-    """ends_transaction for a text; a performer sends the same few texts again and again, so each is read once."""
-    return ENDING.search(QUOTED.sub(" ", text)) is not None
+def text_prepares(text: str) -> bool:
+    """Whether a text holds SQL's PREPARE of a statement (not PREPARE TRANSACTION), read once as above."""
+    return PREPARING.search(QUOTED.sub(" ", text)) is not None
 
 
 class Touched:
@@ -154,13 +175,13 @@ class Touched:
         return self._transaction.db
 
     def execute(self, query: Query, *args: Any, **kwargs: Any) -> psycopg.Cursor[Any]:
-        refused_if_ending(query, self._transaction.db)
+        checked(query, self._transaction)
         self._transaction.begin()
         return self._transaction.db.execute(query, *args, **kwargs)
 
     def cursor(self, *args: Any, **kwargs: Any) -> "GuardedCursor":
         self._transaction.begin()
-        return GuardedCursor(self._transaction.db.cursor(*args, **kwargs))
+        return GuardedCursor(self._transaction.db.cursor(*args, **kwargs), self._transaction)
 
     def __getattr__(self, name: str) -> Any:
         if name in FORBIDDEN:
@@ -174,11 +195,11 @@ class Touched:
 class GuardedCursor:
     """A cursor of the worker's connection that refuses the statements that would end the job's transaction."""
 
-    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
-        self._cursor = cursor
+    def __init__(self, cursor: psycopg.Cursor[Any], transaction: JobTransaction) -> None:
+        self._cursor, self._transaction = cursor, transaction
 
     def execute(self, query: Query, *args: Any, **kwargs: Any) -> "GuardedCursor":
-        refused_if_ending(query, self._cursor.connection)
+        checked(query, self._transaction)
         self._cursor.execute(query, *args, **kwargs)
         return self
 
@@ -196,11 +217,19 @@ class GuardedCursor:
         return self._cursor.__exit__(*exc)
 
 
-def refused_if_ending(query: Query, db: psycopg.Connection[Any]) -> None:
-    """Raises ProgrammingError, sending nothing, when `query` would end the job's transaction."""
-    if isinstance(query, sql.Composable):
-        query = query.as_string(db)
-    if ends_transaction(query):
+def checked(query: Query, transaction: JobTransaction) -> None:
+    """Raises ProgrammingError, sending nothing, when `query` would end the job's transaction; notes a PREPARE.
+
+    A text, bytes or a psycopg sql object (read as the text it makes) is checked.
+    """
+    text = query.as_string(transaction.db) if isinstance(query, sql.Composable) else query
+    if isinstance(text, bytes):
+        text = text.decode(errors="replace")
+    if not isinstance(text, str):
+        return
+    if text_prepares(text):
+        transaction.prepared = True
+    if text_ends_transaction(text):
         raise psycopg.ProgrammingError(
             "a performer may not end the worker's transaction (COMMIT, ROLLBACK, END, "
             "ABORT, PREPARE TRANSACTION): its writes commit with its job's settlement"
