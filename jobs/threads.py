@@ -118,6 +118,7 @@ class WorkThread:
         """
         cut_off = isinstance(error, JobLost) or (isinstance(error, psycopg.Error) and lost(error))
         fate = Fate.LAPSE if cut_off else Fate.FAIL
+        self.hand.returned()
         self.worker.ledger.dropped(self.hand, lost_attempt(error), fate)
         self.hand = Hand([])
 

@@ -12,7 +12,15 @@ How a letter travels, file by file:
 It needs the standard library and `jobs` (with its psycopg) only, so it can be copied into an app.
 """
 
-from .later import QUEUE, Performer, Undeliverable, delivered_later, performers_for, performers_from_environment
+from .later import (
+    QUEUE,
+    Performer,
+    Unconfirmed,
+    Undeliverable,
+    delivered_later,
+    performers_for,
+    performers_from_environment,
+)
 from .letters import BODY_MAX, Letter, Refused, is_address, message, refusal, url_for
 from .transports import TIMEOUT, delivered, outbox_folder
 
@@ -35,6 +43,7 @@ __all__ = [
     "TIMEOUT",
     "Letter",
     "Refused",
+    "Unconfirmed",
     "Undeliverable",
     "delivered",
     "delivered_later",
