@@ -206,8 +206,8 @@ def test_a_reset_letter_waiting_on_a_paused_queue_shows_its_token_nowhere(
 
     assert secret in sent  # the letter the job `reset_letter` queued carries the live link
     assert [text for text in reset + deliver if secret in text] == []
-    assert "&quot;account&quot;: 1" in reset[4] and jobs.redaction.HIDDEN in reset[4]  # shown, less its secrets
-    assert "ada@example.com" in deliver[4] and jobs.redaction.HIDDEN in deliver[4]
+    assert "&quot;account&quot;: 1" in reset[4] and jobs.core.redaction.HIDDEN in reset[4]  # shown, less its secrets
+    assert "ada@example.com" in deliver[4] and jobs.core.redaction.HIDDEN in deliver[4]
     assert "reset_letter" in reset[-1] and "deliver" in deliver[-1]  # each on the shelf in its turn, and listed
     assert secret not in caplog.text
 
