@@ -14,7 +14,7 @@ It needs the standard library and `jobs` (with its psycopg) only, so it can be c
 
 from .later import QUEUE, Performer, Undeliverable, delivered_later, performers_for, performers_from_environment
 from .letters import BODY_MAX, Letter, Refused, is_address, message, refusal, url_for
-from .transports import TIMEOUT, delivered, outbox_folder
+from .transports import TIMEOUT, Unencrypted, delivered, outbox_folder, server_named
 
 
 def __getattr__(name: str) -> dict[str, Performer]:
@@ -36,6 +36,7 @@ __all__ = [
     "Letter",
     "Refused",
     "Undeliverable",
+    "Unencrypted",
     "delivered",
     "delivered_later",
     "is_address",
@@ -45,5 +46,6 @@ __all__ = [
     "performers_for",
     "performers_from_environment",
     "refusal",
+    "server_named",
     "url_for",
 ]
