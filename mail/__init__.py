@@ -22,7 +22,7 @@ from .later import (
     performers_from_environment,
 )
 from .letters import BODY_MAX, Letter, Refused, is_address, message, refusal, url_for
-from .transports import TIMEOUT, delivered, outbox_folder
+from .transports import TIMEOUT, Unencrypted, delivered, outbox_folder, server_named
 
 
 def __getattr__(name: str) -> dict[str, Performer]:
@@ -45,6 +45,7 @@ __all__ = [
     "Refused",
     "Unconfirmed",
     "Undeliverable",
+    "Unencrypted",
     "delivered",
     "delivered_later",
     "is_address",
@@ -54,5 +55,6 @@ __all__ = [
     "performers_for",
     "performers_from_environment",
     "refusal",
+    "server_named",
     "url_for",
 ]

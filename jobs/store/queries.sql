@@ -46,8 +46,9 @@ ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attemp
 -- test reads the claimed keys once per statement (a correlated test per row cost a
 -- third of the claim's time); a job whose own lease ran out still holds its key
 -- until the reaper frees it (expire, below). So does a job whose performer still runs
--- after its row was settled without it (job_let_go, let_go.py), while its worker works:
--- the table is all but always empty, and read whole.
+-- after its row was settled without it (job_let_go, let_go.py), until it returns or the
+-- reaper finds its worker gone (let_go_pruned): the table is all but always empty, and
+-- read whole, with no look at job_workers on this hot path.
 -- LIMIT is written into the statement, not passed as a parameter: a prepared
 -- statement's generic plan that does not know it expects thousands of rows and joins
 -- them by reading the whole table (90 ms beside a million jobs, against 0.5 ms).
@@ -98,8 +99,7 @@ WITH due AS MATERIALIZED (
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
         AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL
-            UNION ALL SELECT key FROM job_let_go
-            WHERE key IS NOT NULL AND worker IN (SELECT id FROM job_workers WHERE ended_at IS NULL)))
+            UNION ALL SELECT key FROM job_let_go WHERE key IS NOT NULL))
         AND NOT EXISTS (SELECT FROM job_limits WHERE queue = %(queue)s)
     ORDER BY priority, run_at, id
     LIMIT {limit}
@@ -663,8 +663,9 @@ RETURNING id, worker
 DELETE FROM job_workers WHERE ended_at < {now} - %(kept)s
 
 -- name: let_go_pruned
--- The performers let go (job_let_go) that workers gone left: their threads went with
--- them, and the claims count no such row already.
+-- The performers let go (job_let_go) that workers gone or stopped left: their threads
+-- went with them (or run on in a process that stopped working). Until this runs the
+-- claims count them, as they count a claim whose lease ran out until expire: stricter.
 DELETE FROM job_let_go WHERE worker NOT IN (SELECT id FROM job_workers WHERE ended_at IS NULL)
 
 -- name: workers
@@ -733,8 +734,8 @@ DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
 --   `claimed` counter as the lock reads it, less the same as the snapshot sees it
 --   (`seen`). A job they claimed and that was settled since counts twice, never none:
 --   the room errs low, never high. A performer still running after its job was settled
---   without it (job_let_go) counts too, while its worker works: its row is written
---   before the settlement clears the claim, so the snapshot sees one or the other.
+--   without it (job_let_go) counts too, until the reaper prunes a gone worker's: its row
+--   is written before the settlement clears the claim, so the snapshot sees one or the other.
 --   `taken` claims the job only if the start was written.
 -- A key's jobs: without a limit per key, {full} is empty and {slot} is 0, and the walk
 -- passes over a key with a job in work, as the plain claim's does. With one (per_key),
@@ -754,8 +755,7 @@ WITH due AS MATERIALIZED (
         AND cancelled_at IS NULL
         AND (key IS NULL OR key NOT IN (SELECT key FROM (
             SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL
-            UNION ALL SELECT key FROM job_let_go
-            WHERE key IS NOT NULL AND worker IN (SELECT id FROM job_workers WHERE ended_at IS NULL)) AS in_work{full}))
+            UNION ALL SELECT key FROM job_let_go WHERE key IS NOT NULL) AS in_work{full}))
     ORDER BY priority, run_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -771,8 +771,7 @@ WITH due AS MATERIALIZED (
         AND (l.concurrency IS NULL OR l.concurrency > l.claimed
             - coalesce((SELECT seen.claimed FROM job_limits AS seen WHERE seen.queue = %(queue)s), 0)
             + (SELECT count(*) FROM jobs WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > {clock})
-            + (SELECT count(*) FROM job_let_go WHERE queue = %(queue)s
-                AND worker IN (SELECT id FROM job_workers WHERE ended_at IS NULL)))
+            + (SELECT count(*) FROM job_let_go WHERE queue = %(queue)s))
     RETURNING l.per_key
 ), taken AS (
     UPDATE jobs
@@ -807,8 +806,7 @@ CASE WHEN jobs.key IS NULL THEN 0 ELSE coalesce((
     SELECT min(slot) FROM generate_series(0, coalesce((SELECT per_key FROM counted), 1) - 1) AS slot
     WHERE slot NOT IN (
         SELECT held.key_slot FROM jobs AS held WHERE held.key = jobs.key AND held.claim IS NOT NULL
-        UNION ALL SELECT g.key_slot FROM job_let_go AS g WHERE g.key = jobs.key
-            AND g.worker IN (SELECT id FROM job_workers WHERE ended_at IS NULL))), 0) END
+        UNION ALL SELECT g.key_slot FROM job_let_go AS g WHERE g.key = jobs.key)), 0) END
 
 -- name: limited_queues
 -- The limited queues among a worker's, read by it once per POLL_INTERVAL: a handful of rows.

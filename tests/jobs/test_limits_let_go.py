@@ -9,6 +9,7 @@ past its timeout: no two performers may overlap, let go or not.
 import pytest
 
 import jobs
+from jobs.runtime.let_go import gone_pruned
 from jobs.store import limits
 from tests.jobs.helpers import database_ms, scalar, start_worker, stopped, wait_for
 from tests.jobs.test_limits import MOST_AT_ONCE, SPANS
@@ -78,9 +79,10 @@ def let_go_by(db, worker: int, ended: bool) -> None:
 
 
 @pytest.mark.parametrize(("ended", "taken"), [(False, 0), (True, 1)], ids=["live", "gone"])
-def test_a_let_go_performer_counts_while_its_worker_lives_and_not_once_it_is_gone(db, ended, taken):
+def test_a_let_go_performer_counts_while_its_worker_lives_and_not_once_a_reaper_found_it_gone(db, ended, taken):
     db.execute("TRUNCATE job_let_go")
     let_go_by(db, 7, ended)
+    gone_pruned(db)  # the reaper's pass, which deletes only what workers gone or stopped left
     jobs.limited(db, "mail", concurrency=1)
     jobs.later(db, "mail", "record", {})
     assert len(limits.claimed(db, "mail").jobs) == taken

@@ -73,7 +73,8 @@ def test_the_claim_reads_an_index_beside_many_waiting_and_failed_jobs(db):
     plan = "\n".join(row[0] for row in db.execute(explain, params, prepare=True))
     db.execute("RESET plan_cache_mode")
     assert "Index Scan using jobs_ready" in plan
-    assert "Seq Scan" not in plan, plan
+    # jobs is never read whole; job_let_go, all but always empty, is (the key test reads it once a statement).
+    assert "Seq Scan on jobs " not in plan, plan
     (claimed,) = claims.claimed(db, "default", moment)
     assert claimed.name == "due"
     assert claims.claimed(db, "default", moment) == []
