@@ -207,23 +207,23 @@ def test_a_worker_whose_connection_is_cut_gives_its_jobs_back_at_once(db, connec
 
 
 def test_a_notification_wakes_one_thread_not_every_thread(db, connect, monkeypatch):
-    claims = []
+    looks = []
     real = claims.claimed
 
     def counted(*args, **kwargs):
-        claims.append(1)
+        looks.append(1)
         return real(*args, **kwargs)
 
     monkeypatch.setattr(claims, "claimed", counted)
     worker = jobs.worker(connect, "default", {"quick": lambda conn, args: None}, threads=8, poll=60)
     try:
-        wait_for(lambda: len(claims) >= 8, "each thread's first look")
+        wait_for(lambda: len(looks) >= 8, "each thread's first look")
         wait_for(lambda: worker.wait_until_empty(1), "the threads to be idle")
-        before = len(claims)
+        before = len(looks)
         for n in range(20):
             jobs.later(db, "default", "quick", {"n": n})
             wait_for(lambda: worker.wait_until_empty(1), f"job {n} to run")
-        per_job = (len(claims) - before) / 20
+        per_job = (len(looks) - before) / 20
     finally:
         worker.stop()
         worker.join(10)
