@@ -29,7 +29,7 @@ from ..store import claims, control, pulse, workers_table
 from ..store.frontier import Frontiers
 from ..store.limits import Limits
 from ..store.schedules import Schedule, fired
-from . import endings
+from . import settling
 from .doorbell import Doorbell
 from .holdings import Ledger
 from .let_go import LetGo, gone_pruned
@@ -154,7 +154,7 @@ def reaped(db: psycopg.Connection[Any]) -> None:
     claims.keys_freed(db)
     with db.transaction():
         control.cancelled_reaped(db)  # before the reaper, so a cancelled job is shelved, never run again
-    endings.reaped(db)
+    settling.reaped_settled(db)
     workers_table.pruned(db)
     gone_pruned(db)
     pulse.pruned(db)

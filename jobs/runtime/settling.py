@@ -7,6 +7,8 @@ failure is recorded with its reason (`recorded_failure`). Every settlement is fe
 by the claim's token and by the cancel mark: a row that is no longer ours, or that an
 operator cancelled meanwhile, is not settled as the runner saw it, but goes the one way
 a cancelled job goes (`cancelled_or_lost`): on the shelf, its chain or batch told once.
+The jobs whose worker died on their last attempt, which no thread will settle, the
+listener's reaper fails for good here too (`reaped_settled`).
 """
 
 import contextlib
@@ -188,3 +190,22 @@ def moved_flows_on(db: psycopg.Connection[Any], settled: list[tuple[Job, Outcome
     ended = [job for job, outcome in settled if outcome.final and (job.batch or job.flow)]
     if done or ended:
         flows.settled(db, done, ended)
+
+
+LOST = Outcome("failed", "lost", logging.ERROR, "its worker stopped during the last attempt", final=True)
+
+
+def reaped_settled(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
+    """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
+
+    One transaction: the jobs leave the queue and their chains and batches hear of it
+    together, as they do of any failure the runner records.
+    """
+    with db.transaction():
+        lost = claims.reaped(db, now)
+        moved_flows_on(db, [(job, LOST) for job in lost])
+    for job in lost:
+        log.error(
+            "job %s (%s on %s) failed for good: its worker stopped during the last attempt", job.id, job.name, job.queue
+        )
+    return lost

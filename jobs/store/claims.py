@@ -390,7 +390,7 @@ def keys_freed(db: psycopg.Connection[Any], now: int | None = None) -> int:
 def reaped(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
     """Marks jobs whose worker died on their last attempt as failed for good; returns them.
 
-    Call it through `endings.reaped`, which lets their chains and batches hear of it
+    Call it through `settling.reaped_settled` (runtime/), which lets their chains and batches hear of it
     on the same transaction.
     """
     with db.cursor(row_factory=job_row) as cursor:
