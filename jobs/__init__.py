@@ -31,7 +31,7 @@ How a job travels, file by file:
                         beats its row (store/workers_table.py), and does nothing else.
   runtime/worker.py     a Worker's work threads (work_thread.py) claim batches of due
                         jobs and run them; starting.py starts one, or one `beside` a
-                        server; `worked` (once.py) does a thread's step once, for a
+                        server; `worked` (starting.py) does a thread's step once, for a
                         caller's loop.
   runtime/connections.py the loop that keeps each of those threads' connections open,
                         and notices one gone silent (with watchdog.py); refusals.py
@@ -69,9 +69,8 @@ from .core.policies import NO_RETRY, Policy, exponential, intervals, policy, pol
 from .core.sql import load as load_queries
 from .runtime.connections import SILENT_AFTER, keepalives
 from .runtime.listener import POLL_INTERVAL
-from .runtime.once import worked
 from .runtime.running import Counts, current_job
-from .runtime.starting import beside, beside_asgi, worker
+from .runtime.starting import beside, beside_asgi, worked, worker
 from .runtime.worker import Worker
 from .store.claims import listed, now_ms
 from .store.control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed

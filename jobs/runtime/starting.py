@@ -1,20 +1,27 @@
-"""Starting a worker: `worker` for a process of its own, `beside` for one next to a web server,
-`beside_asgi` for one within an ASGI app's lifespan.
+"""The ways an app runs its jobs: `worker` starts a worker for a process of its own, `beside` one
+next to a web server, `beside_asgi` one within an ASGI app's lifespan; `worked` runs one job
+in the caller's own loop, with no thread and no heartbeat.
 
-Each takes the Worker's options (worker.py); `beside` and `beside_asgi` make the tables
-first and stop the worker when the server is done, so a small app runs its mail and its
-pages in one process.
+Each starter takes the Worker's options (worker.py); `beside` and `beside_asgi` make the
+tables first and stop the worker when the server is done, so a small app runs its mail and
+its pages in one process. `worked` is what a Worker's thread does in one pass, for a
+script, a test or a loop of the caller's: it claims at most one job and returns a line
+that says what became of it.
 """
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TypeVar
 
+import psycopg
+
 from ..core.job import Performer
-from ..store import schema
+from ..store import claims, limits, schema
 from .connections import Connect
+from .running import performed
 from .worker import Worker
 
+UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
 T = TypeVar("T")  # what `beside`'s serve() answers
 # The ASGI callable's shape (the asgiref spec), spelled out: jobs imports no ASGI package.
 Message = MutableMapping[str, Any]
@@ -110,3 +117,29 @@ def beside_asgi(
                 await asyncio.to_thread(stopped, running.pop())
 
     return served
+
+
+def worked(
+    db: psycopg.Connection[Any],
+    queue: str,
+    performers: Mapping[str, Performer],
+    now: int | None = None,
+    *,
+    lease: float = UNWATCHED_LEASE,
+) -> str | None:
+    """Claims one job of `queue` due at `now` (ms; the database's clock when None), runs it and settles it.
+
+    Answers what happened, as one line: "ran NAME", or "failed NAME on attempt N:
+    REASON"; None when nothing was due. `db` must not be inside a transaction: the
+    claim commits before the job runs, and the settlement commits after. No heartbeat
+    runs here, so the lease is UNWATCHED_LEASE unless `lease` says otherwise.
+    """
+    if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
+    with db.transaction():
+        claims.promoted(db, now)
+    # A limited queue's claim (limits.py) within its limit; any other's, after one read of job_limits.
+    claimed = limits.claimed(db, queue, now, lease=lease, budgets=claims.budgets_of(performers)).jobs
+    if not claimed:
+        return None
+    return performed(db, claimed, performers, now=now)[0]

@@ -7,7 +7,7 @@ worker as alive in job_workers and does nothing else. Every row its claims hold 
 ledger's (holdings.py) until settled. A work thread claims a batch, hands it to the
 runner (running.py) and waits when nothing is due; it never dies of a job's failure or
 of a lost connection (connections.py), and one that ends anyway is replaced. `worked`
-(once.py) is the same step, once, for a caller's own loop; `worker` and `beside`
+(starting.py) is the same step, once, for a caller's own loop; `worker` and `beside`
 (starting.py) start one.
 """
 
