@@ -12,15 +12,23 @@ watchdog (watchdog.py) cuts one whose answer does not come. The server may not k
 the connection is gone, and would keep its session, and the locks of a transaction
 left open, for hours: so the first thing a thread does on its new connection is end
 the session of the one it lost, if it still runs (`ORPHAN_ENDED`).
+
+A job past its timeout, or still running when a stop's grace ends, has its transaction
+ended by the supervisor from the server side, so nothing it wrote can commit: `Backend` is
+the server process to end. Behind a pooler (PgBouncer) it is read inside the job's own
+transaction, with the moment that began, and ended only while it still runs it.
 """
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any
 
 import psycopg
 
+from ..core.sql import one
 from .refusals import Complaints, kept
 
 RECONNECT_FIRST = 0.1  # seconds before the first reconnection; doubles up to RECONNECT_MAX
@@ -40,6 +48,8 @@ ORPHAN_ENDED = (
 )
 
 log = logging.getLogger("jobs")
+_told: "weakref.WeakSet[object]" = weakref.WeakSet()  # the workers that said what a pooler lets them do
+_telling = threading.Lock()  # a worker's threads open their connections at once
 
 # What opens a new connection: psycopg.connect with a URL and options, or a pool's.
 Connect = Callable[[], psycopg.Connection[Any]]
@@ -103,7 +113,6 @@ def closed(db: psycopg.Connection[Any] | None) -> None:
             db.close()
         except psycopg.Error:
             pass
-    return None
 
 
 def kept_running(
@@ -180,3 +189,61 @@ def complained(who: str, error: BaseException, pause: float, complaints: Complai
         complaints.heard(error, who, pause)  # a lost connection, or a refused statement
     else:
         log.exception("%s hit an error outside any job; reconnecting in %.1f s", who, pause)
+
+
+class Backend:
+    """The server process of one work thread's connection, or of its current transaction behind a pooler."""
+
+    def __init__(self, db: psycopg.Connection[Any]) -> None:
+        real: int = one(db.execute("SELECT pg_backend_pid()"))[0]
+        self.pooled = real != db.info.backend_pid  # libpq was given a pid that is no server process's
+        # The server process, and behind a pooler the start of the transaction it runs for
+        # this thread: one tuple, so that the listener never reads one without the other.
+        self.running: tuple[int, datetime | None] | None = None if self.pooled else (real, None)
+
+    def entered(self, db: psycopg.Connection[Any]) -> None:
+        """Called inside a job's transaction: behind a pooler, learns which server process runs it."""
+        if self.pooled:
+            pid, began = one(db.execute("SELECT pg_backend_pid(), transaction_timestamp()"))
+            self.running = (pid, began)
+
+
+def ended(db: psycopg.Connection[Any], backend: Backend, wait_ms: int) -> bool:
+    """Ends `backend`'s server process from `db`, waiting up to `wait_ms` for it to go; whether it is gone.
+
+    Behind a pooler, only while it still runs the transaction `backend` entered: once that
+    ended, the server connection may serve another client, and nothing is left to end.
+    """
+    if backend.running is None:
+        return True  # behind a pooler, no transaction was ever begun
+    pid, began = backend.running
+    if not backend.pooled:
+        gone: bool = one(db.execute("SELECT pg_terminate_backend(%s, %s)", [pid, wait_ms]))[0]
+        return gone
+    row = db.execute(
+        "SELECT pg_terminate_backend(pid, %s) FROM pg_stat_activity WHERE pid = %s AND xact_start = %s",
+        [wait_ms, pid, began],
+    ).fetchone()
+    return row is None or row[0]
+
+
+def pooler_told(worker: object, backend: Backend, *, listen: bool, poll: float) -> None:
+    """Says once per worker, at its first connection through a pooler, what works there and what does not."""
+    if not backend.pooled:
+        return
+    with _telling:
+        if worker in _told:
+            return
+        _told.add(worker)
+    if listen:
+        log.warning(
+            "the worker's connections go through a pooler: in its transaction mode LISTEN hears no "
+            "notification, so jobs wait up to the poll of %g s (run with listen=False, --no-listen)",
+            poll,
+        )
+    else:
+        log.info(
+            "the worker's connections go through a pooler: it polls for jobs every %g s, and ends a "
+            "stuck job's transaction on the server process it learns inside that transaction",
+            poll,
+        )

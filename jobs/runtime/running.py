@@ -28,7 +28,7 @@ from ..core.job import Job, Performer
 from ..core.policies import DEFAULT, NO_RETRY, Policy, policy_of
 from ..store import flows
 from ..store.pulse import Pulse
-from .backends import Backend
+from .connections import Backend
 from .coroutines import awaited
 from .hand import Hand
 from .refusals import described
@@ -138,7 +138,7 @@ def performed(
     yet started go back to the queue: they could have waited that long for any thread.
     `give_back(hand)` gives back the jobs of `hand` not yet started: a Worker's ledger
     lets them go for its keeper; by default they are given back on `db` at once.
-    `backend` (backends.py) learns which server process runs each job's transaction,
+    `backend` (connections.py) learns which server process runs each job's transaction,
     behind a pooler. `pulse` (pulse.py), a Worker's, counts each settlement per minute.
     A lost connection raises, the Hand still holding what is unsettled.
     """

@@ -27,7 +27,7 @@ from ..core.job import Job, Performer, StoppedPastNoReturn
 from ..core.policies import NO_RETRY, policy_of
 from ..store import claims, flows
 from ..store.pulse import Pulse
-from .backends import ended
+from .connections import ended
 from .doorbell import Doorbell
 from .holdings import Fate, Ledger, Loose
 from .let_go import LetGo

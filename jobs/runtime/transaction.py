@@ -22,7 +22,7 @@ from psycopg.abc import Query
 from psycopg.pq import TransactionStatus
 
 from ..core.job import Job
-from .backends import Backend
+from .connections import Backend
 
 FORBIDDEN = ("commit", "rollback", "close")  # what a performer may not do to the worker's connection
 IDLE, INERROR = TransactionStatus.IDLE, TransactionStatus.INERROR  # libpq's, read often: looked up once
@@ -79,7 +79,7 @@ def cleaning(db: psycopg.Connection[Any]) -> str:
 class JobTransaction:
     """One job's transaction on an autocommit connection, begun when its performer first uses it.
 
-    `backend` (backends.py), when given, is told each time the transaction begins.
+    `backend` (connections.py), when given, is told each time the transaction begins.
     Its own statements (begin, settle, end) go through `cursor`, one cursor of `db`
     that the runner keeps for all its jobs: a cursor made for each costs the worker
     more than sending the statement does. Its end cleans the session (`cleaning`),

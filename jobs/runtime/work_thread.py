@@ -21,8 +21,7 @@ from ..store import claims, limits
 from ..store.frontier import Frontiers
 from ..store.limits import Limits
 from ..store.pulse import Pulse
-from .backends import Backend, told
-from .connections import Connect, kept_running
+from .connections import Backend, Connect, kept_running, pooler_told
 from .doorbell import Doorbell
 from .hand import Hand
 from .holdings import Fate, Ledger
@@ -72,7 +71,7 @@ class WorkThread:
         self.ending = threading.Event()  # set when the worker stops, or abandons this thread
         self.abandoned = False
         self.hand = Hand([])  # the jobs of its last claim not yet settled or let go
-        self.backend: Backend | None = None  # the server process of this thread's connection (backends.py)
+        self.backend: Backend | None = None  # the server process of this thread's connection (connections.py)
         self.limit = 1  # how many jobs the next claim may take
         self.room_in: float | None = None  # seconds until a full window of its last pass's queues has room
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
@@ -108,7 +107,7 @@ class WorkThread:
     def _opened(self, db: psycopg.Connection[Any]) -> None:
         """On a new connection: learns its server process, for the keeper to end it if it must."""
         self.backend = Backend(db)
-        told(self.worker, self.backend)
+        pooler_told(self.worker, self.backend, listen=self.worker.listen, poll=self.worker.poll)
 
     def _lost(self, error: BaseException) -> None:
         """Lets go of what the thread held when a step raised.
