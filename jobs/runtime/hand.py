@@ -6,7 +6,7 @@ waiting jobs back out of one whose running job is slow, and a thread that is los
 go has its whole Hand taken at once (`emptied`), after which the Hand gives out nothing
 more. A lock makes each job leave the hand once: run, given back or settled. Apart from
 that, each job it starts is marked `performing` until its thread is back from it, let
-go or not, for the worker to count it against its limits till then (let_go.py).
+go or not, for the worker to count it against its limits till then (holdings.py).
 """
 
 import threading

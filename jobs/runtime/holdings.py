@@ -10,14 +10,24 @@ held to loose, so nothing is ever dropped. And since a path that forgets a row c
 always be written, the keeper also compares, on a timer, the rows the database says
 this worker holds with what the ledger knows, and lets go of the difference
 (`strays`): a claim whose answer was lost, or any row no place here accounts for.
+
+A row settled without its performer (let go for its timeout or at the end of a stop's
+grace, or cancelled while it runs), which Python cannot stop, leaves the ledger while the
+performer runs on: `LetGo` keeps a row of job_let_go for each such performer (its queue,
+key and slot), which the claims count in work, until it returns (Job.performing). Used on
+the listener's thread only.
 """
 
 import enum
 import threading
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
+
+import psycopg
 
 from ..core.job import FATE, Job, StoppedPastNoReturn
+from ..core.sql import queries
 from .hand import Hand
 
 
@@ -178,3 +188,34 @@ def claim_of(job: Job) -> int:
     """The token of the claim that holds `job`."""
     assert job.claim is not None, "a job in a worker's hand was claimed"
     return job.claim
+
+
+class LetGo:
+    """The performers of one worker that run on after their jobs were settled without them."""
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[int, int], Job] = {}  # (id, claim): the job, while its row is in job_let_go
+
+    def recorded(self, db: psycopg.Connection[Any], jobs: list[Job]) -> None:
+        """Records, on db's transaction, those of `jobs` whose performer still runs, before they are settled."""
+        running = [job for job in jobs if job.performing and job.claim is not None]
+        if running:
+            params = {"ids": [job.id for job in running], "claims": [job.claim for job in running]}
+            db.execute(queries["let_go_recorded"], params)
+            self._running.update(((job.id, job.claim), job) for job in running if job.claim is not None)
+
+    def returned(self, db: psycopg.Connection[Any]) -> set[str]:
+        """Deletes the rows of the performers that have returned; answers their queues, which have room again."""
+        done = [(key, job) for key, job in self._running.items() if not job.performing]
+        if not done:
+            return set()
+        params = {"ids": [id for (id, _), _ in done], "claims": [claim for (_, claim), _ in done]}
+        db.execute(queries["let_go_forgotten"], params)
+        for key, _ in done:
+            del self._running[key]
+        return {job.queue for _, job in done}
+
+
+def gone_pruned(db: psycopg.Connection[Any]) -> None:
+    """Deletes the rows workers gone left in job_let_go, for the reaper."""
+    db.execute(queries["let_go_pruned"])

@@ -31,8 +31,7 @@ from ..store.limits import Limits
 from ..store.schedules import Schedule, fired
 from . import settling
 from .doorbell import Doorbell
-from .holdings import Ledger
-from .let_go import LetGo, gone_pruned
+from .holdings import Ledger, LetGo, gone_pruned
 from .supervisor import WATCH_INTERVAL, Keeper
 
 log = logging.getLogger("jobs")

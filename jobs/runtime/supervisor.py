@@ -8,7 +8,7 @@ given back), and a Hand whose running job is slow, or whose worker
 stops, has its waiting jobs let go, to be given back for another thread to start. Then
 it settles what the ledger holds loose (holdings.py), whoever let it go: given back,
 deleted, or failed with its reason; a statement that fails leaves the rest loose for the
-next look; a performer that runs on is recorded first (let_go.py), and its record deleted
+next look; a performer that runs on is recorded first (holdings.py), and its record deleted
 once it returns. Every RECONCILE_EVERY it compares the rows the database says the worker
 holds with the ledger and lets go of the difference, so no row stays held by this live
 worker while none of its threads works it for longer than that. A policy's on_error
@@ -29,8 +29,7 @@ from ..store import claims, flows
 from ..store.pulse import Pulse
 from .connections import ended
 from .doorbell import Doorbell
-from .holdings import Fate, Ledger, Loose
-from .let_go import LetGo
+from .holdings import Fate, Ledger, LetGo, Loose
 from .running import Counts, reason_of, told
 from .settling import quiet_settled, recorded_failure
 from .work_thread import BATCH_TIME, WorkThread

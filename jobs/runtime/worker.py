@@ -27,8 +27,7 @@ from . import maintenance
 from .connections import SILENT_AFTER, Connect
 from .doorbell import Doorbell
 from .heartbeat import Heartbeat
-from .holdings import Ledger
-from .let_go import LetGo
+from .holdings import Ledger, LetGo
 from .listener import POLL_INTERVAL, Listener
 from .refusals import Complaints
 from .running import Counts, current
@@ -87,7 +86,7 @@ class Worker:
         self.budgets = claims.budgets_of(performers)  # the attempts each policy allows, for the claim
         self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
         self.ledger = Ledger()  # every row its claims hold, until settled (holdings.py)
-        self.let_go = LetGo()  # its performers that run on after their jobs were settled without them (let_go.py)
+        self.let_go = LetGo()  # its performers that run on after their jobs were settled without them (holdings.py)
         self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
         self._drain = False  # stop(drain=True) asked
         self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too

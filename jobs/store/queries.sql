@@ -46,7 +46,7 @@ ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attemp
 -- test reads the claimed keys once per statement (a correlated test per row cost a
 -- third of the claim's time); a job whose own lease ran out still holds its key
 -- until the reaper frees it (expire, below). So does a job whose performer still runs
--- after its row was settled without it (job_let_go, let_go.py), until it returns or the
+-- after its row was settled without it (job_let_go, holdings.py), until it returns or the
 -- reaper finds its worker gone (let_go_pruned): the table is all but always empty, and
 -- read whole, with no look at job_workers on this hot path.
 -- LIMIT is written into the statement, not passed as a parameter: a prepared
@@ -678,7 +678,7 @@ FROM job_workers AS w
 WHERE w.ended_at IS NULL OR w.ended_at >= {now} - %(kept)s
 ORDER BY w.ended_at IS NOT NULL, w.started_at DESC, w.id
 
--- Performers let go (let_go.py) --------------------------------------------------
+-- Performers let go (holdings.py) --------------------------------------------------
 
 -- name: let_go_recorded
 -- A worker's performers that still run while their rows are settled without them (a

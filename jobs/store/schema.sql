@@ -284,7 +284,7 @@ CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_slot_in_work ON jobs (key, key_slot)
 DROP INDEX IF EXISTS jobs_key_in_work;
 
 -- name: step 14
--- Performers still running whose jobs were settled without them (let_go.py): a job let
+-- Performers still running whose jobs were settled without them (holdings.py): a job let
 -- go for its timeout or at the end of a stop's grace, or cancelled while it runs, has its
 -- claim cleared while its thread's performer goes on (Python cannot stop a thread), so
 -- its worker records it here first, and deletes the row once the performer has returned.
