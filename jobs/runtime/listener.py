@@ -1,7 +1,7 @@
 """The listener: the thread beside a worker's work threads that wakes them and does the chores.
 
 On a connection of its own it LISTENs for the notification `later` sends on commit and
-wakes a work thread at once (doorbell.py). On that connection it also runs the
+wakes a work thread at once (work_thread.py's Doorbell). On that connection it also runs the
 worker's chores (maintenance.py), each on its own timer and each alone: a chore the database
 refuses, or one that fails, is logged and the others run on; a lost connection
 reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT. Once the worker
@@ -22,9 +22,9 @@ from typing import Any
 import psycopg
 
 from .connections import Connect, kept_running
-from .doorbell import Doorbell
 from .maintenance import Chore
 from .refusals import Complaints, kept
+from .work_thread import Doorbell
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
 CHORE_LOCK_WAIT = 1.0  # seconds a chore's statement may wait on a lock before it gives up, to run again later
@@ -36,7 +36,7 @@ class Listener:
     """Wakes the work threads of `queues` and runs `chores` (chores.Chore) on their timers; `run` is the thread's body.
 
     stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
-    doorbell: how the work threads are woken (doorbell.py): one ring per notification.
+    doorbell: how the work threads are woken (work_thread.py): one ring per notification.
     complaints: the worker's record of the database's refusals (refusals.py).
     """
 

@@ -30,9 +30,9 @@ from ..store.frontier import Frontiers
 from ..store.limits import Limits
 from ..store.schedules import Schedule, fired
 from . import settling
-from .doorbell import Doorbell
 from .holdings import Ledger, LetGo, gone_pruned
 from .supervisor import WATCH_INTERVAL, Keeper
+from .work_thread import Doorbell
 
 log = logging.getLogger("jobs")
 

@@ -28,11 +28,10 @@ from ..core.policies import NO_RETRY, policy_of
 from ..store import claims, flows
 from ..store.pulse import Pulse
 from .connections import ended
-from .doorbell import Doorbell
 from .holdings import Fate, Ledger, LetGo, Loose
 from .running import Counts, reason_of, told
 from .settling import quiet_settled, recorded_failure
-from .work_thread import BATCH_TIME, WorkThread
+from .work_thread import BATCH_TIME, Doorbell, WorkThread
 
 WATCH_INTERVAL = 0.1  # seconds between the keeper's looks at the threads and the loose rows
 TERMINATE_WAIT = 1.0  # seconds the keeper waits for the server to end a let-go thread's session

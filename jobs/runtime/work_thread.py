@@ -1,15 +1,17 @@
-"""A work thread: the loop that claims a batch of due jobs, hands it to the runner and waits.
+"""A work thread: the loop that claims a batch of due jobs, runs it, and waits for its Doorbell.
 
-A Worker (worker.py) runs several, each on a connection of its own. What a thread
-claims is the worker's ledger's (holdings.py) from before the claim is sent: the claim's
-token while its answer is on its way, then the thread's Hand (hand.py). Every way out
-of a step (a lost connection, a refused statement, any exception) lets go of the whole
-Hand in the ledger, for the keeper (supervisor.py) to settle, and the thread carries on; a
-thread that ends for any other reason says why and is replaced. Its connection's
-backend is kept, so that the keeper can end the transaction of a job it must abandon.
+A Worker (worker.py) runs several, each on a connection of its own. What a thread claims is
+the ledger's (holdings.py) from before the claim is sent: the claim's token while its answer
+is on its way, then the thread's Hand (hand.py). Every way out of a step lets go of the whole
+Hand in the ledger, for the keeper (supervisor.py) to settle, and the thread carries on; one
+that ends for any other reason says why and is replaced. Its connection's backend is kept,
+so that the keeper can end the transaction of a job it must abandon.
+
+One ring of the Doorbell wakes one thread: waking every idle thread for every notification
+made a herd of empty claims. The listener rings once per notification or promotion, and a
+thread that claimed a full batch rings again, since more may be due.
 """
 
-import logging
 import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
@@ -22,7 +24,6 @@ from ..store.frontier import Frontiers
 from ..store.limits import Limits
 from ..store.pulse import Pulse
 from .connections import Backend, Connect, kept_running, pooler_told
-from .doorbell import Doorbell
 from .hand import Hand
 from .holdings import Fate, Ledger
 from .refusals import Complaints, lost
@@ -33,7 +34,46 @@ BATCH_MAX = 100  # jobs one claim may take at the most
 BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back (or a claim
 # may be held while another thread idles); a job that ran longer makes the next claim take one
 
-log = logging.getLogger("jobs")
+
+class Doorbell:
+    """Rings for `threads` work threads; `wait` returns True when rung (or stopping), False on timeout."""
+
+    def __init__(self, threads: int):
+        self._threads = threads
+        self._rings = 0  # rings not yet answered, at most one per thread
+        self._everyone = False  # set once, when the worker stops or drains: every wait returns at once
+        self._idle = 0  # threads waiting now: they found nothing due
+        self._condition = threading.Condition()
+
+    def ring(self) -> None:
+        """Wakes one waiting thread, or the next one to wait."""
+        with self._condition:
+            self._rings = min(self._threads, self._rings + 1)
+            self._condition.notify()
+
+    def ring_everyone(self) -> None:
+        """Wakes every thread, now and from now on."""
+        with self._condition:
+            self._everyone = True
+            self._condition.notify_all()
+
+    def idle(self) -> bool:
+        """Whether a thread waits now, having found nothing due: it could start a job at once."""
+        return self._idle > 0
+
+    def wait(self, timeout: float) -> bool:
+        """Waits up to `timeout` seconds for a ring; True if one came."""
+        with self._condition:
+            if not self._rings and not self._everyone:
+                self._idle += 1
+                try:
+                    self._condition.wait(timeout)
+                finally:
+                    self._idle -= 1
+            if self._rings:
+                self._rings -= 1
+                return True
+            return self._everyone
 
 
 class Shift(Protocol):
@@ -154,7 +194,7 @@ class WorkThread:
         expected_idle(db, "a claim")  # else the claim would never commit
         claim = claims.new_claim()
         worker.ledger.claiming(claim)
-        after, lease, budgets = worker.frontiers.bound(queue), worker.lease, worker.budgets
+        after, lease, budgets, limit = worker.frontiers.bound(queue), worker.lease, worker.budgets, self.limit
         try:
             known = worker.limits.known.get(queue)
             if known is not None:
@@ -167,14 +207,7 @@ class WorkThread:
                 jobs = within.jobs
             else:
                 jobs = claims.claimed(
-                    db,
-                    queue,
-                    limit=self.limit,
-                    after=after,
-                    lease=lease,
-                    worker=worker.id,
-                    budgets=budgets,
-                    claim=claim,
+                    db, queue, limit=limit, after=after, lease=lease, worker=worker.id, budgets=budgets, claim=claim
                 )
         except BaseException:
             worker.ledger.unheard(claim)  # whatever it took is a stray now: the keeper gives it back
@@ -187,13 +220,10 @@ class WorkThread:
     def _ran_batch(self, db: psycopg.Connection[Any]) -> int:
         """Runs the claimed batch in the thread's Hand and returns how many jobs the next claim may take.
 
-        Batches grow while their jobs are quick, and fall back to one job as soon as
-        one takes longer than BATCH_TIME: the keeper gives back the jobs claimed after a
-        job that runs longer than that, or after BATCH_TIME while another thread idles
-        (supervisor.py), and the runner lets them go itself after a performer that ran
-        longer (they could have waited that long for any thread), so they wait on no
-        slow job and no thread idles beside them, and the next claims stay small while
-        jobs are slow.
+        Batches grow while their jobs are quick, and fall back to one job as soon as one
+        takes longer than BATCH_TIME: the jobs claimed after a slower one are given back
+        (by the keeper while it runs, or after BATCH_TIME while another thread idles, and
+        by the runner once it returned), so none waits on a slow job beside an idle thread.
         """
         hand = self.hand
         claimed = hand.held()

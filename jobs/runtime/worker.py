@@ -25,7 +25,6 @@ from ..store.pulse import Pulse
 from ..store.schedules import Schedule, held
 from . import maintenance
 from .connections import SILENT_AFTER, Connect
-from .doorbell import Doorbell
 from .heartbeat import Heartbeat
 from .holdings import Ledger, LetGo
 from .listener import POLL_INTERVAL, Listener
@@ -33,7 +32,7 @@ from .refusals import Complaints
 from .running import Counts, current
 from .supervisor import Keeper
 from .watchdog import Watchdog
-from .work_thread import WorkThread
+from .work_thread import Doorbell, WorkThread
 
 log = logging.getLogger("jobs")
 

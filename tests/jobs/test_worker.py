@@ -8,10 +8,10 @@ import time
 import pytest
 
 import jobs
-from jobs.runtime.doorbell import Doorbell
 from jobs.runtime.listener import Listener
 from jobs.runtime.maintenance import Chore
 from jobs.runtime.refusals import Complaints
+from jobs.runtime.work_thread import Doorbell
 from jobs.store import claims
 from tests.jobs.helpers import scalar, wait_for
 
