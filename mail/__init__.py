@@ -4,15 +4,26 @@ How a letter travels, file by file:
   letters.py     `message` builds a letter; `refusal` says why one would be refused;
                  `url_for` makes the absolute links letters carry.
   later.py       `delivered_later` queues the letter as job `deliver` on the `mail`
-                 queue, on the caller's transaction; `mail.performers` (made from
-                 MAIL_RETRY_INTERVALS when asked for) is what a worker on that queue runs.
+                 queue, on the caller's transaction; `written_later` queues job `write`,
+                 whose letter (and link) is written when it leaves, by the app's `Writer`
+                 of its kind; `mail.performers` (made from MAIL_RETRY_INTERVALS when
+                 asked for) is what a worker on that queue runs.
   transports.py  `delivered` sends it through the SMTP server MAIL_URL names, or
                  writes it to the outbox folder when there is none.
 
 It needs the standard library and `jobs` (with its psycopg) only, so it can be copied into an app.
 """
 
-from .later import QUEUE, Performer, Undeliverable, delivered_later, performers_for, performers_from_environment
+from .later import (
+    QUEUE,
+    Performer,
+    Undeliverable,
+    Writer,
+    delivered_later,
+    performers_for,
+    performers_from_environment,
+    written_later,
+)
 from .letters import BODY_MAX, Letter, Refused, is_address, message, refusal, url_for
 from .transports import TIMEOUT, delivered, outbox_folder
 
@@ -34,8 +45,10 @@ __all__ = [
     "QUEUE",
     "TIMEOUT",
     "Letter",
+    "Performer",
     "Refused",
     "Undeliverable",
+    "Writer",
     "delivered",
     "delivered_later",
     "is_address",
@@ -46,4 +59,5 @@ __all__ = [
     "performers_from_environment",
     "refusal",
     "url_for",
+    "written_later",
 ]
