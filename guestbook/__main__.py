@@ -108,7 +108,7 @@ def serve_command(args) -> int:
         print(f"guestbook: {problem}", file=sys.stderr)
         return 2
     try:
-        performers = upkeep.performers  # the letters', made from MAIL_RETRY_INTERVALS now, and the upkeep's
+        mail.performers_from_environment()  # MAIL_RETRY_INTERVALS, checked before anything starts
         settings_from_environment()
         host = server.host(args.host or os.environ.get("HOST"), args.development)
     except ValueError as error:
@@ -149,7 +149,7 @@ def serve_command(args) -> int:
         jobs.beside(
             lambda: psycopg.connect(url, **jobs.keepalives()),
             mail.QUEUE,
-            performers,
+            upkeep.performers_for(app),
             served.run,
             schedules=upkeep.schedules,
             on_start=lambda worker: dashboard.shows_worker(app, worker),
