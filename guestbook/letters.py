@@ -50,7 +50,13 @@ def unlock_written(db, args: dict) -> mail.Letter | None:
 
 def reset_written(db, args: dict) -> mail.Letter | None:
     """The reset letter of args["account"], its link made now (it works once); None for an address without an
-    account, or an account sent one in the last RESET_EVERY (accounts.reset_claimed notes this one)."""
+    account, or an account sent one in the last RESET_EVERY (accounts.reset_claimed notes this one).
+
+    The claim is written on the job's transaction, so an attempt that fails takes it back
+    and the retry may send; its row lock holds until the letter is handed over, so a
+    sign-in of that account meanwhile waits the letter's sending (under a second at a
+    working relay, DELIVER_TIMEOUT at the most).
+    """
     if args["account"] is None or not accounts.reset_claimed(db, args["account"]):
         return None
     account = accounts.by_id(db, args["account"])  # the claim's row lock keeps it as it is until the job ends
