@@ -8,8 +8,6 @@ top. A spec that fails leaves a screenshot and a trace under test-results/
 """
 
 import os
-import tempfile
-from pathlib import Path
 
 import pytest
 
@@ -70,10 +68,8 @@ def database_url():
     from guestbook import embedded
 
     swept()  # the servers that killed runs left behind
-    with tempfile.TemporaryDirectory(prefix="guestbook-e2e-") as folder:
-        server = embedded.server(Path(folder) / "pgdata", throwaway=True)
-        yield server.get_uri()
-        server.cleanup()  # stops it and deletes its data now, before its folder goes
+    with embedded.throwaway(prefix="guestbook-e2e-") as url:
+        yield url
 
 
 @pytest.fixture

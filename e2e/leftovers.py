@@ -50,10 +50,11 @@ def swept(base: Path | None = None) -> list[Path]:
 
 
 def owners_of(folder: Path, data: Path) -> list[int] | None:
-    """The pids of the processes that own `folder`; None when it does not say (being made, or not ours)."""
+    """The pids of the processes that own `folder`; None when it does not say (being made, being deleted by its
+    last owner, whom pgserver takes off the list first, or not ours)."""
     try:
         if (data / ".handle_pids.json").exists():
-            return [int(pid) for pid in json.loads((data / ".handle_pids.json").read_text())]
+            return [int(pid) for pid in json.loads((data / ".handle_pids.json").read_text())] or None
         return [int((folder / OWNER).read_text())]
     except (OSError, ValueError, TypeError):
         return None

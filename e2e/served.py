@@ -29,7 +29,7 @@ from .tether import dying_with_this_thread, tethered
 ROOT = Path(__file__).resolve().parents[1]  # the project, where the Makefile is
 # The README's run command, on the Python that runs the specs. --old-file keeps make
 # from building the virtual environment again under specs that already run in it.
-COMMAND = ["make", "run", f"PY={sys.executable}", "--old-file=.venv/.installed"]
+COMMAND = ["make", "run", f"PY={sys.executable}", "--old-file=.venv/.installed-run"]
 START_TIMEOUT = 30.0  # seconds the guestbook may take to answer its first request
 STOP_TIMEOUT = 15.0  # seconds it may take to send the letter in hand and exit after SIGTERM
 # How its connections show in pg_stat_activity (libpq reads PGAPPNAME), with the test run's pid.

@@ -1,10 +1,12 @@
-"""Without a mail server, in development, letters go to the outbox: /outbox shows them, and their links work;
-a page another user serves on another port of 127.0.0.1 is sent nothing that opens it."""
+"""Without a mail server, in development, letters go to the outbox: /outbox shows them, and their links work
+and keep the header's Outbox and Jobs; a page another user serves on another port of 127.0.0.1 is sent nothing
+that opens it."""
 
 import http.server
 import threading
 import urllib.error
 import urllib.request
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -22,7 +24,9 @@ def guestbook_settings():
     return {}
 
 
-def test_letter_in_the_outbox_confirms_the_account(page, guestbook):
+def test_letter_in_the_outbox_confirms_the_account_and_keeps_the_outbox_and_the_dashboard_a_click_away(
+    page, guestbook, output_path
+):
     page.goto(f"{guestbook.keyed_url}/signup")  # the pages of the printed link, which show the outbox
     page.get_by_label("Email").fill(ADA)
     page.get_by_label("Password").fill(PASSWORD)
@@ -39,6 +43,9 @@ def test_letter_in_the_outbox_confirms_the_account(page, guestbook):
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Confirm my account").click()
     expect(page.get_by_role("status")).to_have_text("Your account is confirmed. You can sign in now.")
+    expect(page.get_by_role("link", name="Outbox")).to_be_visible()  # still under the printed link
+    expect(page.get_by_role("link", name="Jobs")).to_be_visible()
+    page.screenshot(path=Path(output_path) / "confirmed-from-the-outbox.png")
     page.get_by_label("Email").fill(ADA)
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()

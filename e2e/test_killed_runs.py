@@ -121,3 +121,12 @@ def test_the_postgresql_of_a_killed_run_is_swept_by_the_next(tmp_path):
     finally:
         run.kill()
         run.wait()
+
+
+def test_a_folder_its_last_owner_is_deleting_is_left_to_it(tmp_path):
+    data = tmp_path / "guestbook-tests-closing" / "pgdata"
+    data.mkdir(parents=True)
+    (data / ".handle_pids.json").write_text("[]")  # pgserver takes its last owner off the list, then deletes
+
+    assert swept(tmp_path) == []
+    assert data.exists()

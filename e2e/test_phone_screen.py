@@ -61,7 +61,7 @@ def test_pages_fit_a_phone_screen_and_pass_their_policy(page, guestbook):
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign in").click()
     page.get_by_label("Your entry").fill(LONG_ENTRY)
-    page.get_by_role("button", name="Sign", exact=True).click()
+    page.get_by_role("button", name="Add my entry").click()
     expect(page.get_by_role("status")).to_have_text("Thank you for signing the guestbook.")
     fits_the_screen(page)
 

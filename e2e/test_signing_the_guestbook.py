@@ -29,7 +29,7 @@ def test_new_guest_confirms_from_the_letter_and_signs_the_guestbook(page, guestb
 
     for entry in (FIRST_ENTRY, SECOND_ENTRY):
         page.get_by_label("Your entry").fill(entry)
-        page.get_by_role("button", name="Sign", exact=True).click()
+        page.get_by_role("button", name="Add my entry").click()
         expect(page.get_by_role("status")).to_have_text("Thank you for signing the guestbook.")
     entries = page.get_by_role("region", name="Entries").get_by_role("article")
     expect(entries).to_have_count(2)

@@ -13,6 +13,7 @@ How a request travels, file by file:
   tokens.py    the signed links; mailer.py queues the letters that carry them, and
                letters.py writes those when they leave, so no link dies waiting.
   upkeep.py    the jobs that run on a schedule beside the server (__main__.py).
+  settings.py  every setting `serve` reads, checked before it answers anyone.
   connections.py  what waitress, before the app, does with slow clients (server.py);
                proxies.py who the client is when proxies stand in front.
   dashboard.py the job queue's dashboard at /jobs, for the accounts admins.py says an
@@ -36,23 +37,28 @@ from . import (
     forms,
     headers,
     limits,
-    mailer,
     names,
     outbox,
     passwords,
-    proxies,
     renames,
     resets,
     sessions,
-    tokens,
+    settings,
     unlocks,
 )
 
-MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
-TRUSTED_PROXIES_DEFAULT = ""  # the proxies unless TRUSTED_PROXIES names some: none, the client is who connects
 # The Host names development answers to: a page elsewhere that points its own name at
 # 127.0.0.1 (DNS rebinding) is refused, so it cannot read /outbox and its links.
 LOCAL_HOSTS = ("127.0.0.1", "localhost")
+APP_SETTINGS = (  # the settings of settings.READERS that the app's config holds
+    "SECRET_KEY",
+    "DATABASE_URL",
+    "MAIL_FROM",
+    "RESET_TOKEN_MAX_AGE",
+    "LETTERS_WAITING_MAX",
+    "MAIL_RATE",
+    "TRUSTED_PROXIES",
+)
 
 
 def create_app(config: dict | None = None) -> Flask:
@@ -105,30 +111,15 @@ def create_app(config: dict | None = None) -> Flask:
 
 
 def settings_from_environment() -> dict:
-    """The settings the environment gives, with their defaults; a ValueError names a setting that is not valid."""
+    """The app's settings as the environment gives them (settings.read), with their defaults; a ValueError names a
+    setting that is not valid."""
     return {
-        "SECRET_KEY": os.environ.get("SECRET_KEY"),
-        "DATABASE_URL": os.environ.get("DATABASE_URL"),
-        "MAIL_FROM": os.environ.get("MAIL_FROM") or MAIL_FROM_DEFAULT,
-        "RESET_TOKEN_MAX_AGE": whole_number("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE),
-        "LETTERS_WAITING_MAX": whole_number("LETTERS_WAITING_MAX", mailer.LETTERS_WAITING_MAX),
-        "MAIL_RATE": whole_number("MAIL_RATE", mailer.MAIL_RATE),
-        "TRUSTED_PROXIES": proxies.parsed(os.environ.get("TRUSTED_PROXIES", TRUSTED_PROXIES_DEFAULT)),
+        **settings.read(*APP_SETTINGS),
         "DEVELOPMENT": False,
         "SESSION_COOKIE_HTTPONLY": True,
         "SESSION_COOKIE_SAMESITE": "Lax",
         "PERMANENT_SESSION_LIFETIME": sessions.SESSION_MAX_AGE,  # the cookie's signature expires with the session
     }
-
-
-def whole_number(name: str, default: int) -> int:
-    """The environment's setting `name` as a whole number, `default` when unset; a ValueError naming it otherwise."""
-    text = os.environ.get(name, "").strip()
-    if not text:
-        return default
-    if not (text.isascii() and text.isdigit()):
-        raise ValueError(f"{name} takes a whole number, got {text!r}")
-    return int(text)
 
 
 def error_page(error: HTTPException):

@@ -9,7 +9,9 @@ it on their own machine: an embedded PostgreSQL in .pgdata/ when DATABASE_URL is
 unset, a secret kept in .secret_key when SECRET_KEY is unset, letters written to
 the outbox when MAIL_URL is unset (the /outbox page shows them), cookies without
 Secure. Without --development, DATABASE_URL, a SECRET_KEY of SECRET_KEY_MIN
-characters or more, and an https:// BASE_URL must be set, or it refuses to start.
+characters or more, an https:// BASE_URL and MAIL_URL must be set. Either way every
+setting is checked before anything starts (settings.py): a bad one is named, and the
+process exits 2 before it listens.
 """
 
 import argparse
@@ -20,7 +22,6 @@ import signal
 import sys
 from datetime import UTC
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import psycopg
 from psycopg.rows import namedtuple_row
@@ -37,18 +38,13 @@ from . import (
     embedded,
     mailer,
     server,
-    settings_from_environment,
+    settings,
     upkeep,
 )
 
 SECRET_FILE = Path(".secret_key")  # where development keeps the secret it made
 SECRET_BYTES = 32  # random bytes in a secret made for development
-SECRET_KEY_MIN = 32  # characters a SECRET_KEY needs outside development (a random one: `openssl rand -hex 32`)
 EXIT_NOTICE = 1  # `admins add` or `remove` changed nothing: no such confirmed account, or no such grant
-RETIRED = {  # settings that no longer do what they did: serve refuses to start while one is set
-    "ADMIN_EMAILS": "ADMIN_EMAILS no longer grants the dashboard to an address: grant it to a confirmed account "
-    "with `python -m guestbook admins add ADDRESS`, and unset ADMIN_EMAILS",
-}
 
 
 def main(argv=None) -> int:
@@ -103,33 +99,31 @@ def serve_command(args) -> int:
     """Serves until SIGINT or SIGTERM; the letter in hand is sent before the process ends."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     logging.getLogger("pgserver").setLevel(logging.WARNING)  # its start-up is told line by line otherwise
-    problem = retired_problem() or ("" if args.development else production_problem())
-    if problem:
-        print(f"guestbook: {problem}", file=sys.stderr)
-        return 2
     try:
-        mail.performers_from_environment()  # MAIL_RETRY_INTERVALS, checked before anything starts
-        settings_from_environment()
-        host = server.host(args.host or os.environ.get("HOST"), args.development)
-    except ValueError as error:
-        print(f"guestbook: {error}", file=sys.stderr)
+        values = settings.checked({**os.environ, **given(args)}, production=not args.development)
+    except settings.Invalid as invalid:
+        print("\n".join(f"guestbook: {problem}" for problem in invalid.problems), file=sys.stderr)
         return 2
-    url = os.environ.get("DATABASE_URL")
+    host, port = values["HOST"], values["PORT"]
+    url = values["DATABASE_URL"]
     database = None  # the embedded server, when DATABASE_URL is not set: kept till exit
     if not url:
-        database = embedded.server(embedded.RUN_DATA)
+        try:
+            database = embedded.server(embedded.RUN_DATA)
+        except embedded.NotInstalled as error:
+            print(f"guestbook: {error}", file=sys.stderr)
+            return 2
         url = database.get_uri()
         print(
             f"The database is at {url}  (for `python -m jobs` and `python -m guestbook admins`, "
             "set DATABASE_URL to it, or run `make jobs ARGS=status` beside this server)",
             flush=True,
         )
-    port = args.port or int(os.environ.get("PORT") or server.DEFAULT_PORT)
     base = os.environ.setdefault("BASE_URL", f"http://127.0.0.1:{port}")  # mail.url_for reads it
     app = create_app(
         {
             "DATABASE_URL": url,
-            "SECRET_KEY": os.environ.get("SECRET_KEY") or kept_secret(),
+            "SECRET_KEY": values["SECRET_KEY"] or kept_secret(),
             "DEVELOPMENT": args.development,
         }
     )
@@ -189,25 +183,9 @@ def admins_command(args) -> int:
         return EXIT_NOTICE
 
 
-def retired_problem() -> str:
-    """What a setting that no longer works would mislead an operator about, as a sentence; "" when none is set."""
-    return next((said for name, said in RETIRED.items() if os.environ.get(name)), "")
-
-
-def production_problem() -> str:
-    """What the environment lacks to serve in production, as a sentence; "" when nothing."""
-    missing = [name for name in ("SECRET_KEY", "DATABASE_URL") if not os.environ.get(name)]
-    if missing:
-        return f"set {' and '.join(missing)}, or run with --development"
-    if len(os.environ["SECRET_KEY"]) < SECRET_KEY_MIN:
-        return f"SECRET_KEY has {len(os.environ['SECRET_KEY'])} characters; it needs {SECRET_KEY_MIN} or more, random"
-    base = urlsplit(os.environ.get("BASE_URL", ""))
-    if base.scheme != "https" or not base.hostname:
-        return (
-            "set BASE_URL to the site's https:// address (the links in letters point there), "
-            f"not {os.environ.get('BASE_URL', '')!r}"
-        )
-    return ""
+def given(args) -> dict[str, str]:
+    """The settings the command line gives, which win over the environment's: --host (HOST) and --port (PORT)."""
+    return {name: str(value) for name, value in (("HOST", args.host), ("PORT", args.port)) if value is not None}
 
 
 def kept_secret() -> str:
@@ -222,7 +200,8 @@ def letters_go() -> str:
     """Where letters go, said for the start-up line (without the password MAIL_URL may hold)."""
     url = os.environ.get("MAIL_URL")
     if url:
-        return f"letters go to {url.rpartition('@')[2]}"
+        scheme, host, port = mail.server_named(url)
+        return f"letters go to {scheme}://{host}:{port}"
     return f"letters go to the folder {mail.outbox_folder()}/, shown at /outbox in development"
 
 

@@ -6,7 +6,9 @@ nobody can lay their page over the confirm, unlock, reset or sign-out buttons. P
 are never stored by a cache (they show accounts, and the links' URLs are secrets);
 outside development, HSTS keeps browsers to HTTPS. The job queue's dashboard, a WSGI
 app beside Flask's, gets the same headers (`around`), but for its own policy, which
-allows its one script.
+allows its one script. Permissions-Policy says the same of the browser's features: the
+pages use none (no camera, microphone, location, payment, USB...), so none is allowed
+to any origin, this site and anything injected into it included.
 """
 
 from flask import current_app, request
@@ -21,6 +23,30 @@ POLICY = "; ".join(
         "base-uri 'none'",
     ]
 )
+# The browser features a page could ask for, each allowed to no origin ("()"): the pages use none of them.
+FEATURES = (
+    "accelerometer",
+    "autoplay",
+    "camera",
+    "display-capture",
+    "encrypted-media",
+    "fullscreen",
+    "geolocation",
+    "gyroscope",
+    "hid",
+    "idle-detection",
+    "magnetometer",
+    "microphone",
+    "midi",
+    "payment",
+    "picture-in-picture",
+    "publickey-credentials-get",
+    "screen-wake-lock",
+    "serial",
+    "usb",
+    "xr-spatial-tracking",
+)
+PERMISSIONS = ", ".join(f"{feature}=()" for feature in FEATURES)
 HSTS_MAX_AGE = 365 * 24 * 3600  # seconds a browser keeps to HTTPS for this site after one answer: a year
 
 
@@ -30,11 +56,12 @@ def init_app(app) -> None:
 
 
 def guarded(response):
-    """`response` with the policy, the caching rule and (outside development) HSTS."""
+    """`response` with the policies, the caching rule and (outside development) HSTS."""
     response.headers["Content-Security-Policy"] = POLICY
     response.headers["X-Frame-Options"] = "DENY"  # frame-ancestors, for browsers older than CSP 2
     response.headers["Referrer-Policy"] = "no-referrer"  # keeps links with tokens out of Referer headers
     response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Permissions-Policy"] = PERMISSIONS
     if request.endpoint != "static":
         response.headers["Cache-Control"] = "no-store"
     if not current_app.config["DEVELOPMENT"]:
@@ -48,6 +75,7 @@ def around(wsgi_app, development: bool):
         ("X-Frame-Options", "DENY"),
         ("Referrer-Policy", "no-referrer"),
         ("X-Content-Type-Options", "nosniff"),
+        ("Permissions-Policy", PERMISSIONS),
         ("Cache-Control", "no-store"),
     ]
     if not development:

@@ -100,8 +100,8 @@ def password_changed(db, email: str) -> int:
         email,
         "Your guestbook password was changed",
         (
-            "The password of your guestbook account was just changed, and every session\n"
-            "signed in with the old one has ended. If that was not you, choose a new one here:\n\n"
+            "The password of your guestbook account was just changed, and every session signed in with the old one "
+            "has ended.\nIf that was not you, choose a new one here:\n\n"
             f"{mail.url_for('/resets/new')}\n"
         ),
     )

@@ -59,13 +59,13 @@ def edit(token: str):
         abort(400, INVALID)
     naming = account.confirmed_at is None
     if request.method != "POST":
-        return render_template("resets/edit.html", naming=naming)
+        return render_template("resets/edit.html", email=account.email, naming=naming)
     password, name = field("password", passwords.PASSWORD_MAX), names.posted() if naming else ""
     problem = passwords.problem(password, account.email) or names.problem(name)
     problem = problem or (names.TAKEN if names.taken(db, name, account.id) else "")
     if problem:
         flash(problem, "error")
-        return render_template("resets/edit.html", naming=naming, name=name), 422
+        return render_template("resets/edit.html", email=account.email, naming=naming, name=name), 422
     digest = passwords.digest(password)
     with db.transaction() as written:
         if not accounts.password_reset(db, account, digest):
@@ -79,7 +79,7 @@ def edit(token: str):
         mailer.password_changed(db, account.email)
     if not named:
         flash(names.TAKEN, "error")
-        return render_template("resets/edit.html", naming=naming, name=name), 422
+        return render_template("resets/edit.html", email=account.email, naming=naming, name=name), 422
     session.clear()
     flash("Your password is changed, and every session signed in with the old one has ended. Sign in with the new one.")
     return redirect(url_for("auth.signin"))

@@ -30,7 +30,6 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from types import FrameType
 from typing import Any
 
 import psycopg
@@ -47,6 +46,7 @@ COMMAND_NAME = "jobs command"  # how the connection of status, failed, retry and
 EXIT_USAGE = 2  # the command line was wrong (argparse's own code), or DATABASE_URL is unset
 EXIT_DATABASE = 3  # the database could not be reached, or refused a statement (for `work`: one it must run)
 GRACE = 30.0  # seconds a SIGTERM lets the jobs in hand run on: Kubernetes' default grace period
+JOIN_STEP = 0.1  # seconds between the main thread's looks at the stop signals received and at the worker's end
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -163,18 +163,20 @@ def work_command(args: argparse.Namespace, url: str) -> int:
         timeout=args.timeout,
         schedules=held,
     )
-    signals: list[int] = []  # the stop signals received so far: the first allows the grace period, the second none
-
-    def stopped(signum: int, frame: FrameType | None) -> None:
-        signals.append(signum)
-        running.stop(grace=args.grace if len(signals) == 1 else 0)
-
+    # A signal's handler runs on the main thread between two of its statements, wherever they
+    # were: inside the worker's lock, which join takes, a handler that stopped the worker (stop
+    # takes that lock too) would wait on itself forever. So the handler only notes the signal
+    # (an append takes no lock), and this loop stops the worker within JOIN_STEP.
+    signals: list[int] = []  # the stop signals received: the first allows the grace period, the second none
     for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, stopped)
+        signal.signal(signum, lambda signum, frame: signals.append(signum))
     running.start()
     logging.getLogger("jobs").info("working %s with %s thread(s)", ",".join(args.queues), args.threads)
-    while not running.join(timeout=0.5):
-        pass  # join in short steps, so the signal handlers run promptly
+    heeded = 0
+    while not running.join(timeout=JOIN_STEP):
+        if len(signals) > heeded:
+            heeded = len(signals)
+            running.stop(grace=args.grace if heeded == 1 else 0)
     return 0
 
 

@@ -30,6 +30,7 @@ from .frontier import Frontiers
 from .job import FATE, Job
 from .keeper import WATCH_INTERVAL, Keeper
 from .ledger import Ledger
+from .let_go import LetGo, gone_pruned
 from .limits import Limits
 from .schedules import Schedule, fired
 
@@ -58,6 +59,7 @@ def timetable(
     lease: float,
     keeper: Keeper,
     ledger: Ledger,
+    let_go: LetGo,
     doorbell: Doorbell,
     frontiers: Frontiers,
     schedules: Sequence[Schedule],
@@ -74,7 +76,7 @@ def timetable(
         Chore("promotion", poll, lambda db: promoted(db, queues, doorbell)),
         Chore("schedules", poll, lambda db: fired(db, schedules)),  # the jobs of due ticks, once across workers
         Chore("frontier", poll, lambda db: looked(db, queues, frontiers, doorbell)),
-        Chore("cancels", poll, lambda db: cancels_heard(db, ledger)),
+        Chore("cancels", poll, lambda db: cancels_heard(db, ledger, let_go)),
         Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending),  # a failed flush keeps its counts
         Chore("reaper", reap, reaped),
     ]
@@ -92,19 +94,21 @@ def looked(db: psycopg.Connection[Any], queues: list[str], frontiers: Frontiers,
         doorbell.ring()  # a job the claims passed over is due
 
 
-def cancels_heard(db: psycopg.Connection[Any], ledger: Ledger) -> None:
+def cancels_heard(db: psycopg.Connection[Any], ledger: Ledger, let_go: LetGo) -> None:
     """Hears which jobs in hand an operator cancelled, one claim at a time."""
     for hand in ledger.hands():
         jobs = hand.held()
         if jobs:
-            heard_cancelled(db, jobs)
+            heard_cancelled(db, jobs, let_go)
 
 
-def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job]) -> None:
+def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetGo | None = None) -> None:
     """Settles at once, as cancelled, the jobs of one claim an operator cancelled while held, and tells them.
 
     Their performer may run on (it sees `current_job().cancelled`), but whatever it
     does, the job stays on the shelf as cancelled: the runner knows by `cancelling`.
+    One that runs is recorded in `let_go` on the same transaction, so it counts against
+    its queue's limit and its key until it returns.
     A job past its point of no return (Job.point_of_no_return) is left to end as its
     performer ends it: shelved now, a success already done could be done again by a retry.
     """
@@ -119,6 +123,8 @@ def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job]) -> None:
                 continue
             job.cancelled.set()
             with db.transaction():
+                if let_go is not None:
+                    let_go.recorded(db, [job])
                 control.cancellation_settled(db, job)
             log.warning(
                 "job %s (%s on %s) was cancelled while in hand: it is on the shelf, and not retried",
@@ -149,4 +155,5 @@ def reaped(db: psycopg.Connection[Any]) -> None:
         control.cancelled_reaped(db)  # before the reaper, so a cancelled job is shelved, never run again
     endings.reaped(db)
     roster.pruned(db)
+    gone_pruned(db)
     pulse.pruned(db)

@@ -4,7 +4,9 @@ The runner (runner.py) takes the jobs of a claimed batch from its Hand one at a 
 The worker's ledger (ledger.py) holds every live Hand: the keeper (keeper.py) takes the
 waiting jobs back out of one whose running job is slow, and a thread that is lost or let
 go has its whole Hand taken at once (`emptied`), after which the Hand gives out nothing
-more. A lock makes each job leave the hand once: run, given back or settled.
+more. A lock makes each job leave the hand once: run, given back or settled. Apart from
+that, each job it starts is marked `performing` until its thread is back from it, let
+go or not, for the worker to count it against its limits till then (let_go.py).
 """
 
 import threading
@@ -21,6 +23,7 @@ class Hand:
         self._lock = threading.Lock()
         self._waiting = list(jobs)  # claimed, not started
         self.running: Job | None = None
+        self._performing: Job | None = None  # the job started last, until its thread is back from it
         self._started = 0.0  # when the running job started (time.monotonic())
         self._quiet: list[Job] = []  # ran and succeeded without touching the connection; not yet deleted
         self._quiet_since = 0.0  # when the oldest of them ended
@@ -34,6 +37,8 @@ class Hand:
             if not self._waiting:
                 return None
             self.running, self._started = self._waiting.pop(0), time.monotonic()
+            self._performing = self.running
+            self.running.performing = True  # before the runner looks whether it was cancelled
             return self.running
 
     def ended(self, job: Job, quiet_success: bool) -> None:
@@ -43,6 +48,7 @@ class Hand:
         """
         with self._lock:
             self.longest = max(self.longest, time.monotonic() - self._started)
+            self._returned()
             if self.running is not job:
                 return
             if quiet_success:
@@ -50,6 +56,16 @@ class Hand:
                     self._quiet_since = time.monotonic()
                 self._quiet.append(job)
             self.running = None
+
+    def returned(self) -> None:
+        """Hears that its thread is back from whatever job it was running: no performer of it runs now."""
+        with self._lock:
+            self._returned()
+
+    def _returned(self) -> None:
+        if self._performing is not None:
+            self._performing.performing = False
+            self._performing = None
 
     def quiet(self, older_than: float | None = None) -> list[Job]:
         """The quiet successes to delete now: all, or none unless the oldest ended `older_than` s ago.

@@ -27,7 +27,12 @@ Performer = Callable[[Any, dict[str, Any]], object]
 
 
 class JobCancelled(Exception):
-    """Raised at a job's point of no return when an operator cancelled it first: it stops there, having done nothing."""
+    """Raised at a job's point of no return when an operator cancelled it, or its worker let it go, first: it stops
+    there, having done nothing."""
+
+
+class StoppedPastNoReturn(Exception):
+    """Why a job its worker let go past its point of no return (its timeout, a stop's grace) is shelved, not retried."""
 
 
 @dataclass
@@ -63,6 +68,8 @@ class Job:
     cancelling: bool = field(default=False, compare=False)  # an operator cancelled it while held: it is shelved
     irrevocable: bool = field(default=False, compare=False)  # past its point of no return: a cancel no longer stops it
     cancel_too_late: bool = field(default=False, compare=False)  # a cancel came past that point (logged once)
+    let_go: bool = field(default=False, compare=False)  # its worker let it go while it ran: it must not pass that point
+    performing: bool = field(default=False, compare=False)  # its performer was started and has not returned (hand.py)
 
     @property
     def cancelled(self) -> threading.Event:
@@ -75,16 +82,19 @@ class Job:
     def point_of_no_return(self) -> None:
         """Marks the moment from which the performer does what no rollback undoes, such as handing a letter over.
 
-        Raises JobCancelled when the worker heard an operator's cancel before it: the
-        performer stops there, having done nothing, and the job is on the shelf as
-        cancelled. From then on a cancel no longer stops the job: a success is deleted
-        as any other (never shelved, so a retry from the shelf cannot do it twice), and
-        a failure goes on the shelf as cancelled, not retried.
+        Raises JobCancelled when the worker heard an operator's cancel before it, or let
+        the job go (its timeout, a stop's grace): the performer stops there, having done
+        nothing, and the job is settled as the cancel or the letting go says. From then on
+        a cancel no longer stops the job: a success is deleted as any other (never shelved,
+        so a retry from the shelf cannot do it twice), and a failure goes on the shelf as
+        cancelled, not retried; and a job its worker lets go is shelved, never started again
+        (ledger.py).
         """
         with FATE:
-            if self.cancelling:
+            if self.cancelling or self.let_go:
+                why = "cancelled" if self.cancelling else "let go by its worker"
                 raise JobCancelled(
-                    f"job {self.id} ({self.name} on {self.queue}) was cancelled before its point of no return"
+                    f"job {self.id} ({self.name} on {self.queue}) was {why} before its point of no return"
                 )
             self.irrevocable = True
 

@@ -3,11 +3,13 @@
 Every WATCH_INTERVAL, on the listener's connection, it looks at the work threads: one
 whose job ran past its timeout, or that still works when a stop's grace ends, is let go
 (replaced at once, its server session ended, its Hand let go: the overdue job fails with
-its timeout, the rest goes back), and a Hand whose running job is slow, or whose worker
+its timeout, the rest goes back, and a job past its point of no return is shelved, never
+given back), and a Hand whose running job is slow, or whose worker
 stops, has its waiting jobs let go, to be given back for another thread to start. Then
 it settles what the ledger holds loose (ledger.py), whoever let it go: given back,
 deleted, or failed with its reason; a statement that fails leaves the rest loose for the
-next look. Every RECONCILE_EVERY it compares the rows the database says the worker
+next look; a performer that runs on is recorded first (let_go.py), and its record deleted
+once it returns. Every RECONCILE_EVERY it compares the rows the database says the worker
 holds with the ledger and lets go of the difference, so no row stays held by this live
 worker while none of its threads works it for longer than that. A policy's on_error
 hook runs on a thread of its own, never here.
@@ -24,10 +26,11 @@ import psycopg
 from . import flows, store
 from .backends import ended
 from .doorbell import Doorbell
-from .job import Job, Performer
+from .job import Job, Performer, StoppedPastNoReturn
 from .ledger import Fate, Ledger, Loose
+from .let_go import LetGo
 from .outcomes import quiet_settled, recorded_failure
-from .policies import policy_of
+from .policies import NO_RETRY, policy_of
 from .pulse import Pulse
 from .runner import Counts, reason_of, told
 from .threads import BATCH_TIME, WorkThread
@@ -43,6 +46,7 @@ class Crew(Protocol):
 
     id: int
     ledger: Ledger
+    let_go: LetGo
     performers: Mapping[str, Performer]
     timeout: float | None
     counts: Counts
@@ -67,6 +71,7 @@ class Keeper:
         """Lets go of what the threads cannot settle now, settles what is loose, and reconciles when due."""
         self._watched(db)
         self._settled(db)
+        self._returned(db)
         if time.monotonic() >= self._next_reconcile:
             self._reconciled(db)
             self._settled(db)
@@ -116,19 +121,33 @@ class Keeper:
             for entry in loose:
                 if entry.job is not None:
                     entry.job.cancelled.set()
-            for job in [entry.job for entry in loose if entry.fate is Fate.FAIL and entry.job is not None]:
-                log.warning(
-                    "job %s (%s on %s) ran past its timeout of %g s; its thread is let go",
-                    job.id,
-                    job.name,
-                    job.queue,
-                    self._limit_of(job),
-                )
+            for entry in [entry for entry in loose if entry.fate is Fate.FAIL and entry.job is not None]:
+                self._told_let_go(entry)
             back = [entry.id for entry in loose if entry.fate is Fate.GIVE_BACK]
             if back:
                 log.warning("jobs %s were in hand when their thread was let go; they go back to the queue", back)
             if last:
                 self.crew.thread_ended(work)
+
+    def _told_let_go(self, entry: Loose) -> None:
+        """Logs why the running job of a thread let go fails: its timeout, or its point of no return."""
+        job = entry.job
+        assert job is not None, "a running job is let go with its Job"
+        if timed_out(entry.error):
+            log.warning(
+                "job %s (%s on %s) ran past its timeout of %g s; its thread is let go",
+                job.id,
+                job.name,
+                job.queue,
+                self._limit_of(job),
+            )
+        if isinstance(entry.error, StoppedPastNoReturn):
+            log.warning(
+                "job %s (%s on %s) was let go past its point of no return: it is shelved, not tried again",
+                job.id,
+                job.name,
+                job.queue,
+            )
 
     def _settled(self, db: psycopg.Connection[Any]) -> None:
         """Settles the loose rows: gives back, deletes, or fails each; what a failed statement leaves stays loose."""
@@ -137,11 +156,13 @@ class Keeper:
             return
         left = list(loose)
         try:
+            self.crew.let_go.recorded(db, [entry.job for entry in left if entry.job is not None])  # before: no gap
             back = [entry for entry in left if entry.fate is Fate.GIVE_BACK]
             if back:
                 queues = flows.released(db, [(entry.id, entry.claim, due_at(entry)) for entry in back])
                 store.announced(db, queues)  # for idle workers elsewhere too
                 self.crew.counts.given_back += len(back)
+                self.crew.pulse.given_back([entry.job for entry in back if entry.job is not None])
                 left = [entry for entry in left if entry not in back]
                 self.crew.doorbell.ring()
             lapsed = [entry for entry in left if entry.fate is Fate.LAPSE]
@@ -162,14 +183,21 @@ class Keeper:
         finally:
             self.crew.ledger.kept(left)
 
+    def _returned(self, db: psycopg.Connection[Any]) -> None:
+        """Frees the room of performers let go that have returned, and wakes the claims of their queues."""
+        queues = self.crew.let_go.returned(db)
+        if queues:
+            store.announced(db, queues)  # for workers elsewhere, whose claims it held back
+            self.crew.doorbell.ring()
+
     def _failed(self, db: psycopg.Connection[Any], entry: Loose) -> None:
         """Records the failed attempt of a job let go while it ran, as its policy says, and counts it."""
         job, error = entry.job, entry.error
         assert job is not None and error is not None, "only a job that ran is let go to fail"
-        policy = policy_of(self.crew.performers.get(job.name))
+        policy = NO_RETRY if isinstance(error, StoppedPastNoReturn) else policy_of(self.crew.performers.get(job.name))
         outcome = recorded_failure(db, job, policy, error, reason_of(error), "", None, hooks=on_a_thread)
         if outcome.kind != "lease_lost":
-            if isinstance(error, TimeoutError):
+            if timed_out(error):
                 self.crew.counts.timed_out += 1
             told(job, outcome, self.crew.counts, self.crew.pulse)
 
@@ -189,6 +217,11 @@ class Keeper:
         limit = limit if limit is not None else self.crew.timeout
         assert limit is not None, "only a job with a timeout has a deadline to run past"
         return limit
+
+
+def timed_out(error: BaseException | None) -> bool:
+    """Whether a let-go job's `error` is its timeout, past its point of no return or not."""
+    return isinstance(error, TimeoutError) or isinstance(getattr(error, "__cause__", None), TimeoutError)
 
 
 def due_at(entry: Loose) -> int:

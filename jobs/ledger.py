@@ -18,13 +18,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from .hand import Hand
-from .job import Job
+from .job import FATE, Job, StoppedPastNoReturn
 
 
 class Fate(enum.Enum):
     """What the keeper does with a loose row."""
 
-    GIVE_BACK = "give back"  # never started (or its shutdown's grace ran out): due again, its attempt not counted
+    GIVE_BACK = "give back"  # never started (or its stop's grace ran out before its point of no return): due again,
+    # its attempt not counted
     DELETE = "delete"  # a quiet success whose deletion had not committed: it is done
     LAPSE = "lapse"  # it was running when its thread's connection was lost: due again now, its attempt counted
     FAIL = "fail"  # it ran and its settlement was refused: its attempt failed, with the reason
@@ -69,6 +70,7 @@ class Ledger:
 
     def done_with(self, hand: Hand) -> None:
         """Hears that a thread is through with `hand`; what it still holds, if anything, is let go unstarted."""
+        hand.returned()
         self.dropped(hand, None)
 
     def dropped(self, hand: Hand, error: BaseException | None, fate: "Fate | None" = None) -> list[Loose]:
@@ -76,7 +78,7 @@ class Ledger:
 
         Its waiting jobs are given back, its quiet successes deleted, and the running one
         meets `fate`: by default failed with `error`, or given back when `error` is None
-        (it never started, or a shutdown's grace ran out).
+        (it never started, or a shutdown's grace ran out); but see `past_no_return`.
         """
         with self._lock:
             self._hands.discard(hand)
@@ -84,7 +86,7 @@ class Ledger:
             loose = [Loose(job.id, claim_of(job), Fate.GIVE_BACK, job) for job in waiting]
             loose += [Loose(job.id, claim_of(job), Fate.DELETE, job) for job in quiet]
             if running is not None:
-                fate = fate or (Fate.GIVE_BACK if error is None else Fate.FAIL)
+                fate, error = past_no_return(running, fate or (Fate.GIVE_BACK if error is None else Fate.FAIL), error)
                 loose.append(Loose(running.id, claim_of(running), fate, running, error))
             self._loose.update((entry.id, entry) for entry in loose)
             return loose
@@ -152,6 +154,24 @@ class Ledger:
                 for id, claim in rows
                 if claim not in self._claims and id not in held and id not in self._loose
             ]
+
+
+def past_no_return(job: Job, fate: Fate, error: BaseException | None) -> tuple[Fate, BaseException | None]:
+    """The fate of a running job let go: `fate`, unless it passed its point of no return, when it fails for good.
+
+    What it did no rollback undoes, so it is never given back as unstarted nor tried
+    again: it goes on the shelf, saying so (a lapse, its attempt counted, stays one).
+    Decided under FATE, so a performer that reaches its point after this stops there.
+    """
+    with FATE:
+        job.let_go = True
+        past = job.irrevocable
+    if not past or fate is Fate.LAPSE:
+        return fate, error
+    why = str(error) if error is not None else "its worker stopped and its grace ran out"
+    stopped = StoppedPastNoReturn(f"{why}, past its point of no return: not tried again")
+    stopped.__cause__ = error
+    return Fate.FAIL, stopped
 
 
 def claim_of(job: Job) -> int:

@@ -25,6 +25,9 @@ from .job import Job, job_row
 from .sql import queries
 
 PER_KEY_MAX = 1000  # jobs of one key a limit per key may let be in work at once: each is a slot the claim looks through
+CONCURRENCY_MAX = 2**31 - 1  # jobs a concurrency may let be in work at once: job_limits keeps it as an integer
+RATE_MAX = 100_000  # jobs a rate may start in its window: the queue's row keeps each start's moment until it leaves
+WINDOW_MAX = 366 * 86_400  # seconds a rate's window may last, a year: starts are kept that long
 
 log = logging.getLogger("jobs")
 
@@ -68,15 +71,10 @@ def limited(
     "Limits" in the manual for what is exact. Setting it again replaces it.
     """
     queue_named(queue)
-    per_ms = None
-    if rate is not None:
-        count, seconds = rate if isinstance(rate, tuple) and len(rate) == 2 else (None, None)
-        if not whole(count) or count < 1 or not isinstance(seconds, int | float) or not seconds > 0:
-            raise ValueError(f"a rate is (jobs, seconds) with 1 job or more in more than 0 s, not {rate!r}")
-        per_ms = max(1, round(seconds * 1000))
-    if concurrency is not None and (not whole(concurrency) or concurrency < 1):
-        raise ValueError(f"a concurrency is 1 job or more at once, not {concurrency!r}")
-    if per_key is not None and (not whole(per_key) or not 1 <= per_key <= PER_KEY_MAX):
+    per_ms = None if rate is None else window_ms(rate)
+    if concurrency is not None and not within(concurrency, CONCURRENCY_MAX):
+        raise ValueError(f"a concurrency is 1 to {CONCURRENCY_MAX} jobs at once, not {concurrency!r}")
+    if per_key is not None and not within(per_key, PER_KEY_MAX):
         raise ValueError(f"a limit per key is 1 to {PER_KEY_MAX} jobs of a key at once, not {per_key!r}")
     if rate is None and concurrency is None and per_key is None:
         raise ValueError(
@@ -96,9 +94,20 @@ def limited(
     return limit
 
 
-def whole(value: object) -> bool:
-    """Whether `value` is a whole number (and not a bool, which Python counts as one)."""
-    return isinstance(value, int) and not isinstance(value, bool)
+def window_ms(rate: object) -> int:
+    """The window of a rate (jobs, seconds) in ms, once its jobs and its seconds are found within their bounds."""
+    count, seconds = rate if isinstance(rate, tuple) and len(rate) == 2 else (None, None)
+    if not within(count, RATE_MAX) or not isinstance(seconds, int | float) or not 0 < seconds <= WINDOW_MAX:
+        raise ValueError(
+            f"a rate is (jobs, seconds) with 1 to {RATE_MAX} jobs in more than 0 s and {WINDOW_MAX} s "
+            f"at the most, not {rate!r}"
+        )
+    return max(1, round(seconds * 1000))
+
+
+def within(value: object, most: int) -> bool:
+    """Whether `value` is a whole number from 1 to `most` (and not a bool, which Python counts as one)."""
+    return isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= most
 
 
 def unlimited(db: psycopg.Connection[Any], queue: str) -> bool:

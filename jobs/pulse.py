@@ -1,7 +1,8 @@
 """The queue's pulse: what each worker counts per queue and minute, added to job_pulse every PULSE_EVERY seconds.
 
 A work thread tells its worker's Pulse of each claim (how long each job had been due,
-and which were first attempts), and the runner of each settlement; nothing is written
+and which were first attempts), the keeper of each job it gave back unstarted (whose
+claim is then taken back), and the runner of each settlement; nothing is written
 then, so a claim and a settlement pay a count in memory and no statement. The listener's
 "pulse" chore (chores.py) adds the counts to the table in one statement, and its last
 ones when the worker stops; the dashboard draws them (web/chart.py).
@@ -37,11 +38,11 @@ def no_waits() -> list[int]:
 class Tally:
     """One queue's counts in one minute, as job_pulse keeps them."""
 
-    queued: int = 0  # first attempts claimed
+    queued: int = 0  # first attempts claimed, less those given back unstarted
     finished: int = 0  # successes settled
     retried: int = 0  # failed attempts to be tried again
     failed: int = 0  # failures for good
-    waits: list[int] = field(default_factory=no_waits)  # claims by wait from due, per bucket of WAIT_BUCKETS
+    waits: list[int] = field(default_factory=no_waits)  # claims kept, by wait from due, per bucket of WAIT_BUCKETS
 
     def add(self, other: "Tally") -> None:
         """Adds `other`'s counts to these."""
@@ -107,6 +108,20 @@ class Pulse:
                 waits.buckets[bucket] += 1
             tally.queued += first
             waits.total += sum(waited)
+
+    def given_back(self, jobs: list[Job]) -> None:
+        """Takes back what the claims of `jobs`, given back unstarted, counted in their minute: their waits, and
+        the first attempts among them, as `release` takes back their attempts.
+
+        Their next claim counts them again, as first attempts still, and their wait from
+        the moment they were due. The metrics' histogram (`waits`) keeps their claims: a
+        counter it reads never goes down.
+        """
+        with self._lock:
+            for job in jobs:
+                tally = self._tally(job.claimed_at, job.queue)
+                tally.waits[bucket_of(max(0, job.claimed_at - job.due_at))] -= 1
+                tally.queued -= job.attempt == 1
 
     def settled(self, outcomes: Iterable[tuple[str, str, bool]]) -> None:
         """Counts settlements, each (queue, kind, final): its job's queue, its outcome's kind (a field of

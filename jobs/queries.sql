@@ -45,7 +45,9 @@ ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attemp
 -- A job with a concurrency key waits while any job of its key is under a claim. The
 -- test reads the claimed keys once per statement (a correlated test per row cost a
 -- third of the claim's time); a job whose own lease ran out still holds its key
--- until the reaper frees it (expire, below).
+-- until the reaper frees it (expire, below). So does a job whose performer still runs
+-- after its row was settled without it (job_let_go, let_go.py), while its worker works:
+-- the table is all but always empty, and read whole.
 -- LIMIT is written into the statement, not passed as a parameter: a prepared
 -- statement's generic plan that does not know it expects thousands of rows and joins
 -- them by reading the whole table (90 ms beside a million jobs, against 0.5 ms).
@@ -95,7 +97,9 @@ WITH due AS MATERIALIZED (
     FROM jobs
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
-        AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL))
+        AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL
+            UNION ALL SELECT key FROM job_let_go
+            WHERE key IS NOT NULL AND worker IN (SELECT id FROM job_workers WHERE ended_at IS NULL)))
         AND NOT EXISTS (SELECT FROM job_limits WHERE queue = %(queue)s)
     ORDER BY priority, run_at, id
     LIMIT {limit}
@@ -658,6 +662,11 @@ RETURNING id, worker
 -- Rows of workers gone for longer than %(kept)s ms; their jobs went back when they went.
 DELETE FROM job_workers WHERE ended_at < {now} - %(kept)s
 
+-- name: let_go_pruned
+-- The performers let go (job_let_go) that workers gone left: their threads went with
+-- them, and the claims count no such row already.
+DELETE FROM job_let_go WHERE worker NOT IN (SELECT id FROM job_workers WHERE ended_at IS NULL)
+
 -- name: workers
 -- The workers still at work and those gone within %(kept)s ms, newest first, with how
 -- many jobs each holds now (read from jobs_claimed: only held rows are in it).
@@ -667,6 +676,27 @@ SELECT w.id, w.host, w.pid, w.queues, w.threads, w.lease, w.version, w.started_a
 FROM job_workers AS w
 WHERE w.ended_at IS NULL OR w.ended_at >= {now} - %(kept)s
 ORDER BY w.ended_at IS NOT NULL, w.started_at DESC, w.id
+
+-- Performers let go (let_go.py) --------------------------------------------------
+
+-- name: let_go_recorded
+-- A worker's performers that still run while their rows are settled without them (a
+-- timeout, a stop's grace, an operator's cancel), written before that settlement, so
+-- the claims count the performer in work with no gap: by its claim until the
+-- settlement commits, by this row from then. Each row's queue, key and slot are read
+-- from the job's row, while it is still under that claim; one recorded already is kept.
+INSERT INTO job_let_go (job, claim, worker, queue, key, key_slot)
+SELECT jobs.id, jobs.claim, jobs.worker, jobs.queue, jobs.key, jobs.key_slot
+FROM jobs JOIN unnest(%(ids)s::bigint[], %(claims)s::bigint[]) AS given (id, claim)
+    ON jobs.id = given.id AND jobs.claim = given.claim
+WHERE jobs.worker IS NOT NULL
+ON CONFLICT (job, claim) DO NOTHING
+
+-- name: let_go_forgotten
+-- The rows of performers that have returned: their room is free again.
+DELETE FROM job_let_go AS g
+USING unnest(%(ids)s::bigint[], %(claims)s::bigint[]) AS given (id, claim)
+WHERE g.job = given.id AND g.claim = given.claim
 
 -- Limits (limits.py) -------------------------------------------------------------
 
@@ -702,7 +732,9 @@ DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
 --   that this statement's snapshot, older than the lock, does not see: the row's
 --   `claimed` counter as the lock reads it, less the same as the snapshot sees it
 --   (`seen`). A job they claimed and that was settled since counts twice, never none:
---   the room errs low, never high.
+--   the room errs low, never high. A performer still running after its job was settled
+--   without it (job_let_go) counts too, while its worker works: its row is written
+--   before the settlement clears the claim, so the snapshot sees one or the other.
 --   `taken` claims the job only if the start was written.
 -- A key's jobs: without a limit per key, {full} is empty and {slot} is 0, and the walk
 -- passes over a key with a job in work, as the plain claim's does. With one (per_key),
@@ -720,7 +752,10 @@ WITH due AS MATERIALIZED (
     FROM jobs
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
-        AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL{full}))
+        AND (key IS NULL OR key NOT IN (SELECT key FROM (
+            SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL
+            UNION ALL SELECT key FROM job_let_go
+            WHERE key IS NOT NULL AND worker IN (SELECT id FROM job_workers WHERE ended_at IS NULL)) AS in_work{full}))
     ORDER BY priority, run_at, id
     LIMIT 1
     FOR UPDATE SKIP LOCKED
@@ -735,7 +770,9 @@ WITH due AS MATERIALIZED (
             OR l.starts[cardinality(l.starts) - l.rate + 1] <= {clock} - l.per_ms)
         AND (l.concurrency IS NULL OR l.concurrency > l.claimed
             - coalesce((SELECT seen.claimed FROM job_limits AS seen WHERE seen.queue = %(queue)s), 0)
-            + (SELECT count(*) FROM jobs WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > {clock}))
+            + (SELECT count(*) FROM jobs WHERE queue = %(queue)s AND claim IS NOT NULL AND run_at > {clock})
+            + (SELECT count(*) FROM job_let_go WHERE queue = %(queue)s
+                AND worker IN (SELECT id FROM job_workers WHERE ended_at IS NULL)))
     RETURNING l.per_key
 ), taken AS (
     UPDATE jobs
@@ -764,12 +801,14 @@ GROUP BY key HAVING count(*) >= (SELECT coalesce(max(per_key), 1) FROM job_limit
 
 -- name: per_key_slot
 -- claim_limited's {slot} for a queue with a limit per key: the first of the key's slots
--- no job of the key holds; none free (the limit was lowered) is 0, which one then
+-- no job of the key holds (a performer let go holds its slot as its key); none free (the limit was lowered) is 0, which one then
 -- holds: refused too.
 CASE WHEN jobs.key IS NULL THEN 0 ELSE coalesce((
     SELECT min(slot) FROM generate_series(0, coalesce((SELECT per_key FROM counted), 1) - 1) AS slot
     WHERE slot NOT IN (
-        SELECT held.key_slot FROM jobs AS held WHERE held.key = jobs.key AND held.claim IS NOT NULL)), 0) END
+        SELECT held.key_slot FROM jobs AS held WHERE held.key = jobs.key AND held.claim IS NOT NULL
+        UNION ALL SELECT g.key_slot FROM job_let_go AS g WHERE g.key = jobs.key
+            AND g.worker IN (SELECT id FROM job_workers WHERE ended_at IS NULL))), 0) END
 
 -- name: limited_queues
 -- The limited queues among a worker's, read by it once per POLL_INTERVAL: a handful of rows.

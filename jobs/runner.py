@@ -33,7 +33,7 @@ from .job import Job, Performer
 from .outcomes import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
 from .policies import DEFAULT, NO_RETRY, Policy, policy_of
 from .pulse import Pulse
-from .settlement import JobTransaction
+from .settlement import JobTransaction, expected_idle
 
 COMMIT_AFTER = 0.005  # seconds a success that wrote nothing waits to be deleted with the ones after it
 
@@ -154,6 +154,7 @@ def performed(
         while not stopping() and (job := hand.next()) is not None:
             outcome, quiet, seconds = ran(db, job, performers, now, timeout, backend, own, kinds)
             hand.ended(job, quiet)
+            expected_idle(db, "settling its jobs")  # else nothing settled on it would commit
             if patience is not None and seconds > patience:
                 give_back(hand)  # a thread that waits takes them
             lines[job.id] = outcome.line
@@ -179,7 +180,9 @@ def settled_quietly(
 ) -> None:
     """Deletes quiet successes together (outcomes.quiet_settled), then counts and logs each.
 
-    `hand`, if given, holds them until the deletion commits, and keeps them when it fails.
+    `hand`, if given, holds them until the deletion commits, and keeps them when it fails:
+    `performed` found the connection outside any transaction just before (`expected_idle`),
+    so the deletion has committed when it returns.
     `pulse`, if given, counts them all at once.
     """
     if not jobs:
@@ -261,6 +264,7 @@ def ran(
         error = raised
     finally:
         job.deadline = None  # it runs no more: no timeout can fall on it now
+        transaction.handed_back(job)
         current.reset(token)
     seconds = time.monotonic() - began
     if error is None and not job.cancelling:
@@ -273,6 +277,7 @@ def ran(
     if db.broken or db.closed:
         raise error if isinstance(error, psycopg.Error) else JobLost(reason_of(error))
     transaction.rolled_back()
+    expected_idle(db, "recording a failure")
     if job.cancelling:
         return cancelled(job), False, seconds
     if isinstance(error, TransactionEnded):

@@ -282,3 +282,23 @@ ALTER TABLE jobs ADD COLUMN IF NOT EXISTS key_slot smallint NOT NULL DEFAULT 0;
 CREATE UNIQUE INDEX IF NOT EXISTS jobs_key_slot_in_work ON jobs (key, key_slot)
     WHERE key IS NOT NULL AND claim IS NOT NULL;
 DROP INDEX IF EXISTS jobs_key_in_work;
+
+-- name: step 14
+-- Performers still running whose jobs were settled without them (let_go.py): a job let
+-- go for its timeout or at the end of a stop's grace, or cancelled while it runs, has its
+-- claim cleared while its thread's performer goes on (Python cannot stop a thread), so
+-- its worker records it here first, and deletes the row once the performer has returned.
+-- The claims count these rows in work, against the queue's concurrency and the job's key
+-- and slot, for as long as their worker works (ended_at IS NULL): a worker gone took its
+-- threads with it, and the reaper deletes what it left. Few rows at any time, read whole.
+-- A new table: nothing else is rewritten, and copies from before this step, which do
+-- not know it, claim as they always have.
+CREATE TABLE IF NOT EXISTS job_let_go (
+    job bigint NOT NULL,               -- the job's id (its row may be gone by now)
+    claim bigint NOT NULL,             -- the claim its performer ran under
+    worker bigint NOT NULL,            -- the worker (job_workers) whose thread runs it
+    queue text NOT NULL,
+    key text,                          -- its concurrency key, and the key's slot it held
+    key_slot smallint NOT NULL,
+    PRIMARY KEY (job, claim)
+);

@@ -64,11 +64,13 @@ def beside_asgi(
 ) -> ASGIApp:
     """`app`, an ASGI app, with a worker on `queue` in threads beside it for as long as its server runs it.
 
-    The worker starts once `app` has started (its lifespan's startup is complete) and
-    stops, the job in hand finishing, before the server hears that `app` has shut down,
-    so a performer may use what the app's startup made. The waits on the database and
-    on the threads run off the event loop (asyncio.to_thread). `app` must speak the
-    lifespan protocol, as Starlette, FastAPI, Litestar and Quart apps do.
+    The worker starts once `app` has started (its lifespan's startup is complete). When
+    the server says to shut down (`lifespan.shutdown`), the worker stops claiming and
+    the job in hand finishes before `app` is told, so a performer may use what the app's
+    startup made until its shutdown begins; should `app` end without it, the worker
+    stops then. The waits on the database and on the threads run off the event loop
+    (asyncio.to_thread), so requests still in flight are answered meanwhile. `app`
+    must speak the lifespan protocol, as Starlette, FastAPI, Litestar and Quart apps do.
     """
     running: list[Worker] = []
 
@@ -90,13 +92,21 @@ def beside_asgi(
             await app(scope, receive, send)
             return
 
+        async def received() -> Message:
+            message = await receive()
+            if message["type"] == "lifespan.shutdown" and running:
+                await asyncio.to_thread(stopped, running.pop())
+            return message
+
         async def sent(message: Message) -> None:
             if message["type"] == "lifespan.startup.complete":
                 running.append(await asyncio.to_thread(started))
-            elif message["type"] == "lifespan.shutdown.complete" and running:
-                await asyncio.to_thread(stopped, running.pop())
             await send(message)
 
-        await app(scope, receive, sent)
+        try:
+            await app(scope, received, sent)
+        finally:
+            if running:  # the app ended its lifespan before the server said to shut down
+                await asyncio.to_thread(stopped, running.pop())
 
     return served

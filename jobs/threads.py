@@ -28,6 +28,7 @@ from .ledger import Fate, Ledger
 from .limits import Limits
 from .pulse import Pulse
 from .runner import Counts, JobLost, lost_attempt, performed
+from .settlement import expected_idle
 
 BATCH_MAX = 100  # jobs one claim may take at the most
 BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back (or a claim
@@ -117,6 +118,7 @@ class WorkThread:
         """
         cut_off = isinstance(error, JobLost) or (isinstance(error, psycopg.Error) and lost(error))
         fate = Fate.LAPSE if cut_off else Fate.FAIL
+        self.hand.returned()
         self.worker.ledger.dropped(self.hand, lost_attempt(error), fate)
         self.hand = Hand([])
 
@@ -150,6 +152,7 @@ class WorkThread:
     def _claimed(self, db: psycopg.Connection[Any], queue: str) -> list[Job]:
         """Claims a batch of `queue` into a new Hand; the ledger holds the claim from before it is sent."""
         worker = self.worker
+        expected_idle(db, "a claim")  # else the claim would never commit
         claim = store.new_claim()
         worker.ledger.claiming(claim)
         after, lease, budgets = worker.frontiers.bound(queue), worker.lease, worker.budgets

@@ -26,6 +26,7 @@ from .heartbeat import Heartbeat
 from .job import Job, Performer
 from .keeper import Keeper
 from .ledger import Ledger
+from .let_go import LetGo
 from .limits import Limits
 from .listener import POLL_INTERVAL, Listener
 from .pulse import Pulse
@@ -85,6 +86,7 @@ class Worker:
         self.budgets = store.budgets_of(performers)  # the attempts each policy allows, for the claim
         self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
         self.ledger = Ledger()  # every row its claims hold, until settled (ledger.py)
+        self.let_go = LetGo()  # its performers that run on after their jobs were settled without them (let_go.py)
         self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
         self._drain = False  # stop(drain=True) asked
         self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
@@ -105,6 +107,7 @@ class Worker:
             lease=lease,
             keeper=self.keeper,
             ledger=self.ledger,
+            let_go=self.let_go,
             doorbell=self.doorbell,
             frontiers=self.frontiers,
             schedules=self.schedules,
@@ -141,8 +144,8 @@ class Worker:
 
         With drain=True it first works on until nothing is due on its queues. With
         `grace` (seconds), jobs still running when it has passed are given back to
-        the queue at once, their settlement fenced off, and their threads let go (a
-        second stop with grace=0 gives everything back now).
+        the queue at once, their settlement fenced off, and their threads let go (a second
+        stop with grace=0 gives everything back now). Not from a signal handler: it takes the lock join holds.
         """
         if grace is not None:
             self._grace_ends = time.monotonic() + grace

@@ -17,6 +17,7 @@ It needs the standard library and `jobs` (with its psycopg) only, so it can be c
 from .later import (
     QUEUE,
     Performer,
+    Unconfirmed,
     Undeliverable,
     Writer,
     delivered_later,
@@ -25,7 +26,7 @@ from .later import (
     written_later,
 )
 from .letters import BODY_MAX, Letter, Refused, is_address, message, refusal, url_for
-from .transports import TIMEOUT, delivered, outbox_folder
+from .transports import TIMEOUT, Unencrypted, delivered, outbox_folder, server_named
 
 
 def __getattr__(name: str) -> dict[str, Performer]:
@@ -47,7 +48,9 @@ __all__ = [
     "Letter",
     "Performer",
     "Refused",
+    "Unconfirmed",
     "Undeliverable",
+    "Unencrypted",
     "Writer",
     "delivered",
     "delivered_later",
@@ -58,6 +61,7 @@ __all__ = [
     "performers_for",
     "performers_from_environment",
     "refusal",
+    "server_named",
     "url_for",
     "written_later",
 ]

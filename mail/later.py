@@ -38,6 +38,11 @@ class Undeliverable(Exception):
     """The mail server refused the letter for good (a 5xx answer): another attempt would not help."""
 
 
+class Unconfirmed(Exception):
+    """The mail server was handed the letter and gave no answer (it timed out, or hung up): it may have it, so the
+    letter is not handed over again."""
+
+
 def delivered_later(db: psycopg.Connection[Any], m: Letter, *, priority: int = 0) -> int:
     """Queues `m` to be sent by a worker on the `mail` queue, and returns the job's id.
 
@@ -108,10 +113,21 @@ def handed_over(m: Letter) -> None:
     Just before the letter is handed to the server, the job passes its point of no
     return (jobs.Job.point_of_no_return): an operator's cancel the worker has heard by
     then keeps the letter back; one it hears later lets it go, and the job ends as
-    sent, so no retry from the shelf sends it twice.
+    sent, so no retry from the shelf sends it twice. Past that point, no answer at all
+    (the server timed out or hung up: smtplib's SMTPServerDisconnected) raises
+    Unconfirmed, which fails the job for good rather than send the letter twice; and a
+    job that runs past DELIVER_TIMEOUT then is shelved by its worker, not retried.
     """
+    job = jobs.current_job()
     try:
-        delivered(m, handing_over=jobs.current_job().point_of_no_return)
+        delivered(m, handing_over=job.point_of_no_return)
+    except smtplib.SMTPServerDisconnected as error:
+        if job.irrevocable:
+            raise Unconfirmed(
+                f"the mail server was handed the letter and gave no answer ({error}): it may have it, "
+                "so it is not sent again"
+            ) from error
+        raise
     except smtplib.SMTPRecipientsRefused as error:
         codes = [code for code, _ in error.recipients.values()]
         if codes and min(codes) >= PERMANENT:
@@ -135,7 +151,7 @@ def performers_for(intervals: str, writers: dict[str, Writer] | None = None) -> 
     commas ("1,1,2": four attempts in all), as MAIL_RETRY_INTERVALS holds it. When it
     is empty, `deliver` keeps jobs' default schedule (jobs.ATTEMPTS attempts). Either
     way only OSErrors (a server down or saying "try later", or an attempt that ran
-    past DELIVER_TIMEOUT) are retried.
+    past DELIVER_TIMEOUT) before the letter was handed over are retried.
     """
     backoff: Callable[[int], float | None]
     if not intervals.strip():

@@ -37,8 +37,8 @@ class Refused(ValueError):
 class Letter:
     """A plain-text letter, as the `deliver` job carries it in its arguments."""
 
-    sender: str
-    to: str
+    sender: str  # an address, or a display name and an address: Guestbook <guestbook@example.com>
+    to: str  # an address only
     subject: str
     body: str
     message_id: str
@@ -53,7 +53,7 @@ def message(sender: str, to: str, subject: str, body: str, *, lifetime: int | No
     seconds): once it has passed, `refusal` refuses the letter, so no retry, however
     late, sends a link that no longer works.
     """
-    domain = sender.rpartition("@")[2] if is_address(sender) else "localhost"
+    domain = sender_address(sender).rpartition("@")[2] or "localhost"
     # Rounded up, so the letter dies no later than a link made this second: its signed
     # timestamp is whole seconds, rounded down, and it dies past lifetime from there.
     expires = math.ceil(time.time()) + lifetime if lifetime is not None else None
@@ -73,6 +73,16 @@ def is_address(text: str) -> bool:
     if ENCODED_WORD in text or NOT_IN_ADDRESS.intersection(text):
         return False
     return read_back(text) == [text]
+
+
+def sender_address(sender: str) -> str:
+    """The address of a letter's `sender`, written `address` or `Name <address>`; "" when it is neither.
+
+    The display name is the operator's (MAIL_FROM) and shows in the From header; the
+    address alone is the envelope's sender, and must be one `is_address` takes.
+    """
+    found = read_back(sender)
+    return found[0] if len(found) == 1 and is_address(found[0]) else ""
 
 
 def read_back(address: str) -> list[str]:
@@ -100,9 +110,10 @@ def refusal(m: Letter) -> str:
             return f"the letter's {field} is not text"
         if any(c in value for c in HEADER_BREAKERS):
             return f"the letter's {field} holds a line break or a NUL character"
-    for field in ("sender", "to"):
-        if not is_address(getattr(m, field)):
-            return f"the letter's {field} is not an address: {getattr(m, field)!r}"
+    if not sender_address(m.sender):
+        return f"the letter's sender is not an address, with a display name or without: {m.sender!r}"
+    if not is_address(m.to):
+        return f"the letter's to is not an address: {m.to!r}"
     if not m.subject.strip():
         return "the letter has no subject"
     if not isinstance(m.body, str) or "\x00" in m.body:

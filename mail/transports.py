@@ -5,6 +5,11 @@ or smtps://user:pass@host:465 (user and password percent-encoded). Without it,
 letters are written as .eml files to the outbox folder, for a person running the
 app on their own machine to read.
 
+smtps:// is TLS from the first byte and smtp+starttls:// turns to TLS before anything
+else, or fails; smtp:// turns to TLS whenever the server offers STARTTLS (as Rails'
+enable_starttls_auto does), and otherwise goes in clear, so a password is never sent
+on it without TLS (Unencrypted). TLS always checks the server's certificate.
+
 A mail server's answer to the letter itself comes after it has read the letter, and
 a content filter's may quote it: its lines as they went, links cut into pieces by the
 transfer encoding (quoted-printable, base64), which no search for the link's text
@@ -24,7 +29,7 @@ from email.policy import default
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
-from .letters import POLICY, Letter, Refused, refusal
+from .letters import POLICY, Letter, Refused, refusal, sender_address
 
 TIMEOUT = 10.0  # seconds any one exchange with the SMTP server may take before the attempt fails
 OUTBOX_DEFAULT = "outbox"  # where letters go without MAIL_URL, unless MAIL_OUTBOX names a folder
@@ -32,6 +37,11 @@ OUTBOX_MODE = 0o600  # an outbox file's permissions: read and written by its own
 PORTS = {"smtp": 25, "smtp+starttls": 587, "smtps": 465}  # each scheme's port when the URL names none
 STATUS = re.compile(rb"\s*([245]\.[0-9]{1,3}\.[0-9]{1,3})(?![^\s])")  # an enhanced status code ("5.7.1"), digits only
 WORDS_LEFT_OUT = b"(the server's words are left out: having read the letter, they may quote it, links and all)"
+
+
+class Unencrypted(smtplib.SMTPException):
+    """The server offered no TLS on a MAIL_URL that holds a password, which is therefore never sent (nor the
+    letter)."""
 
 
 def delivered(m: Letter, handing_over: Callable[[], object] = lambda: None) -> None:
@@ -67,35 +77,71 @@ def email_of(m: Letter) -> EmailMessage:
 
 
 def sent(email: EmailMessage, url: str, m: Letter, handing_over: Callable[[], object]) -> None:
-    """Hands `email` to the SMTP server `url` names (TLS when the scheme asks for it) once `handing_over()` returns.
+    """Hands `email` to the SMTP server `url` names, over TLS whenever it can (`encrypted`), once `handing_over()`
+    returns.
 
-    The envelope's addresses are `m`'s own, never read back from the headers (which
-    `refusal` has checked read back as the same).
+    A password is sent over TLS only: without it, Unencrypted is raised before the
+    password or the letter leaves. The envelope's addresses are `m`'s own (its sender's
+    without the display name), never read back from the headers (which `refusal` has
+    checked read back as the same).
     """
     parts = urlsplit(url)
-    if parts.scheme not in PORTS or not parts.hostname:
-        raise ValueError(
-            f"MAIL_URL must look like smtp://host:port, smtp+starttls://... or smtps://..., got scheme {parts.scheme!r}"
-        )
-    port = parts.port or PORTS[parts.scheme]
+    scheme, host, port = server_named(url)
     tls = ssl.create_default_context()
     server: smtplib.SMTP  # SMTP_SSL is an SMTP whose socket is TLS from the start
-    if parts.scheme == "smtps":
-        server = smtplib.SMTP_SSL(parts.hostname, port, timeout=TIMEOUT, context=tls)
+    if scheme == "smtps":
+        server = smtplib.SMTP_SSL(host, port, timeout=TIMEOUT, context=tls)
     else:
-        server = smtplib.SMTP(parts.hostname, port, timeout=TIMEOUT)
+        server = smtplib.SMTP(host, port, timeout=TIMEOUT)
     try:
-        if parts.scheme == "smtp+starttls":
-            server.starttls(context=tls)
+        if not encrypted(server, scheme, tls) and parts.username:
+            raise Unencrypted(
+                f"the mail server at {host}:{port} offers no STARTTLS: the password MAIL_URL holds is never "
+                "sent without TLS (name the server with smtp+starttls:// or smtps://)"
+            )
         if parts.username:
             server.login(unquote(parts.username), unquote(parts.password or ""))
         server.ehlo_or_helo_if_needed()  # greeted, before the moment the letter may still be kept back
         handing_over()
-        server.send_message(email, from_addr=m.sender, to_addrs=[m.to])
+        server.send_message(email, from_addr=sender_address(m.sender), to_addrs=[m.to])
     except smtplib.SMTPDataError as error:  # the answer to the letter: from None, so no traceback holds its words
         raise smtplib.SMTPDataError(error.smtp_code, unquoted(error.smtp_error)) from None
     finally:
         quitted(server)
+
+
+def server_named(url: str) -> tuple[str, str, int]:
+    """The scheme, host and port of the SMTP server MAIL_URL `url` names; a ValueError saying what it takes."""
+    parts = urlsplit(url)
+    try:
+        port = parts.port or PORTS.get(parts.scheme, 0)
+    except ValueError:  # urlsplit reads the port only when asked, and refuses one that is no number below 65536
+        port = 0
+    if parts.scheme not in PORTS or not parts.hostname or not port:
+        raise ValueError(
+            "MAIL_URL takes smtp://host:port, smtp+starttls://user:pass@host:587 or smtps://user:pass@host:465, "
+            f"got {redacted(url)!r}"
+        )
+    return parts.scheme, parts.hostname, port
+
+
+def redacted(url: str) -> str:
+    """MAIL_URL `url` without the password it may hold, for messages and the log."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    return parts._replace(netloc=parts.netloc.replace(f":{parts.password}@", ":***@", 1)).geturl()
+
+
+def encrypted(server: smtplib.SMTP, scheme: str, tls: ssl.SSLContext) -> bool:
+    """Turns the connection to TLS where it can (smtp+starttls asks it; smtp:// when offered); whether it is TLS."""
+    if scheme == "smtps":
+        return True
+    server.ehlo()
+    if scheme == "smtp+starttls" or server.has_extn("starttls"):
+        server.starttls(context=tls)  # raises when the server offers none: smtp+starttls:// asked for it
+        return True
+    return False
 
 
 def unquoted(answer: bytes | str) -> bytes:

@@ -6,7 +6,6 @@ at work: one left running would take the next tests' jobs with performers of its
 """
 
 import os
-import tempfile
 
 import psycopg
 import pytest
@@ -58,9 +57,8 @@ def database_url():
     from guestbook import embedded
 
     swept()  # the servers that killed runs left behind
-    with tempfile.TemporaryDirectory(prefix="guestbook-tests-") as folder:
-        server = embedded.server(os.path.join(folder, "pgdata"), throwaway=True)
-        yield server.get_uri()
+    with embedded.throwaway(prefix="guestbook-tests-") as url:
+        yield url
 
 
 @pytest.fixture

@@ -280,3 +280,85 @@ def test_every_python_block_of_a_document_is_python(document):
     for block in PYTHON_BLOCK.findall(document.read_text()):
         first, _, rest = block.partition("\n")
         ast.parse(textwrap.dedent(rest if first.startswith("# from ") else block))  # a SyntaxError names the line
+
+
+# Every code block of the README, docs/ and the manual says on its first line what becomes of it:
+#   # from PATH   (-- in SQL)               an excerpt of PATH, checked above to be in it
+#   # PATH, # PATH, continued, --- a/PATH   a file the reader makes, or a change to one: RUN_BY's test runs it
+#   # not run: REASON   (-- in SQL, %% in a diagram)   neither, and why not
+SHOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "jobs" / "README.md"]
+RUN_BY = {  # a document's own test, with the first lines of the blocks it runs
+    "docs/tutorial.md": ("tests/guestbook/test_tutorial.py", re.compile(r"# [\w/]+\.py(?:, continued)?|--- a/[\w/.]+")),
+    "jobs/README.md": ("tests/jobs/test_manual.py", re.compile(r"# quickstart\.py")),
+}
+MARKED = re.compile(r"(?:#|--|%%) (?:from [\w/.]+|not run: \w.{9,})")
+FENCE_OPENS = re.compile(r"^(```|~~~)")
+LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+\.)\s")
+
+
+def code_blocks(text: str) -> list[tuple[int, str]]:
+    """(line number, first line) of each code block of a Markdown text: fenced, or indented outside a list."""
+    lines = text.splitlines()
+    found: list[tuple[int, str]] = []
+    fence, indented, in_list, after_blank = "", False, False, True
+    for number, line in enumerate(lines, 1):
+        if fence:
+            fence = "" if line.startswith(fence) else fence
+        elif opened := FENCE_OPENS.match(line):
+            fence = opened[1]
+            found.append((number, lines[number] if number < len(lines) else ""))
+        elif line.startswith("    ") and (indented or (after_blank and not in_list)):
+            found += [] if indented else [(number, line[4:])]
+            indented = True
+        elif line.strip():
+            indented, in_list = False, bool(LIST_ITEM.match(line)) or (in_list and line.startswith(" "))
+        after_blank = not line.strip()
+    return found
+
+
+def unmarked(document: Path) -> list[str]:
+    """The code blocks of `document` that no test runs and that do not say why, each with its line number."""
+    runs = RUN_BY.get(str(document.relative_to(ROOT)))
+    return [
+        f"line {number}: {first!r}"
+        for number, first in code_blocks(document.read_text())
+        if not MARKED.fullmatch(first) and not (runs and runs[1].fullmatch(first))
+    ]
+
+
+def test_code_blocks_are_found_fenced_or_indented_but_not_in_a_list():
+    text = "Run:\n\n    make run\n    make test\n\n- an item\n\n    its second paragraph\n\n```sh\n# not run: x\n```\n"
+    assert code_blocks(text) == [(3, "make run"), (10, "# not run: x")]
+
+
+@pytest.mark.parametrize("document", SHOWN, ids=lambda path: str(path.relative_to(ROOT)))
+def test_every_code_block_is_run_by_a_test_or_says_why_not(document):
+    left = unmarked(document)
+    assert not left, "code blocks no test runs, whose first line says not `# not run: REASON`:\n" + "\n".join(left)
+
+
+MANUAL = ROOT / "jobs" / "README.md"
+CONTENTS_LINK = re.compile(r"^\s*- \[[^\]]+\]\(#([^)]+)\)$", re.M)
+# A path the manual cites outside jobs/: a file, or a folder ending in /.
+CITED = re.compile(r"(?<![\w/.])(?:\.\./)?((?:tests|examples|docs|guestbook|mail|e2e)/(?:[\w/.-]*\w)?/?)")
+
+
+def section(text: str, heading: str) -> str:
+    """The body of the `## ` section `heading` of a Markdown text, up to the next one."""
+    return text.partition(f"\n## {heading}\n")[2].partition("\n## ")[0]
+
+
+def test_the_manual_opens_with_its_contents_each_leading_to_a_heading():
+    text = MANUAL.read_text()
+    listed = CONTENTS_LINK.findall(section(text, "Contents"))
+    sections = [slug(heading) for heading in re.findall(r"^## (.+)$", prose(text), re.M) if heading != "Contents"]
+    assert text.index("\n## ") == text.index("\n## Contents\n"), "the contents come before every other section"
+    assert not set(listed) - anchors(MANUAL), "entries of the contents that lead to no heading"
+    assert [anchor for anchor in listed if anchor in sections] == sections, "the contents list every section, in order"
+
+
+def test_the_manual_says_that_each_file_it_cites_outside_its_folder_stays_behind():
+    text = MANUAL.read_text()
+    named = CITED.findall(section(text, "Copying jobs into your app"))
+    left = sorted({path for path in CITED.findall(text) if not any(path.startswith(place) for place in named)})
+    assert not left, "files the manual cites outside jobs/ that its section on copying names not:\n" + "\n".join(left)

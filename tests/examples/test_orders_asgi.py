@@ -33,12 +33,12 @@ def answering(base: str) -> bool:
         return False
 
 
-def test_an_order_posted_to_the_async_app_gets_its_receipt_from_the_worker_beside_it(database_url, db):
-    db.execute("DROP TABLE IF EXISTS asgi_orders")
+def uvicorn(app: str, database_url: str) -> tuple[subprocess.Popen, str]:
+    """Starts uvicorn on `app` (module:attribute) on a free port; answers the process (its .log too) and its URL."""
     port = free_port()
     log = tempfile.TemporaryFile(mode="w+")
     server = subprocess.Popen(
-        [sys.executable, "-m", "uvicorn", "examples.orders_asgi:app", "--port", str(port)],
+        [sys.executable, "-m", "uvicorn", app, "--port", str(port)],
         cwd=ROOT,
         env={**os.environ, "DATABASE_URL": database_url, "PYTHONPATH": str(ROOT)},
         stdout=log,
@@ -46,8 +46,13 @@ def test_an_order_posted_to_the_async_app_gets_its_receipt_from_the_worker_besid
         text=True,
         preexec_fn=dying_with_this_thread(),
     )
-    server.log = log
-    base = f"http://127.0.0.1:{port}"
+    server.log = log  # type: ignore[attr-defined]
+    return server, f"http://127.0.0.1:{port}"
+
+
+def test_an_order_posted_to_the_async_app_gets_its_receipt_from_the_worker_beside_it(database_url, db):
+    db.execute("DROP TABLE IF EXISTS asgi_orders")
+    server, base = uvicorn("examples.orders_asgi:app", database_url)
     try:
         wait_for(lambda: answering(base) or server.poll() is not None, "the app to answer")
         assert server.poll() is None, worker_log(server)

@@ -20,24 +20,13 @@ from urllib.parse import urlencode
 
 from e2e.served import APPLICATION, no_stray_guestbook
 from e2e.tether import dying_with_this_thread
+from guestbook.settings import READERS
 
 from ..mail.smtpd import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 20.0  # seconds a test waits for the server to start, a letter to arrive, or the process to end
-SETTINGS = (
-    "DATABASE_URL",
-    "SECRET_KEY",
-    "MAIL_URL",
-    "MAIL_OUTBOX",
-    "BASE_URL",
-    "PORT",
-    "HOST",
-    "MAIL_RETRY_INTERVALS",
-    "RESET_TOKEN_MAX_AGE",
-    "TRUSTED_PROXIES",
-    "ADMIN_EMAILS",
-)
+SETTINGS = tuple(READERS)  # every setting serve reads: never inherited from the environment the tests run in
 
 
 class Served:

@@ -16,6 +16,7 @@ from guestbook.__main__ import main
 from ..mail.smtpd import body_of, free_port
 from .conftest import Visitor
 from .served import ROOT, WAIT, environment
+from .test_headers import assert_denies_every_feature
 
 
 @pytest.fixture
@@ -232,6 +233,7 @@ def test_the_dashboard_s_answers_carry_the_guestbook_s_headers(client, admin):
     assert answer.headers["Strict-Transport-Security"] == f"max-age={headers.HSTS_MAX_AGE}"
     assert (answer.headers["X-Frame-Options"], answer.headers["Referrer-Policy"]) == ("DENY", "no-referrer")
     assert "script-src 'self'" in answer.headers["Content-Security-Policy"]  # its own policy, for its script
+    assert_denies_every_feature(answer.headers.get("Permissions-Policy", ""), "/jobs/")
 
 
 def test_a_dashboard_form_from_another_session_or_another_site_is_refused(client, visitor, admin, db):

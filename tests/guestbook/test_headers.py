@@ -53,6 +53,18 @@ def test_hsts_outside_development_only(client, settings, smtp):
         guestbook_db.closed(development)
 
 
+def test_every_page_denies_every_browser_feature(client, link_pages):
+    for path in [*PAGES, *link_pages, "/jobs/", "/static/guestbook.css"]:
+        assert_denies_every_feature(client.get(path).headers.get("Permissions-Policy", ""), path)
+
+
+def assert_denies_every_feature(policy: str, path: str) -> None:
+    """Asserts that a Permissions-Policy header names the powerful features and allows each to no origin."""
+    allowed = dict(rule.partition("=")[::2] for rule in policy.split(", "))
+    assert {"camera", "microphone", "geolocation", "payment", "usb"} <= allowed.keys(), (path, policy)
+    assert set(allowed.values()) == {"()"}, path  # () is the empty list of origins: nobody, this site included
+
+
 def test_every_page_names_an_icon_the_site_serves_so_no_browser_asks_for_a_missing_favicon(client, link_pages):
     for path in PAGES + link_pages:
         assert '<link rel="icon" href="/static/icon.svg">' in client.get(path).get_data(as_text=True), path

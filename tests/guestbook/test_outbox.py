@@ -40,7 +40,7 @@ def test_outbox_shows_sent_letters_newest_first_with_clickable_links(keyed, clie
 
     assert len(list(outbox.glob("*.eml"))) == 2
     assert page.index("To bo@example.com") < page.index("To ada@example.com")
-    assert '<a href="http://guestbook.test/confirm/' in page
+    assert f'<a href="http://guestbook.test{keyed}/confirm/' in page
 
 
 def test_outbox_link_confirms_the_account(keyed, client, visitor, db, outbox):
@@ -52,6 +52,20 @@ def test_outbox_link_confirms_the_account(keyed, client, visitor, db, outbox):
     visitor.submit(link, password=PASSWORD)
 
     assert visitor.signin("ada@example.com").status_code == 302
+
+
+def test_the_outbox_s_links_keep_the_printed_link_and_the_letters_hold_no_key(app, keyed, client, visitor, db, outbox):
+    visitor.signup("ada@example.com")
+    jobs.worked(db, mail.QUEUE, visitor.post.performers)
+
+    page = client.get(f"{keyed}/outbox").get_data(as_text=True)
+    link = re.search(r'<a href="http://guestbook\.test(/[^"]+)"', page).group(1)
+    confirm = client.get(link).get_data(as_text=True)
+
+    assert link.startswith(f"{keyed}/confirm/")
+    assert f'href="{keyed}/outbox"' in confirm and f'href="{keyed}/jobs/"' in confirm
+    assert [development.key(app) in letter.read_text() for letter in outbox.glob("*.eml")] == [False]
+    assert "Set-Cookie" not in client.get(f"{keyed}/outbox").headers
 
 
 def test_development_cookies_are_not_secure(visitor):

@@ -7,6 +7,7 @@ from email import message_from_bytes
 from email.policy import default
 
 import psycopg
+import pytest
 
 import jobs
 import mail
@@ -69,6 +70,32 @@ def test_reset_sets_the_password_and_queues_a_letter_saying_so(visitor, post):
     assert letter["Subject"] == "Your guestbook password was changed"
     assert visitor.signin("ada@example.com", PASSWORD).status_code == 401
     assert visitor.signin("ada@example.com", NEW_PASSWORD).status_code == 302
+
+
+def test_the_password_changed_letter_breaks_its_lines_only_between_sentences(visitor, post):
+    visitor.confirmed_account("ada@example.com")
+    visitor.submit(reset_link(visitor, post), password=NEW_PASSWORD)
+
+    (letter,) = post.delivered()
+    lines = letter.get_body(("plain",)).get_content().splitlines()
+
+    assert [line for line in lines if line and not line.endswith((".", ":")) and not line.startswith("http")] == []
+
+
+def test_the_new_password_form_names_the_account_for_password_managers(client, visitor, post):
+    visitor.confirmed_account("ada@example.com")
+
+    page = client.get(reset_link(visitor, post)).get_data(as_text=True)
+
+    assert '<input type="email" value="ada@example.com" autocomplete="username" readonly hidden>' in page
+
+
+@pytest.mark.parametrize("path", ["/resets/new", "/signin", "/signup"])
+def test_a_page_s_title_is_its_heading(client, path):
+    page = client.get(path).get_data(as_text=True)
+
+    heading = re.search(r"<h1>(.*?)</h1>", page).group(1)
+    assert f"<title>{heading} · Guestbook</title>" in page
 
 
 def test_second_use_of_reset_link_is_refused(client, visitor, post):

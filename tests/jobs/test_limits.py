@@ -142,8 +142,13 @@ def test_the_slot_of_a_killed_worker_comes_back_when_its_lease_runs_out(runs, da
         ({"rate": (14, "1s")}, "a rate is (jobs, seconds)"),
         ({"rate": 14}, "a rate is (jobs, seconds)"),
         ({"rate": (True, 1.0)}, "a rate is (jobs, seconds)"),
-        ({"concurrency": 0}, "a concurrency is 1 job or more"),
-        ({"concurrency": 2.5}, "a concurrency is 1 job or more"),
+        ({"concurrency": 0}, "a concurrency is 1 to"),
+        ({"concurrency": 2.5}, "a concurrency is 1 to"),
+        ({"concurrency": 10**400}, f"a concurrency is 1 to {limits.CONCURRENCY_MAX} jobs at once"),
+        ({"rate": (10**400, 1.0)}, f"a rate is (jobs, seconds) with 1 to {limits.RATE_MAX} jobs"),
+        ({"rate": (14, 1e300)}, f"in more than 0 s and {limits.WINDOW_MAX} s at the most"),
+        ({"rate": (14, float("inf"))}, f"in more than 0 s and {limits.WINDOW_MAX} s at the most"),
+        ({"rate": (14, float("nan"))}, "a rate is (jobs, seconds)"),
     ],
 )
 def test_a_limit_that_makes_no_sense_is_refused_and_changes_nothing(db, options, said):

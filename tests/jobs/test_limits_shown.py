@@ -130,8 +130,12 @@ def test_the_limit_command_sets_a_limit_that_the_next_claim_keeps_and_unlimit_li
         ([], "give --rate, --concurrency or --per-key"),
         (["--rate", "14"], "a rate is JOBS/SECONDS, such as 14/1, not '14'"),
         (["--rate", "0/1"], "a rate is (jobs, seconds)"),
-        (["--concurrency", "0"], "a concurrency is 1 job or more"),
+        (["--concurrency", "0"], "a concurrency is 1 to"),
         (["--per-key", "-2"], "a limit per key is 1 to"),
+        (["--concurrency", "9" * 400], f"a concurrency is 1 to {limits.CONCURRENCY_MAX} jobs at once"),
+        (["--per-key", "9" * 400], f"a limit per key is 1 to {limits.PER_KEY_MAX}"),
+        (["--rate", "9" * 400 + "/1"], f"with 1 to {limits.RATE_MAX} jobs"),
+        (["--rate", "1/" + "9" * 400], f"{limits.WINDOW_MAX} s at the most"),
     ],
 )
 def test_a_limit_command_that_makes_no_sense_exits_2_and_changes_nothing(db, database_url, arguments, said):

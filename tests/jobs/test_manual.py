@@ -1,11 +1,13 @@
-"""The manual's quick start runs as written: its job is run by its worker, and its dashboard answers.
+"""The manual's quick start runs as written, on a copy of the folder alone: its job is run, its dashboard answers.
 
 The block of jobs/README.md whose first line is `# quickstart.py` is written to a file of
-that name and run as a process of its own on the tests' database, as a reader would run it.
+that name beside a copy of jobs/, as "Copying jobs into your app" says to take it, and run as
+a process of its own on the tests' database, as a reader would run it in their app.
 """
 
 import queue
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -52,7 +54,8 @@ def ctrl_c_as_in_a_terminal() -> None:
 def test_the_quick_start_runs_its_job_and_serves_its_dashboard(db, database_url, tmp_path):
     (source,) = BLOCK.findall(MANUAL.read_text())
     (tmp_path / "quickstart.py").write_text(source)
-    env = {"DATABASE_URL": database_url, "PORT": "0", "PYTHONPATH": str(PROJECT), "PATH": "/usr/bin:/bin"}
+    shutil.copytree(PROJECT / "jobs", tmp_path / "jobs", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {"DATABASE_URL": database_url, "PORT": "0", "PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}
     process = subprocess.Popen(
         [sys.executable, "-X", "faulthandler", "quickstart.py"],
         cwd=tmp_path,

@@ -1,6 +1,8 @@
 """The queue's pulse: a worker's counts per queue and minute reach job_pulse, add up across workers, survive a
 failed flush and a stop, and are pruned past PULSE_KEPT; the waits' median and p95 come from their buckets."""
 
+import threading
+
 import psycopg
 import pytest
 
@@ -145,3 +147,29 @@ def test_a_cancel_or_a_lost_lease_counts_nowhere_and_a_dropped_attempt_as_retrie
     counted.settled([("default", kind, False) for kind in outcomes] + [("default", "dropped", True)])
     counted.flushed(rollup)
     assert totals(rollup, "default") == (0, 1, 2, 1)
+
+
+def test_a_job_given_back_unstarted_is_counted_queued_and_waited_once(rollup, connect):
+    """A batch of two, the slow job first: the quick one behind it is given back (its attempt not counted), then
+    claimed again as a first attempt. Eight jobs queued and finished are eight queued and eight claims' waits."""
+    behind = threading.Event()
+
+    def slow(db, args):
+        assert behind.wait(10), "the job behind this one was not given back"
+
+    worker = jobs.worker(connect, "default", {"noop": lambda db, args: None, "slow": slow}, threads=1)
+    try:
+        wait_for(worker.claimable, "the worker to be ready to claim")
+        with rollup.transaction():
+            jobs.later(rollup, "default", "noop", {})
+            jobs.later(rollup, "default", "slow", {})
+            for _ in range(6):
+                jobs.later(rollup, "default", "noop", {})
+        wait_for(lambda: worker.counts.given_back >= 1, "the job claimed behind the slow one to be given back")
+        behind.set()
+        assert worker.wait_until_empty(10)
+    finally:
+        worker.stop()
+        assert worker.join(10)
+    assert totals(rollup, "default") == (8, 8, 0, 0)
+    assert scalar(rollup, "SELECT sum(w) FROM job_pulse, unnest(waits) AS w") == 8, "a claim given back is no wait"

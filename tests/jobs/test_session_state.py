@@ -1,16 +1,19 @@
 """A job's session state is its own: the next job on the same connection finds it as the worker opened it.
 
-Each test runs a job that leaves something on its session (a SET, a session advisory
-lock, a temporary table), then another job on the same work thread (threads=1), and
+Each test runs a job that leaves something on its session (a SET, a role, a session
+advisory lock, a temporary table, a prepared statement), then another job on the same work thread (threads=1), and
 shows that the second job does not meet the first one's state.
 """
 
+import psycopg
 import pytest
+from psycopg import sql
 
 import jobs
 from tests.jobs.helpers import scalar, wait_for
 
 LOCK = 250_725  # the session advisory lock a job takes: a number no other test uses
+TENANT = "session_state_tenant"  # a role a job takes: a name no other test uses
 
 
 @pytest.fixture
@@ -112,3 +115,66 @@ def stage(conn, args):
 def test_a_temporary_table_one_job_makes_is_gone_for_the_next_job(db, connect):
     failure = one_after_the_other(db, connect, {"stage": stage}, "stage", "stage")
     assert failure is None, f"the second stage job, on the same connection, failed: {failure}"
+
+
+@pytest.fixture
+def tenant_role(tenants):
+    """The tenants fixture's connection, and TENANT, a role that may use what the worker's user owns (a member of
+    it), as apps with row-level security make."""
+    me = scalar(tenants, "SELECT current_user")
+    tenants.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(TENANT)))
+    tenants.execute(sql.SQL("CREATE ROLE {} NOLOGIN IN ROLE {}").format(sql.Identifier(TENANT), sql.Identifier(me)))
+    yield tenants
+    tenants.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(TENANT)))
+
+
+def as_tenant(conn, args):
+    conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(TENANT)))  # for the tenant's rows alone
+    conn.execute("INSERT INTO session_hits VALUES (current_user)")
+
+
+def authorized_as_tenant(conn, args):
+    conn.execute(sql.SQL("SET SESSION AUTHORIZATION {}").format(sql.Identifier(TENANT)))
+    conn.execute("INSERT INTO session_hits VALUES (current_user)")
+
+
+def who(conn, args):
+    conn.execute("INSERT INTO session_hits VALUES (current_user || ' ' || session_user)")
+
+
+@pytest.mark.parametrize("first", ["as_tenant", "authorized_as_tenant"])
+def test_a_role_one_job_takes_is_not_the_next_jobs_nor_the_workers(tenant_role, connect, first):
+    performers = {"as_tenant": as_tenant, "authorized_as_tenant": authorized_as_tenant, "who": who}
+    me = scalar(tenant_role, "SELECT current_user")
+    assert one_after_the_other(tenant_role, connect, performers, first, "who") is None
+    hits = [what for (what,) in tenant_role.execute("SELECT what FROM session_hits").fetchall()]
+    assert sorted(hits) == sorted([TENANT, f"{me} {me}"]), "who runs as the worker's own user"
+
+
+def test_a_role_the_connect_function_sets_is_the_one_each_job_gets_back(tenant_role, database_url):
+    def connect():
+        conn = psycopg.connect(database_url)
+        conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(TENANT)))  # the worker's role, every job's
+        conn.commit()
+        return conn
+
+    performers = {"as_tenant": as_tenant, "authorized_as_tenant": authorized_as_tenant, "who": who}
+    me = scalar(tenant_role, "SELECT current_user")
+    assert one_after_the_other(tenant_role, connect, performers, "authorized_as_tenant", "who") is None
+    hits = [what for (what,) in tenant_role.execute("SELECT what FROM session_hits").fetchall()]
+    assert sorted(hits) == sorted([TENANT, f"{TENANT} {me}"]), "who runs as the role its connect function set"
+
+
+def lookup(conn, args):
+    conn.execute("PREPARE session_lookup AS SELECT 1")  # SQL's own PREPARE: it lasts as long as the session
+    for n in range(10):  # past psycopg's prepare_threshold: psycopg prepares it, under a name of its own
+        conn.execute("SELECT %s::int", (n,))
+    kept = "SELECT count(*) FROM pg_prepared_statements WHERE NOT from_sql"
+    conn.execute(f"INSERT INTO session_hits SELECT 'psycopg ' || ({kept})")
+
+
+def test_a_statement_one_job_prepares_is_gone_for_the_next_and_psycopgs_own_are_kept(tenants, connect):
+    failure = one_after_the_other(tenants, connect, {"lookup": lookup}, "lookup", "lookup")
+    assert failure is None, f"the second lookup, on the same connection, failed: {failure}"
+    hits = [what for (what,) in tenants.execute("SELECT what FROM session_hits").fetchall()]
+    assert hits[1] >= hits[0] >= "psycopg 1", "psycopg's statements prepared by the first are kept for the second"

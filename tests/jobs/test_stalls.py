@@ -3,12 +3,14 @@
 Three stalls, each a wait the worker does not control: a slow on_error hook of a job that
 timed out, a worker process frozen (SIGSTOP) with its settlement's row locked, and a
 chore of the listener waiting on an app's lock. In each, the jobs that run beside the
-stall run once, and a worker that beats is never taken for gone.
+stall run once, and a worker that beats is never taken for gone. And one wait it does
+control: a stop signal never waits on the lock its worker's main thread holds.
 """
 
 import collections
 import os
 import signal
+import subprocess
 import threading
 import time
 
@@ -16,10 +18,19 @@ import psycopg
 
 import jobs
 from jobs.__main__ import APPLICATION_NAME
-from tests.jobs.helpers import held_by_live_workers, scalar, start_worker, stopped, wait_for
+from tests.jobs.helpers import (
+    WAIT,
+    exited,
+    held_by_live_workers,
+    scalar,
+    start_command,
+    start_worker,
+    wait_for,
+)
 from tests.jobs.performers import EFFECTS
 
 LEASE = 2.0  # seconds: a worker silent for 1.5 s is taken for gone; reapers look every half second
+FAULTS = {"PYTHONFAULTHANDLER": "1"}  # a worker process's environment: SIGABRT prints each thread's stack
 
 
 class Runs:
@@ -38,6 +49,21 @@ class Runs:
         time.sleep(seconds)
         with self._lock:
             self.spans[name].append((start, time.monotonic()))
+
+
+def ended_or_aborted(process) -> str:
+    """Waits for a worker process told to stop, and returns what it printed; one still running after WAIT is aborted.
+
+    Started with FAULTS, an aborted process prints where each of its threads waited. A
+    worker with nothing slow in hand ends within a second or two on a busy machine: WAIT
+    (30 s) is ten times that and more, and no more than GRACE, so a stop that waits on
+    anything, a job kept to the end of its grace included, fails.
+    """
+    try:
+        process.wait(timeout=WAIT)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+    return exited(process)
 
 
 def stopped_now(*workers) -> None:
@@ -97,7 +123,7 @@ def test_a_worker_frozen_mid_settlement_costs_another_worker_neither_its_reaper_
     db.execute(EFFECTS)
     db.execute("TRUNCATE effects")
     jobs.later_many(db, "frozen", "effect", [{"n": n} for n in range(20_000)])
-    frozen = start_worker(database_url, "frozen", "--lease", str(LEASE), "--threads", "1")
+    frozen = start_worker(database_url, "frozen", "--lease", str(LEASE), "--threads", "1", env=FAULTS)
     other = None
     runs = Runs()
     try:
@@ -133,8 +159,12 @@ def test_a_worker_frozen_mid_settlement_costs_another_worker_neither_its_reaper_
         assert runs.began["deliver"] == 1, f"the other worker's delivery ran {runs.began['deliver']} times"
     finally:
         os.kill(frozen.pid, signal.SIGCONT)
-        stopped(frozen)
-        stopped_now(other)
+        try:
+            frozen.terminate()
+            said = ended_or_aborted(frozen)
+            assert "the worker stopped" in said, f"the worker process did not end once told to stop:\n{said}"
+        finally:
+            stopped_now(other)  # even when the process did not end, so that the test fails for that alone
 
 
 WAIT_BOUND = 1.5  # seconds: the worker's silent_after, which a chore's wait on the app's lock outlasts
@@ -171,3 +201,17 @@ def test_a_chore_waiting_on_a_lock_does_not_cut_the_connections_of_running_jobs(
         stopped_now(worker)
     assert dict(runs.began) == {"deliver": 1, "rebuild": 1}, f"runs after one chore waited on a lock: {runs.began}"
     assert sorted(db.execute("SELECT what FROM rebuilt").fetchall()) == [("done",), ("started",)]
+
+
+def test_a_stop_signal_landing_while_the_main_thread_holds_the_workers_lock_stops_the_worker(database_url):
+    """Its handler runs while join holds the worker's lock (signalled_in_lock.py), and must not wait on that lock."""
+    process = start_command(
+        database_url,
+        "work",
+        "signalled",
+        "--performers",
+        "tests.jobs.signalled_in_lock:performers",
+        env=FAULTS,
+    )
+    said = ended_or_aborted(process)  # it sends itself the signal
+    assert "the worker stopped" in said, f"the worker process did not end after its stop signal:\n{said}"

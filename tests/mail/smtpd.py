@@ -29,6 +29,7 @@ class Inbox:
     def __init__(self, delay: float = 0.0):
         self.delay = delay
         self.letters: list[EmailMessage] = []
+        self.senders: list[str] = []  # each letter's envelope sender (MAIL FROM), in the letters' order
         self.arrived = threading.Condition()
 
     async def handle_DATA(self, server, session, envelope):
@@ -36,6 +37,7 @@ class Inbox:
             await asyncio.sleep(self.delay)
         with self.arrived:
             self.letters.append(message_from_bytes(envelope.content, policy=default))
+            self.senders.append(envelope.mail_from)
             self.arrived.notify_all()
         return "250 Message accepted for delivery"
 
@@ -52,6 +54,10 @@ class SMTPServer:
     @property
     def letters(self) -> list[EmailMessage]:
         return self.inbox.letters
+
+    @property
+    def senders(self) -> list[str]:
+        return self.inbox.senders
 
     def __enter__(self) -> "SMTPServer":
         self.controller.start()

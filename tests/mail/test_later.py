@@ -251,3 +251,36 @@ def test_a_letter_cancelled_before_it_is_handed_over_is_kept_back_and_sent_once_
     stopped = f"job {job} (deliver on mail) was cancelled: its writes are undone"
     assert stopped in caplog.text, "the first attempt stopped before the letter went"
     assert [letter["Message-ID"] for letter in inbox.letters] == [LETTER.message_id], "only the retry sent it"
+
+
+class SlowToAnswer(Inbox):
+    """An SMTP handler that keeps each letter at once, and answers `late` seconds after."""
+
+    def __init__(self, late: float):
+        super().__init__()
+        self.late = late
+
+    async def handle_DATA(self, server, session, envelope):
+        answer = await super().handle_DATA(server, session, envelope)
+        await asyncio.sleep(self.late)
+        return answer
+
+
+def test_a_letter_whose_server_times_out_once_it_has_the_letter_is_not_sent_again(db, monkeypatch):
+    """The answer to the letter comes after the client's timeout: the server may have it, so no retry sends it."""
+    from aiosmtpd.controller import Controller
+
+    monkeypatch.setattr(mail.transports, "TIMEOUT", 0.3)  # seconds the client waits for each answer
+    inbox, port = SlowToAnswer(1.0), free_port()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    try:
+        monkeypatch.setenv("MAIL_URL", f"smtp://127.0.0.1:{port}")
+        job = mail.delivered_later(db, LETTER)
+        first = jobs.worked(db, "mail", mail.performers_for("0,0"))
+        again = jobs.worked(db, "mail", mail.performers_for("0,0"))
+    finally:
+        controller.stop()
+    assert (again, len(inbox.letters)) == (None, 1), "a retry would hand the letter over again"
+    assert first.startswith("failed deliver on attempt 1: the mail server was handed the letter")
+    assert [shelved["id"] for shelved in jobs.failed(db)] == [job]

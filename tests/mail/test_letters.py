@@ -42,6 +42,9 @@ REFUSED = [  # the letter, and words its refusal says
     (with_(to="a@b.com, c@d.com"), "to is not an address"),
     (with_(to="a" * 250 + "@example.com"), "to is not an address"),
     (with_(sender="nobody"), "sender is not an address"),
+    (with_(sender="Guestbook <nobody>"), "sender is not an address"),
+    (with_(sender="Guestbook <a@example.com>, b@example.com"), "sender is not an address"),
+    (with_(sender="Guestbook <=?utf-8?q?a?=@example.com>"), "sender is not an address"),
     (with_(to="=?utf-8?q?victim?=@=?utf-8?q?evil=2Eexample?="), "to is not an address"),  # read as victim@evil.example
     (with_(to="=?utf-8?q?ada=0D=0Abcc=3Dall?=@example.com"), "to is not an address"),  # an encoded CR LF
     (with_(to="ada\x01@example.com"), "to is not an address"),

@@ -89,3 +89,25 @@ def test_untrusted_certificate_is_refused(tls, monkeypatch):
         monkeypatch.setenv("MAIL_URL", f"smtps://{HOST}:{server.port}")
         with pytest.raises(ssl.SSLCertVerificationError):
             mail.delivered(LETTER)
+
+
+def test_smtp_url_uses_starttls_when_the_server_offers_it(tls, monkeypatch):
+    # The server takes no letter before STARTTLS: the letter's arrival shows it went over TLS.
+    with SMTPServer(tls_context=tls, require_starttls=True) as server:
+        monkeypatch.setenv("MAIL_URL", f"smtp://{HOST}:{server.port}")
+        mail.delivered(LETTER)
+
+    assert [letter["To"] for letter in server.letters] == ["bo@example.com"]
+
+
+@pytest.mark.filterwarnings("ignore:Requiring AUTH while not requiring TLS")
+def test_a_password_is_never_sent_to_a_server_that_offers_no_tls(monkeypatch):
+    tried = []  # the logins the server received
+    with SMTPServer(
+        authenticator=lambda *args: tried.append(args) or AuthResult(success=True), auth_require_tls=False
+    ) as server:
+        monkeypatch.setenv("MAIL_URL", f"smtp://{QUOTED}@{HOST}:{server.port}")
+        with pytest.raises(mail.Unencrypted, match=f"{HOST}:{server.port} offers no STARTTLS: the password"):
+            mail.delivered(LETTER)
+
+    assert (tried, server.letters) == ([], [])

@@ -30,6 +30,16 @@ def test_letter_goes_through_the_smtp_server_with_its_headers(smtp):
     assert "\nhttp://x.test/confirm/t\n" in body_of(received)
 
 
+def test_a_sender_with_a_display_name_signs_the_letter_and_its_address_is_the_envelope_s(smtp):
+    letter = mail.message("Guestbook <guestbook@example.com>", "ada@example.com", "Hello", "A body.\n")
+
+    mail.delivered(letter)
+
+    (received,) = smtp.letters
+    assert (received["From"].addresses[0].display_name, smtp.senders) == ("Guestbook", ["guestbook@example.com"])
+    assert letter.message_id.endswith("@example.com>")
+
+
 def test_letter_with_accents_arrives_intact(smtp):
     mail.delivered(mail.message("guestbook@example.com", "zoe@example.com", "Bienvenue, Zoé", "Ça marche — merci.\n"))
 
@@ -114,7 +124,7 @@ def test_a_letter_the_server_accepted_is_not_failed_by_its_answer_to_quit(monkey
 def test_mail_url_with_an_unknown_scheme_is_refused(monkeypatch):
     monkeypatch.setenv("MAIL_URL", "http://127.0.0.1:25")
 
-    with pytest.raises(ValueError, match="MAIL_URL must look like smtp://"):
+    with pytest.raises(ValueError, match="MAIL_URL takes smtp://host:port, "):
         mail.delivered(LETTER)
 
 

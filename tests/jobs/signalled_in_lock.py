@@ -1,0 +1,32 @@
+"""The test performers, for a worker process whose stop signal lands while its main thread holds the worker's lock.
+
+A signal's handler runs on the main thread between two of its statements, wherever it
+was. Here it is sent from inside Worker.join's look at the work threads, under the
+worker's lock, once, as soon as the worker may claim: the moment a SIGTERM may land at.
+"""
+
+import os
+import signal
+import threading
+
+from jobs.threads import WorkThread
+from jobs.workers import Worker
+from tests.jobs.performers import performers
+
+__all__ = ["performers"]
+
+looked = Worker._work_threads
+sent = threading.Event()
+
+
+def signalled_inside(worker: Worker) -> list[WorkThread]:
+    """The work threads, as Worker._work_threads answers; on the main thread's first look once ready, SIGTERM too."""
+    if threading.current_thread() is not threading.main_thread() or sent.is_set() or not worker._ready.is_set():
+        return looked(worker)
+    sent.set()
+    with worker._lock:
+        os.kill(os.getpid(), signal.SIGTERM)  # its handler runs before the next statement, the lock still held
+        return list(worker._work)
+
+
+Worker._work_threads = signalled_inside  # type: ignore[method-assign,assignment]  # the fault
