@@ -10,7 +10,8 @@ How a request travels, file by file:
   sessions.py  the rows that sessions are, which signing out deletes; names.py the
                name an account signs its entries with, kept apart from its look-alikes
                by skeletons.py.
-  tokens.py    the signed links; mailer.py queues the letters that carry them.
+  tokens.py    the signed links; mailer.py queues the letters that carry them, and
+               letters.py writes those when they leave, so no link dies waiting.
   upkeep.py    the jobs that run on a schedule beside the server (__main__.py).
   settings.py  every setting `serve` reads, checked before it answers anyone.
   connections.py  what waitress, before the app, does with slow clients (server.py);

@@ -104,7 +104,6 @@ def serve_command(args) -> int:
     except settings.Invalid as invalid:
         print("\n".join(f"guestbook: {problem}" for problem in invalid.problems), file=sys.stderr)
         return 2
-    performers = upkeep.performers  # the letters', made from MAIL_RETRY_INTERVALS now, and the upkeep's
     host, port = values["HOST"], values["PORT"]
     url = values["DATABASE_URL"]
     database = None  # the embedded server, when DATABASE_URL is not set: kept till exit
@@ -144,7 +143,7 @@ def serve_command(args) -> int:
         jobs.beside(
             lambda: psycopg.connect(url, **jobs.keepalives()),
             mail.QUEUE,
-            performers,
+            upkeep.performers_for(app),
             served.run,
             schedules=upkeep.schedules,
             on_start=lambda worker: dashboard.shows_worker(app, worker),

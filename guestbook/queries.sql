@@ -310,3 +310,16 @@ SELECT count(*) FROM (
     WHERE queue = %(queue)s AND priority = %(priority)s AND attempts < max_attempts
     LIMIT %(at_most)s + 1
 ) AS waiting
+
+-- name: letters_awaited_by
+-- The letters of one priority that one client's requests asked for and the mail queue
+-- has yet to send, counted as letters_waiting counts them, up to %(at_most)s only. The
+-- client is the `write` job's argument (mailer.reset_asked); the rows read are the
+-- priority's alone (jobs_ready leads with queue and priority): the letters somebody
+-- waits for, at most AWAITED_PER_CLIENT of them a client.
+SELECT count(*) FROM (
+    SELECT 1 FROM jobs
+    WHERE queue = %(queue)s AND priority = %(priority)s AND attempts < max_attempts
+        AND name = 'write' AND args->>'client' = %(client)s
+    LIMIT %(at_most)s
+) AS waiting
