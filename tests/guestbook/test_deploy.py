@@ -5,7 +5,13 @@ the database answers and a live worker serves the mail queue."""
 import re
 import subprocess
 import sys
+import time
 import uuid
+
+import pytest
+
+from guestbook.health import HEALTH_WAIT
+from tests.jobs.private_pg import removed, started
 
 from ..mail.smtpd import SMTPServer
 from .served import ROOT, WAIT, Served, environment, eventually
@@ -14,6 +20,7 @@ from .test_serve import SECRET, SITE
 # A log line of either process: time, level, logger, process id, message (jobs' LOG_FORMAT).
 LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+ \d+ .+")
 WORK = [sys.executable, "-m", "guestbook", "work"]
+SLACK = 5.0  # seconds past HEALTH_WAIT an answer of /health may take on a busy machine
 
 
 def production(database_url, mail_url, **more) -> dict:
@@ -78,3 +85,25 @@ def test_a_server_without_its_worker_is_unhealthy_until_guestbook_work_runs_and_
     worker.stderr.close()
     assert any("the worker stopped: 1 job(s) done" in line for line in logged), logged
     assert all(LOG_LINE.fullmatch(line) for line in logged), logged  # as the web process logs
+
+
+@pytest.fixture
+def private_database():
+    """A PostgreSQL of the test's own, which it may stop."""
+    server = started()
+    yield server
+    removed(server)
+
+
+def test_health_answers_503_while_the_database_is_down_and_200_once_it_is_back(private_database, tmp_path):
+    served = Served([], production(private_database.url, "smtp://127.0.0.1:25"), tmp_path)
+    try:
+        assert eventually(lambda: served.request("/health")[0] == 200)
+        private_database.stop()
+        began = time.monotonic()
+        assert served.request("/health") == (503, "missing: the database does not answer\n")
+        assert time.monotonic() - began < HEALTH_WAIT + SLACK
+        private_database.start()
+        assert eventually(lambda: served.request("/health")[0] == 200)
+    finally:
+        assert served.stopped() == 0

@@ -6,7 +6,8 @@ file's DATABASE_URL, SECRET_KEY, MAIL_URL and PORT name the test's database, a s
 real SMTP server (aiosmtpd) and a free port. Tests have no systemd, so each unit's
 ExecStart line runs as a process with its EnvironmentFile's settings, stopped with SIGTERM
 as systemd stops it, and the start block's systemctl lines are left out; its curl line runs.
-The nginx file is checked with `nginx -t` and its limits against the app's own.
+nginx runs the site file in front of the web unit, on a certificate made here, listening on
+a free port; the file is also checked with `nginx -t`, and its limits against the app's own.
 """
 
 import configparser
@@ -16,6 +17,7 @@ import shutil
 import signal
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -110,6 +112,14 @@ def stopped(process: subprocess.Popen) -> tuple[int, str]:
     return process.returncode, logged
 
 
+def answered(visitor: Visitor, path: str) -> int | None:
+    """The status of `visitor`'s GET of `path`; None while nothing listens yet."""
+    try:
+        return visitor.request(path)[0]
+    except OSError:  # urllib's URLError included: the connection was refused
+        return None
+
+
 def health(port: int) -> subprocess.CompletedProcess:
     """The start block's curl line, on the port the test's environment file names."""
     (curl,) = [line for line in blocks()[START].splitlines() if line.startswith("curl ")]
@@ -118,27 +128,41 @@ def health(port: int) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-def test_the_deploy_serves_answers_its_health_check_and_its_worker_unit_sends_the_letter(database_url, db, tmp_path):
+def test_the_deploy_serves_through_nginx_answers_its_health_check_and_its_worker_unit_sends_the_letter(
+    database_url, db, tmp_path, monkeypatch
+):
     installed(tmp_path)
-    port = free_port()
+    port, front = free_port(), free_port()
+    (tmp_path / "nginx").mkdir()
+    conf = nginx_config(tmp_path / "nginx", (front, port))
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "nginx" / "fullchain.pem"))  # the visitor trusts nginx
     with SMTPServer() as smtp:
         values = {"DATABASE_URL": database_url, "SECRET_KEY": "s" * 64, "MAIL_URL": smtp.url, "PORT": str(port)}
         written_environment(tmp_path, values)
         no_stray_guestbook(database_url)
         web = started("web", tmp_path)
-        worker = None
+        worker = proxy = None
         try:
             assert eventually(lambda: health(port).stdout == "missing: no live worker serves the mail queue\n")
             worker = started("worker", tmp_path)
             assert eventually(lambda: health(port).returncode == 0)
+            proxy = subprocess.Popen(
+                ["nginx", "-p", str(tmp_path / "nginx"), "-c", str(conf), "-g", "daemon off;"],
+                stderr=subprocess.PIPE,
+                text=True,
+                preexec_fn=dying_with_this_thread(),
+            )
+            visitor = Visitor(f"https://127.0.0.1:{front}")
+            assert eventually(lambda: answered(visitor, "/health") == 200)
             address = f"deploy-{uuid.uuid4().hex[:8]}@example.com"
-            visitor = Visitor(f"http://127.0.0.1:{port}")
             assert visitor.request("/signup", {"email": address, "password": "correct horse battery"})[0] == 302
             with smtp.inbox.arrived:
                 assert smtp.inbox.arrived.wait_for(lambda: smtp.letters, WAIT)
         finally:
+            proxy_stopped = stopped(proxy) if proxy else (None, "")
             web_stopped = stopped(web)
             worker_stopped = stopped(worker) if worker else (None, "")
+    assert proxy_stopped[0] == 0, proxy_stopped[1]
     assert web_stopped[0] == 0, web_stopped[1]
     assert worker_stopped[0] == 0 and "the worker stopped: 1 job(s) done" in worker_stopped[1], worker_stopped[1]
     site = settings_of(blocks()[ENV_FILE])["BASE_URL"]
@@ -172,22 +196,37 @@ def test_the_nginx_file_keeps_the_limits_the_documents_list_and_forwards_to_the_
 
 
 def test_nginx_takes_the_file_as_written(tmp_path):
-    cert, key = tmp_path / "fullchain.pem", tmp_path / "privkey.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=guestbook.example"]
-        + ["-keyout", str(key), "-out", str(cert)],
-        check=True,
-        capture_output=True,
-    )
-    site = tmp_path / "guestbook"
-    live = "/etc/letsencrypt/live/guestbook.example/"
-    site.write_text(blocks()[NGINX].replace(f"{live}fullchain.pem", str(cert)).replace(f"{live}privkey.pem", str(key)))
-    conf = tmp_path / "nginx.conf"
-    conf.write_text(f"error_log stderr;\npid {tmp_path}/nginx.pid;\nevents {{}}\nhttp {{\n    include {site};\n}}\n")
-
     done = subprocess.run(
-        ["nginx", "-t", "-p", str(tmp_path), "-c", str(conf)], capture_output=True, text=True, timeout=WAIT
+        ["nginx", "-t", "-p", str(tmp_path), "-c", str(nginx_config(tmp_path))],
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
     )
 
     assert done.returncode == 0, done.stderr
     assert "test is successful" in done.stderr
+
+
+def nginx_config(folder, ports: tuple[int, int] | None = None) -> Path:
+    """An nginx.conf in `folder` that includes the site file with the test's certificate; given `ports`, nginx's
+    and the app's, the site listens on the first and passes to the second."""
+    cert, key = folder / "fullchain.pem", folder / "privkey.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=guestbook.example"]
+        + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    live = "/etc/letsencrypt/live/guestbook.example/"
+    text = blocks()[NGINX].replace(f"{live}fullchain.pem", str(cert)).replace(f"{live}privkey.pem", str(key))
+    if ports:
+        text = text.replace("listen 443 ssl;", f"listen 127.0.0.1:{ports[0]} ssl;")
+        text = text.replace("http://127.0.0.1:5000", f"http://127.0.0.1:{ports[1]}")
+    (folder / "guestbook").write_text(text)
+    (folder / "logs").mkdir(exist_ok=True)
+    conf = folder / "nginx.conf"
+    conf.write_text(
+        f"error_log stderr;\npid {folder}/nginx.pid;\nevents {{}}\n"
+        f"http {{\n    access_log off;\n    include {folder}/guestbook;\n}}\n"
+    )
+    return conf
