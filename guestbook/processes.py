@@ -32,20 +32,12 @@ def serve(args, given: dict[str, str]) -> int:
     values = checked(given, args.development)
     if values is None:
         return EXIT_SETTINGS
-    url = values["DATABASE_URL"]
-    database = None  # the embedded server, when DATABASE_URL is not set: kept till exit
+    url, database = values["DATABASE_URL"], None  # database: the embedded server, when DATABASE_URL is unset
     if not url:
-        try:
-            database = embedded.server(embedded.RUN_DATA)
-        except embedded.NotInstalled as error:
-            print(f"guestbook: {error}", file=sys.stderr)
+        database = embedded_database()  # kept till exit
+        if database is None:
             return EXIT_SETTINGS
         url = database.get_uri()
-        print(
-            f"The database is at {url}  (for `python -m jobs` and `python -m guestbook admins`, "
-            "set DATABASE_URL to it, or run `make jobs ARGS=status` beside this server)",
-            flush=True,
-        )
     base = os.environ.setdefault("BASE_URL", f"http://127.0.0.1:{values['PORT']}")  # mail.url_for reads it
     app = create_app(
         {"DATABASE_URL": url, "SECRET_KEY": values["SECRET_KEY"] or kept_secret(), "DEVELOPMENT": args.development}
@@ -61,23 +53,43 @@ def serve(args, given: dict[str, str]) -> int:
         )
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends served.run() the way Ctrl-C does
     try:
-        if not values["WORKER_BESIDE"]:
-            served.run()
-            return 0
-        jobs.beside(
-            lambda: psycopg.connect(url, **jobs.keepalives()),
-            mail.QUEUE,
-            upkeep.performers,  # the letters', made from MAIL_RETRY_INTERVALS now, and the upkeep's
-            served.run,
-            schedules=upkeep.schedules,
-            on_start=lambda worker: dashboard.shows_worker(app, worker),
-        )
+        run(app, served, url, values["WORKER_BESIDE"])
     except KeyboardInterrupt:
         pass
     finally:
         served.close()
         db.closed(app)
     return 0
+
+
+def run(app, served, url: str, beside: bool) -> None:
+    """Runs the server until it is stopped, with a worker on the mail queue beside it when `beside`."""
+    if not beside:
+        served.run()
+        return
+    jobs.beside(
+        lambda: psycopg.connect(url, **jobs.keepalives()),
+        mail.QUEUE,
+        upkeep.performers,  # the letters', made from MAIL_RETRY_INTERVALS now, and the upkeep's
+        served.run,
+        schedules=upkeep.schedules,
+        on_start=lambda worker: dashboard.shows_worker(app, worker),
+    )
+
+
+def embedded_database():
+    """The embedded PostgreSQL of development, started, its address printed; None once it says it is not installed."""
+    try:
+        database = embedded.server(embedded.RUN_DATA)
+    except embedded.NotInstalled as error:
+        print(f"guestbook: {error}", file=sys.stderr)
+        return None
+    print(
+        f"The database is at {database.get_uri()}  (for `python -m jobs` and `python -m guestbook admins`, "
+        "set DATABASE_URL to it, or run `make jobs ARGS=status` beside this server)",
+        flush=True,
+    )
+    return database
 
 
 def work(args) -> int:
