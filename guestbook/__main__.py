@@ -1,5 +1,5 @@
 """The command line: `guestbook serve [--host ADDRESS] [--port N] [--no-worker] [--development]`, the web
-server with its mail worker beside it, `guestbook work [--development]`, the mail worker alone, and
+server with its mail worker beside it, `guestbook work`, the mail worker alone (production's rules), and
 `guestbook admins add|remove ADDRESS` and `admins list`, the operator's grants of the job queue's
 dashboard (admins.py).
 
@@ -67,7 +67,6 @@ def parser() -> argparse.ArgumentParser:
         help="work the mail queue, as a process of its own",
         description="Work the mail queue and the upkeep until SIGTERM, with the settings serve checks.",
     )
-    work.add_argument("--development", action="store_true", help="local defaults: letters to the outbox")
     work.set_defaults(command=processes.work)
     grants = commands.add_parser(
         "admins",

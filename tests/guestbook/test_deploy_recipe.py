@@ -171,6 +171,15 @@ def test_the_deploy_serves_through_nginx_answers_its_health_check_and_its_worker
     assert not (tmp_path / "outbox").exists()  # production never writes a letter to disk
 
 
+def test_the_procfile_runs_what_the_units_run():
+    procfile = dict(line.split(": ", 1) for line in (ROOT / "Procfile").read_text().splitlines())
+    units = {
+        name: service_of(blocks()[unit])["ExecStart"].removeprefix(f"{SRV}/venv/bin/") for name, unit in UNITS.items()
+    }
+
+    assert procfile == {"web": units["web"] + " --port $PORT", "worker": units["worker"]}
+
+
 def directives(block: str) -> dict[str, list[str]]:
     """Each nginx directive of `block`, by name, with the values of its every use."""
     found: dict[str, list[str]] = {}
