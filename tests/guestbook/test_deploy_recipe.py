@@ -218,7 +218,7 @@ def test_nginx_takes_the_file_as_written(tmp_path):
 
 def nginx_config(folder, ports: tuple[int, int] | None = None) -> Path:
     """An nginx.conf in `folder` that includes the site file with the test's certificate; given `ports`, nginx's
-    and the app's, the site listens on the first and passes to the second."""
+    and the app's, the site listens on the first (its plain HTTP on a free one) and passes to the second."""
     cert, key = folder / "fullchain.pem", folder / "privkey.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=guestbook.example"]
@@ -230,6 +230,7 @@ def nginx_config(folder, ports: tuple[int, int] | None = None) -> Path:
     text = blocks()[NGINX].replace(f"{live}fullchain.pem", str(cert)).replace(f"{live}privkey.pem", str(key))
     if ports:
         text = text.replace("listen 443 ssl;", f"listen 127.0.0.1:{ports[0]} ssl;")
+        text = text.replace("listen 80;", f"listen 127.0.0.1:{free_port()};")
         text = text.replace("http://127.0.0.1:5000", f"http://127.0.0.1:{ports[1]}")
     (folder / "guestbook").write_text(text)
     (folder / "logs").mkdir(exist_ok=True)
