@@ -4,7 +4,7 @@ pruned."""
 import pytest
 
 import jobs
-from guestbook import names, sessions, tokens, upkeep
+from guestbook import names, processes, sessions, tokens, upkeep
 from jobs import schedules
 from tests.jobs.helpers import PROJECT, start_worker, stopped, wait_for
 
@@ -104,9 +104,9 @@ def test_batches_finished_more_than_a_week_ago_are_pruned(app, db):
 
 
 def test_the_procfiles_worker_holds_the_upkeep_schedules(app, db, fresh_schedules, database_url):
-    worker_line = (PROJECT / "Procfile").read_text().split("worker: python -m jobs work mail ")[1].split()
-    # Its --performers comes last, and wins; it writes the letters whose links it signs, so it needs SECRET_KEY.
-    worker = start_worker(database_url, "mail", *worker_line, env={"SECRET_KEY": "a secret for tests only"})
+    assert "\nworker: guestbook work\n" in (PROJECT / "Procfile").read_text()
+    # `guestbook work`'s; its --performers comes last, and writes the letters whose links it signs: it needs SECRET_KEY.
+    worker = start_worker(database_url, *processes.WORK[1:], env={"SECRET_KEY": "a secret for tests only"})
     try:
 
         def keys():
