@@ -80,9 +80,11 @@ def unlocked(db, account) -> bool:
     return db.execute(queries["account_unlocked"], {"id": account.id, "locked_at": account.locked_at}).rowcount == 1
 
 
-def reset_claimed(db, account_id: int) -> bool:
-    """Whether a reset letter may go to the account now (none in the last RESET_EVERY seconds); notes it if so."""
-    return db.execute(queries["reset_claimed"], {"id": account_id, "every": RESET_EVERY}).rowcount == 1
+def reset_claimed(db, account_id: int, again: bool = False) -> bool:
+    """Whether a reset letter may go to the account now (none in the last RESET_EVERY seconds, or `again`: a later
+    attempt at the letter an earlier one claimed); notes it if so."""
+    params = {"id": account_id, "every": RESET_EVERY, "again": again}
+    return db.execute(queries["reset_claimed"], params).rowcount == 1
 
 
 def confirmation_claimed(db, account) -> bool:

@@ -4,14 +4,18 @@ mailer.py queues each as a `write` job naming only its account (mail.written_lat
 the worker on the mail queue runs the writer of its kind (WRITERS) in the app's context
 when the letter's turn comes, and the link is made then: however long the letter waited,
 its link lives its whole life from the moment it is sent, and the queued row holds no secret.
+A writer reads its account without locking it (the reset's claim commits on its own first),
+so no request of the account waits while the mail server takes the letter.
 """
 
 from flask import current_app
 from psycopg.rows import namedtuple_row
 
+import jobs
 import mail
 
 from . import accounts, tokens
+from .db import get_db
 
 
 def confirmation_written(db, args: dict) -> mail.Letter | None:
@@ -52,14 +56,16 @@ def reset_written(db, args: dict) -> mail.Letter | None:
     """The reset letter of args["account"], its link made now (it works once); None for an address without an
     account, or an account sent one in the last RESET_EVERY (accounts.reset_claimed notes this one).
 
-    The claim is written on the job's transaction, so an attempt that fails takes it back
-    and the retry may send; its row lock holds until the letter is handed over, so a
-    sign-in of that account meanwhile waits the letter's sending (under a second at a
-    working relay, DELIVER_TIMEOUT at the most).
+    The claim is a statement of its own on the app's connection, committed before the
+    letter is written: the account's row is locked for that statement only, never while
+    the mail server takes the letter, so the account's sign-ins never wait on a relay.
+    Committed, the claim outlives an attempt that fails, so the job's later attempts
+    send without one (`again`): the letter the first attempt claimed still goes.
     """
-    if args["account"] is None or not accounts.reset_claimed(db, args["account"]):
+    again = jobs.current_job().attempt > 1
+    if args["account"] is None or not accounts.reset_claimed(get_db(), args["account"], again=again):
         return None
-    account = accounts.by_id(db, args["account"])  # the claim's row lock keeps it as it is until the job ends
+    account = accounts.by_id(db, args["account"])  # read, not locked: the link fits the password it finds
     lifetime = current_app.config["RESET_TOKEN_MAX_AGE"]
     link = mail.url_for(f"/resets/{tokens.made('reset', account)}/edit")
     return from_the_site(

@@ -144,10 +144,13 @@ RETURNING id
 
 -- name: reset_claimed
 -- At most one reset letter per account every RESET_EVERY seconds; the row lock makes
--- two requests at once queue one letter between them.
+-- two claims at once pass one between them. Sent alone and committed at once
+-- (letters.reset_written), so that lock is never held while a letter is sent. A later
+-- attempt of the job whose first attempt claimed (%(again)s) passes, and notes when
+-- its letter goes: unconfirmed_pruned keeps the account while that letter's link lives.
 UPDATE accounts SET reset_sent_at = now()
 WHERE id = %(id)s
-    AND (reset_sent_at IS NULL OR reset_sent_at <= now() - make_interval(secs => %(every)s))
+    AND (%(again)s OR reset_sent_at IS NULL OR reset_sent_at <= now() - make_interval(secs => %(every)s))
 RETURNING id
 
 -- name: confirmation_claimed
