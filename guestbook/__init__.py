@@ -10,9 +10,11 @@ How a request travels, file by file:
   sessions.py  the rows that sessions are, which signing out deletes; names.py the
                name an account signs its entries with, kept apart from its look-alikes
                by skeletons.py.
-  tokens.py    the signed links; mailer.py queues the letters that carry them.
-  upkeep.py    the jobs that run on a schedule beside the server (__main__.py).
-  settings.py  every setting `serve` reads, checked before it answers anyone.
+  tokens.py    the signed links; mailer.py queues the letters that carry them, and
+               letters.py writes those when they leave, so no link dies waiting.
+  upkeep.py    the jobs that run on a schedule on the mail worker (processes.py).
+  settings.py  every setting `serve` and `work` read, checked before either starts;
+               processes.py runs the two, and health.py answers /health.
   connections.py  what waitress, before the app, does with slow clients (server.py);
                proxies.py who the client is when proxies stand in front.
   dashboard.py the job queue's dashboard at /jobs, for the accounts admins.py says an
@@ -35,6 +37,7 @@ from . import (
     entries,
     forms,
     headers,
+    health,
     limits,
     names,
     outbox,
@@ -85,7 +88,7 @@ def create_app(config: dict | None = None) -> Flask:
     forms.init_app(app)
     csrf.init_app(app)
     limits.init_app(app)  # after the checks: a request they refuse costs nothing, and is not counted
-    for blueprint in (entries.bp, unlocks.bp, resets.bp, renames.bp):
+    for blueprint in (entries.bp, unlocks.bp, resets.bp, renames.bp, health.bp):
         app.register_blueprint(blueprint)
     if app.config["DEVELOPMENT"]:
         development.init_app(app)

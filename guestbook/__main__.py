@@ -1,49 +1,31 @@
-"""The command line: `guestbook serve [--host ADDRESS] [--port N] [--development]`, the web server with its
-mail worker beside it, and `guestbook admins add|remove ADDRESS` and `admins list`, the operator's grants of
-the job queue's dashboard (admins.py).
+"""The command line: `guestbook serve [--host ADDRESS] [--port N] [--no-worker] [--development]`, the web
+server with its mail worker beside it, `guestbook work`, the mail worker alone (production's rules), and
+`guestbook admins add|remove ADDRESS` and `admins list`, the operator's grants of the job queue's
+dashboard (admins.py).
 
 The server is waitress (a production WSGI server, set up by server.py) in both modes, with a worker on
 the `mail` queue in threads beside it (jobs.beside), so every process that serves
-requests also sends the letters they queue. --development is for a person running
+requests also sends the letters they queue, unless --no-worker or WORKER_BESIDE=0 leaves
+them to `guestbook work` (processes.py runs both). --development is for a person running
 it on their own machine: an embedded PostgreSQL in .pgdata/ when DATABASE_URL is
 unset, a secret kept in .secret_key when SECRET_KEY is unset, letters written to
 the outbox when MAIL_URL is unset (the /outbox page shows them), cookies without
 Secure. Without --development, DATABASE_URL, a SECRET_KEY of SECRET_KEY_MIN
-characters or more, an https:// BASE_URL and MAIL_URL must be set. Either way every
-setting is checked before anything starts (settings.py): a bad one is named, and the
-process exits 2 before it listens.
+characters or more, an https:// BASE_URL and MAIL_URL must be set. Either way, and for
+`work` too, every setting is checked before anything starts (settings.py): a bad one is
+named, and the process exits 2 before it listens or works.
 """
 
 import argparse
-import logging
 import os
-import secrets
-import signal
 import sys
 from datetime import UTC
-from pathlib import Path
 
 import psycopg
 from psycopg.rows import namedtuple_row
 
-import jobs
-import mail
+from . import admins, db, processes, server
 
-from . import (
-    admins,
-    create_app,
-    dashboard,
-    db,
-    development,
-    embedded,
-    mailer,
-    server,
-    settings,
-    upkeep,
-)
-
-SECRET_FILE = Path(".secret_key")  # where development keeps the secret it made
-SECRET_BYTES = 32  # random bytes in a secret made for development
 EXIT_NOTICE = 1  # `admins add` or `remove` changed nothing: no such confirmed account, or no such grant
 
 
@@ -54,9 +36,9 @@ def main(argv=None) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line's commands, serve and admins, and their options."""
+    """The command line's commands, serve, work and admins, and their options."""
     top = argparse.ArgumentParser(
-        prog="guestbook", description="Serve the guestbook, and say who may see its dashboard."
+        prog="guestbook", description="Serve the guestbook, send its letters, and say who may see its dashboard."
     )
     commands = top.add_subparsers(required=True, metavar="COMMAND")
     serve = commands.add_parser("serve", help="serve the guestbook, with its mail worker beside it")
@@ -72,7 +54,20 @@ def parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--development", action="store_true", help="local defaults: embedded database, kept secret, outbox"
     )
-    serve.set_defaults(command=serve_command)
+    serve.add_argument(
+        "--no-worker",
+        dest="worker_beside",
+        action="store_false",
+        default=None,
+        help="no mail worker beside the server: `guestbook work` sends the letters (default: WORKER_BESIDE, else 1)",
+    )
+    serve.set_defaults(command=lambda args: processes.serve(args, given(args)))
+    work = commands.add_parser(
+        "work",
+        help="work the mail queue, as a process of its own",
+        description="Work the mail queue and the upkeep until SIGTERM, with the settings serve checks.",
+    )
+    work.set_defaults(command=processes.work)
     grants = commands.add_parser(
         "admins",
         help="grant, take back or list the dashboard at /jobs",
@@ -93,68 +88,6 @@ def parser() -> argparse.ArgumentParser:
         command=admins_command, action="list", address=None
     )
     return top
-
-
-def serve_command(args) -> int:
-    """Serves until SIGINT or SIGTERM; the letter in hand is sent before the process ends."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    logging.getLogger("pgserver").setLevel(logging.WARNING)  # its start-up is told line by line otherwise
-    try:
-        values = settings.checked({**os.environ, **given(args)}, production=not args.development)
-    except settings.Invalid as invalid:
-        print("\n".join(f"guestbook: {problem}" for problem in invalid.problems), file=sys.stderr)
-        return 2
-    performers = upkeep.performers  # the letters', made from MAIL_RETRY_INTERVALS now, and the upkeep's
-    host, port = values["HOST"], values["PORT"]
-    url = values["DATABASE_URL"]
-    database = None  # the embedded server, when DATABASE_URL is not set: kept till exit
-    if not url:
-        try:
-            database = embedded.server(embedded.RUN_DATA)
-        except embedded.NotInstalled as error:
-            print(f"guestbook: {error}", file=sys.stderr)
-            return 2
-        url = database.get_uri()
-        print(
-            f"The database is at {url}  (for `python -m jobs` and `python -m guestbook admins`, "
-            "set DATABASE_URL to it, or run `make jobs ARGS=status` beside this server)",
-            flush=True,
-        )
-    base = os.environ.setdefault("BASE_URL", f"http://127.0.0.1:{port}")  # mail.url_for reads it
-    app = create_app(
-        {
-            "DATABASE_URL": url,
-            "SECRET_KEY": values["SECRET_KEY"] or kept_secret(),
-            "DEVELOPMENT": args.development,
-        }
-    )
-    with psycopg.connect(url, autocommit=True) as conn:  # the provider's rate, for every worker of the mail queue
-        jobs.prepared(conn)
-        mailer.rate_kept(conn, app.config["MAIL_RATE"])
-    served = server.listening(app, host, port)
-    print(f"The guestbook is at {base}  ({letters_go()})", flush=True)
-    if args.development:  # the outbox and the dashboard show live links: for the person who started it only
-        print(
-            f"Open {development.link(app, base)} to see /outbox and /jobs: every page under that link shows them "
-            "(keep it; no other user of this machine can see them)",
-            flush=True,
-        )
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # ends served.run() the way Ctrl-C does
-    try:
-        jobs.beside(
-            lambda: psycopg.connect(url, **jobs.keepalives()),
-            mail.QUEUE,
-            performers,
-            served.run,
-            schedules=upkeep.schedules,
-            on_start=lambda worker: dashboard.shows_worker(app, worker),
-        )
-    except KeyboardInterrupt:
-        pass
-    finally:
-        served.close()
-        db.closed(app)
-    return 0
 
 
 def admins_command(args) -> int:
@@ -185,25 +118,10 @@ def admins_command(args) -> int:
 
 
 def given(args) -> dict[str, str]:
-    """The settings the command line gives, which win over the environment's: --host (HOST) and --port (PORT)."""
-    return {name: str(value) for name, value in (("HOST", args.host), ("PORT", args.port)) if value is not None}
-
-
-def kept_secret() -> str:
-    """The secret development keeps in SECRET_FILE, made on the first run."""
-    if not SECRET_FILE.exists():
-        SECRET_FILE.touch(mode=0o600)
-        SECRET_FILE.write_text(secrets.token_hex(SECRET_BYTES))
-    return SECRET_FILE.read_text().strip()
-
-
-def letters_go() -> str:
-    """Where letters go, said for the start-up line (without the password MAIL_URL may hold)."""
-    url = os.environ.get("MAIL_URL")
-    if url:
-        scheme, host, port = mail.server_named(url)
-        return f"letters go to {scheme}://{host}:{port}"
-    return f"letters go to the folder {mail.outbox_folder()}/, shown at /outbox in development"
+    """The settings the command line gives, which win over the environment's: --host (HOST), --port (PORT) and
+    --no-worker (WORKER_BESIDE=0)."""
+    options = (("HOST", args.host), ("PORT", args.port), ("WORKER_BESIDE", args.worker_beside))
+    return {name: str(int(value) if isinstance(value, bool) else value) for name, value in options if value is not None}
 
 
 if __name__ == "__main__":

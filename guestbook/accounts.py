@@ -4,13 +4,8 @@ Each function sends one statement of queries.sql on the connection it is given;
 the views decide which of them share a transaction with a queued letter.
 """
 
-from collections import namedtuple
-
-from . import passwords, tokens
+from . import tokens
 from .db import queries
-
-# What `nobody` gives: as much of an account as a letter reads.
-Nobody = namedtuple("Nobody", "id email password_digest")
 
 LOCK_AFTER = 10  # consecutive wrong passwords that lock an account
 LOCK_DURATION = 3600  # seconds after which a lock ends by itself: an hour
@@ -85,14 +80,11 @@ def unlocked(db, account) -> bool:
     return db.execute(queries["account_unlocked"], {"id": account.id, "locked_at": account.locked_at}).rowcount == 1
 
 
-def reset_claimed(db, account_id: int) -> bool:
-    """Whether a reset letter may go to the account now (none in the last RESET_EVERY seconds); notes it if so."""
-    return db.execute(queries["reset_claimed"], {"id": account_id, "every": RESET_EVERY}).rowcount == 1
-
-
-def nobody(email: str):
-    """A stand-in for the account an address does not have: no id, and a digest no password has."""
-    return Nobody(None, email, passwords.DUMMY_DIGEST)
+def reset_claimed(db, account_id: int, again: bool = False) -> bool:
+    """Whether a reset letter may go to the account now (none in the last RESET_EVERY seconds, or `again`: a later
+    attempt at the letter an earlier one claimed); notes it if so."""
+    params = {"id": account_id, "every": RESET_EVERY, "again": again}
+    return db.execute(queries["reset_claimed"], params).rowcount == 1
 
 
 def confirmation_claimed(db, account) -> bool:

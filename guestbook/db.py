@@ -24,7 +24,7 @@ from jobs.runtime.watchdog import Watchdog
 from jobs.store.schema import Steps, numbered
 
 POOL_MIN = 1  # connections the pool keeps open when idle
-POOL_MAX = 8  # connections at most: one per request served at once (see THREADS in __main__)
+POOL_MAX = 8  # connections at most: one per request served at once (see THREADS in server.py)
 POOL_WAIT = 10.0  # seconds a request waits for a free connection before it fails
 SCHEMA_LOCK = 4815162342  # the advisory lock that lets one starting process at a time take a step
 TABLES = Steps(

@@ -1,29 +1,28 @@
-"""The guestbook's letters, as a Rails mailer holds them: what each says, and the signed link it carries.
+"""The guestbook's letters, as a Rails mailer queues them: which lane each waits in, and what bounds each lane.
 
-Each function queues its letter with mail.delivered_later on the connection it is
-given, inside the view's transaction, and returns the job's id; the worker beside
+A letter whose link dies (confirmation, unlock, reset) is queued with mail.written_later,
+naming only its account, and written when it leaves (letters.py): its link lives its whole
+life from then, however long it waited, and one waits per account at a time. The others
+(`already_registered`, `password_changed`) are written now, with mail.delivered_later.
+Each is queued on the connection given, inside the view's transaction; the worker beside
 the server sends it a moment later. Links start from mail.url_for (BASE_URL).
-The reset letter takes one step more (`reset_asked`), so that asking for one costs
-the same whether or not the address has an account.
 
 The letters somebody waits for at the screen, the reset and unlock letters, are queued
 at AWAITED, ahead of every other letter: a flood of sign-ups, each bounded per client
-only, would otherwise queue a backlog that a reset link outlives before its turn
-(`backlogged` bounds that backlog as a whole). They go one at a time, after the letter
-in hand, and each is bounded by its own account (RESET_EVERY, one per lock).
+only, would otherwise queue a backlog they wait behind (`backlogged` bounds that backlog
+as a whole). Within the lane, a client may keep AWAITED_PER_CLIENT letters waiting
+(`awaiting_too_many`), so a flood waits behind its own letters, not its victims'; each
+account's are bounded by the account (RESET_EVERY, one per lock).
 A mail provider's limit on letters a second is the mail queue's limit (`rate_kept`,
 MAIL_RATE), decided in the queue's claim: held back there, a letter is never tried,
 refused and retried, and the reset letter still goes first.
 """
-
-from dataclasses import asdict
 
 from flask import current_app
 
 import jobs
 import mail
 
-from . import accounts, tokens
 from .db import queries
 
 AWAITED = -1  # the priority of the letters a person waits for (reset, unlock): sent before any other
@@ -32,7 +31,8 @@ LETTERS_WAITING_MAX = 1000  # BULK letters waiting before a sign-up is told to c
 # of that name says otherwise: at half a second a letter, about eight minutes of sending
 BACKLOG_RETRY_AFTER = 300  # seconds a sign-up turned away by the backlog is told to wait
 MAIL_RATE = 0  # letters a second the mail queue may start, unless the setting of that name says otherwise; 0: any
-RESET_SECRET_ARGS = ("letter",)  # the reset job's whole letter, live link and all, as mail.SECRET_ARGS: never shown
+AWAITED_PER_CLIENT = 5  # letters one client may have waiting at AWAITED; past them, its reset requests get a 429
+AWAITED_RETRY_AFTER = 60  # seconds a client past AWAITED_PER_CLIENT is told to wait: its letters go meanwhile
 
 
 def rate_kept(db, rate: int) -> None:
@@ -43,20 +43,38 @@ def rate_kept(db, rate: int) -> None:
         jobs.unlimited(db, mail.QUEUE)
 
 
-def confirmation(db, account) -> int:
-    """The letter with the link that confirms a new account."""
-    link = mail.url_for(f"/confirm/{tokens.made('confirm', account)}")
-    return queued(
-        db,
-        account.email,
-        "Confirm your guestbook account",
-        lifetime=tokens.CONFIRM_MAX_AGE,
-        body=(
-            "Welcome to the guestbook. Open this link to confirm your account:\n\n"
-            f"{link}\n\n"
-            f"The link works for {spoken(tokens.CONFIRM_MAX_AGE)}. If you did not sign up, ignore this letter.\n"
-        ),
-    )
+def confirmation(db, account) -> int | None:
+    """Queues the letter with the link that confirms a new account (`confirmation_written`), one at a time per
+    account: while one waits, asking again is the same letter (None)."""
+    args = {"account": account.id, "to": account.email}
+    return mail.written_later(db, "confirmation", args, unique=f"confirmation:{account.id}")
+
+
+def unlock(db, account) -> int | None:
+    """Queues the letter with the link that unlocks an account locked by wrong passwords (`unlock_written`), at
+    AWAITED, one at a time per account."""
+    args = {"account": account.id, "to": account.email}
+    return mail.written_later(db, "unlock", args, priority=AWAITED, unique=f"unlock:{account.id}")
+
+
+def reset_asked(db, email: str, account, client: str) -> int | None:
+    """Queues the letter whose link sets a new password (`reset_written`), asked for `email` by `client`, at AWAITED.
+
+    `account` is the address's account, or None: the request takes one path for both,
+    writing one job, so its time tells nothing; the letter is written when it leaves, and
+    only for an account that had none in RESET_EVERY. One waits per address at a time
+    (asking again while it waits is the same letter: None), and the job names its
+    `client`, so that one client's letters waiting are counted (`awaiting_too_many`).
+    """
+    args = {"account": account.id if account else None, "to": email, "client": client}
+    return mail.written_later(db, "reset", args, priority=AWAITED, unique=f"reset:{email}")
+
+
+def awaiting_too_many(db, client: str) -> bool:
+    """Whether AWAITED_PER_CLIENT letters that `client` asked for wait already, so that it may ask for no more now."""
+    params = {"queue": mail.QUEUE, "priority": AWAITED, "client": client, "at_most": AWAITED_PER_CLIENT}
+    row = db.execute(queries["letters_awaited_by"], params).fetchone()
+    return row[0] >= AWAITED_PER_CLIENT
 
 
 def already_registered(db, email: str) -> int:
@@ -73,65 +91,6 @@ def already_registered(db, email: str) -> int:
             f"{mail.url_for('/resets/new')}\n"
         ),
     )
-
-
-def unlock(db, account) -> int:
-    """The letter with the link that unlocks an account locked by wrong passwords."""
-    link = mail.url_for(f"/unlocks/{tokens.made('unlock', account)}")
-    return queued(
-        db,
-        account.email,
-        "Your guestbook account is locked",
-        lifetime=tokens.UNLOCK_MAX_AGE,
-        priority=AWAITED,
-        body=(
-            f"After {accounts.LOCK_AFTER} wrong passwords in a row, your guestbook account is locked.\n"
-            "Open this link to unlock it:\n\n"
-            f"{link}\n\n"
-            f"Otherwise the lock ends by itself {spoken(accounts.LOCK_DURATION)} after it began.\n"
-        ),
-    )
-
-
-def reset_asked(db, account) -> int:
-    """Queues job `reset_letter` with the letter whose link sets a new password (it works once); returns its id.
-
-    `account` is the address's account, or for an address without one a stand-in
-    (accounts.nobody) whose letter is written all the same and never sent: the request
-    takes one path for both, writing one job, so its time tells nothing. The job
-    (`reset_letter`, below) sends the letter when the account may have one now. Its
-    argument `letter` is secret (RESET_SECRET_ARGS), as a letter's body is once queued:
-    the link in it sets the password, so no page, command or log line shows it.
-    """
-    link = mail.url_for(f"/resets/{tokens.made('reset', account)}/edit")
-    lifetime = current_app.config["RESET_TOKEN_MAX_AGE"]
-    letter = mail.message(
-        current_app.config["MAIL_FROM"],
-        account.email,
-        "Choose a new guestbook password",
-        (
-            "Open this link to choose a new password for your guestbook account:\n\n"
-            f"{link}\n\n"
-            f"The link works once, for {spoken(lifetime)}. If you did not ask for it, ignore this letter.\n"
-        ),
-        lifetime=lifetime,
-    )
-    reason = mail.refusal(letter)
-    if reason:
-        raise mail.Refused(reason)
-    args = {"account": account.id, "letter": asdict(letter)}
-    job = jobs.later(db, mail.QUEUE, "reset_letter", args, secret=RESET_SECRET_ARGS, priority=AWAITED)
-    assert job is not None  # jobs.later answers None only for a job with a unique key, and this one has none
-    return job
-
-
-def reset_letter(db, args: dict) -> None:
-    """The `reset_letter` job: queues the reset letter when it is an account's and none went in RESET_EVERY."""
-    if args["account"] is not None and accounts.reset_claimed(db, args["account"]):
-        mail.delivered_later(db, mail.Letter(**args["letter"]), priority=AWAITED)
-
-
-PERFORMERS = {"reset_letter": reset_letter}  # the jobs of this module, for the worker on the mail queue
 
 
 def password_changed(db, email: str) -> int:
@@ -161,20 +120,6 @@ def backlogged(db) -> bool:
     return row[0] >= at_most
 
 
-def queued(db, to: str, subject: str, body: str, lifetime: int | None = None, priority: int = BULK) -> int:
-    """Queues a letter from MAIL_FROM on `db`'s transaction, at `priority`; returns the job's id.
-
-    A letter carrying a link that dies is given the link's `lifetime` (seconds), and
-    is never sent once that has passed (mail.message).
-    """
-    letter = mail.message(current_app.config["MAIL_FROM"], to, subject, body, lifetime=lifetime)
-    return mail.delivered_later(db, letter, priority=priority)
-
-
-def spoken(seconds: int) -> str:
-    """A duration as a letter says it: "3 days", "1 hour", "5 minutes" or "30 seconds"."""
-    for unit, size in (("day", 24 * 3600), ("hour", 3600), ("minute", 60)):
-        if seconds >= size and seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}{'s' if count != 1 else ''}"
-    return f"{seconds} second{'s' if seconds != 1 else ''}"
+def queued(db, to: str, subject: str, body: str) -> int:
+    """Queues a letter from MAIL_FROM, which carries no link that dies, on `db`'s transaction; returns the job's id."""
+    return mail.delivered_later(db, mail.message(current_app.config["MAIL_FROM"], to, subject, body))

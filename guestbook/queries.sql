@@ -144,10 +144,13 @@ RETURNING id
 
 -- name: reset_claimed
 -- At most one reset letter per account every RESET_EVERY seconds; the row lock makes
--- two requests at once queue one letter between them.
+-- two claims at once pass one between them. Sent alone and committed at once
+-- (letters.reset_written), so that lock is never held while a letter is sent. A later
+-- attempt of the job whose first attempt claimed (%(again)s) passes, and notes when
+-- its letter goes: unconfirmed_pruned keeps the account while that letter's link lives.
 UPDATE accounts SET reset_sent_at = now()
 WHERE id = %(id)s
-    AND (reset_sent_at IS NULL OR reset_sent_at <= now() - make_interval(secs => %(every)s))
+    AND (%(again)s OR reset_sent_at IS NULL OR reset_sent_at <= now() - make_interval(secs => %(every)s))
 RETURNING id
 
 -- name: confirmation_claimed
@@ -309,4 +312,17 @@ SELECT count(*) FROM (
     SELECT 1 FROM jobs
     WHERE queue = %(queue)s AND priority = %(priority)s AND attempts < max_attempts
     LIMIT %(at_most)s + 1
+) AS waiting
+
+-- name: letters_awaited_by
+-- The letters of one priority that one client's requests asked for and the mail queue
+-- has yet to send, counted as letters_waiting counts them, up to %(at_most)s only. The
+-- client is the `write` job's argument (mailer.reset_asked); the rows read are the
+-- priority's alone (jobs_ready leads with queue and priority): the letters somebody
+-- waits for, at most AWAITED_PER_CLIENT of them a client.
+SELECT count(*) FROM (
+    SELECT 1 FROM jobs
+    WHERE queue = %(queue)s AND priority = %(priority)s AND attempts < max_attempts
+        AND name = 'write' AND args->>'client' = %(client)s
+    LIMIT %(at_most)s
 ) AS waiting

@@ -1,9 +1,10 @@
 """Choosing a new password, from the link a reset letter carries.
 
 Asking for a letter answers the same whether or not the address has an account,
-and takes the same path, as long: it writes the letter and queues one job either
-way, and the worker decides (mailer.reset_letter), sending at most one letter per
-account every RESET_EVERY seconds, and none to an address without one. The link is
+and takes the same path, as long: it queues one job either way (mailer.reset_asked),
+and the worker writes the letter when it leaves (letters.reset_written), at most one
+per account every RESET_EVERY seconds, and none to an address without one. A client
+with AWAITED_PER_CLIENT letters waiting is told to come back (a 429). The link is
 bound to the password digest, so setting a new password uses it up; the reset
 also ends every session of the account (sessions.ended_everywhere). The reset of
 an account never confirmed sets its name as well (see `edit`).
@@ -14,19 +15,20 @@ from flask import Blueprint, abort, flash, redirect, render_template, request, s
 
 import mail
 
-from . import accounts, mailer, names, passwords, sessions
+from . import accounts, limits, mailer, names, passwords, sessions
 from .db import get_db
 from .forms import email_field, field
 
 bp = Blueprint("resets", __name__, url_prefix="/resets")
 
 INVALID = "This reset link is not valid: it has expired or was used already. Ask for a new one."
+TOO_MANY = "Too many letters asked for from your address are waiting to be sent. Try again in a minute."
 
 
 @bp.route("/new", methods=("GET", "POST"))
 def new():
-    """Queues the reset letter of the address given, which the worker sends when it has an account and had none
-    lately."""
+    """Queues the reset letter of the address given, which the worker writes and sends when it has an account and
+    had none lately; a 429 for a client with AWAITED_PER_CLIENT letters waiting, whatever the address."""
     if request.method != "POST":
         return render_template("resets/new.html")
     email = email_field()
@@ -34,8 +36,10 @@ def new():
         flash("Enter an email address, like name@example.com.", "error")
         return render_template("resets/new.html", email=email), 422
     db = get_db()
-    account = accounts.by_email(db, email) or accounts.nobody(email)
-    mailer.reset_asked(db, account)
+    client = limits.client(request.remote_addr)
+    if mailer.awaiting_too_many(db, client):
+        abort(429, TOO_MANY, retry_after=mailer.AWAITED_RETRY_AFTER)
+    mailer.reset_asked(db, email, accounts.by_email(db, email), client)
     flash(f"If {email} has an account, a letter with a link to choose a new password is on its way.")
     return redirect(url_for("auth.signin"))
 

@@ -1,4 +1,4 @@
-"""The web server `guestbook serve` runs (__main__.py): waitress, on the address and port it is told, with its limits.
+"""The web server `guestbook serve` runs (processes.py): waitress, on the address and port it is told, with its limits.
 
 It listens on one address: by default 127.0.0.1 in development and every interface
 (0.0.0.0) otherwise, as a platform's router needs; `--host` or HOST names another, so

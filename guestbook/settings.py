@@ -1,9 +1,9 @@
-"""Every setting `guestbook serve` reads, read and checked in one place before the server answers anyone.
+"""Every setting `guestbook serve` and `guestbook work` read, checked in one place before either starts.
 
 READERS holds one reader a setting: given the environment's text ("" when unset) and
-whether production's rules apply, it returns the value the server uses, or raises a
+whether production's rules apply, it returns the value the process uses, or raises a
 ValueError whose sentence names the setting and what it takes (as Django's system checks
-do). `checked` runs every reader at the start of `serve` and gathers every problem;
+do). `checked` runs every reader at the start of `serve` and `work` and gathers every problem;
 create_app and the upkeep read their settings with `read`. The mail package reads its
 own (MAIL_URL, MAIL_OUTBOX, MAIL_RETRY_INTERVALS, BASE_URL) where it uses them, with
 the same functions these readers call, so what passes here works there.
@@ -24,6 +24,7 @@ SECRET_KEY_MIN = 32  # characters a SECRET_KEY needs in production (a random one
 MAIL_FROM_DEFAULT = "guestbook@localhost"  # the sender of every letter unless MAIL_FROM says otherwise
 TRUSTED_PROXIES_DEFAULT = ""  # the proxies unless TRUSTED_PROXIES names some: none, the client is who connects
 PORT_MAX = 65535  # the highest TCP port
+WORKER_BESIDE_VALUES = {"": True, "1": True, "0": False}  # what WORKER_BESIDE takes, and what each says
 PROBE_TO = "reader@example.com"  # the address a letter from MAIL_FROM is tried on, to see whether letters take it
 RETIRED = {  # settings that no longer do what they did: serve refuses to start while one is set
     "ADMIN_EMAILS": "ADMIN_EMAILS no longer grants the dashboard to an address: grant it to a confirmed account "
@@ -136,6 +137,16 @@ def retry_intervals(text: str, production: bool) -> str:
     return text
 
 
+def worker_beside(text: str, production: bool) -> bool:
+    """WORKER_BESIDE: 1 (the default) runs the mail worker inside `serve`, 0 leaves it to `guestbook work`."""
+    if text.strip() not in WORKER_BESIDE_VALUES:
+        raise ValueError(
+            "WORKER_BESIDE (or --no-worker) takes 1 (a mail worker beside the server) or 0 (none: "
+            f"`guestbook work` sends the letters), got {text.strip()!r}"
+        )
+    return WORKER_BESIDE_VALUES[text.strip()]
+
+
 def port(text: str, production: bool) -> int:
     """PORT: a TCP port, server.DEFAULT_PORT when unset."""
     number = whole_number("PORT (or --port)", text, server.DEFAULT_PORT)
@@ -184,6 +195,7 @@ READERS: dict[str, Callable[[str, bool], object]] = {  # docs/operations.md's ta
     "BASE_URL": base_url,
     "HOST": lambda text, production: server.host(text, not production),
     "PORT": port,
+    "WORKER_BESIDE": worker_beside,
     "MAIL_OUTBOX": mail_outbox,
     "MAIL_RETRY_INTERVALS": retry_intervals,
     "RESET_TOKEN_MAX_AGE": counted("RESET_TOKEN_MAX_AGE", tokens.RESET_MAX_AGE, 1),

@@ -1,7 +1,8 @@
 """The guestbook's upkeep: jobs that run on a schedule, on the queue of its letters.
 
-The worker beside the server (and the Procfile's worker) works the mail queue with
-`performers`, the letters' (mail's and mailer.py's) and the upkeep's, and holds `schedules`: every process
+The worker beside the server works the mail queue with `performers_for(app)`, the letters'
+(mail's, with the writers of letters.py in the app's context) and the upkeep's; the Procfile's
+worker with `performers`, the same for an app made from the environment. Each holds `schedules`: every process
 holds them, and each tick still runs once ("Work on a schedule" in jobs/README.md). Each
 job keeps a table from growing without end: accounts never confirmed (and the claims
 on names that ended), sessions that have ended, letters that failed long ago, and finished batches.
@@ -13,11 +14,12 @@ import guestbook
 import jobs
 import mail
 
-from . import accounts, mailer, names, sessions
+from . import accounts, letters, names, sessions
 
 QUEUE = mail.QUEUE  # the queue the worker beside the server works
 BATCHES_KEPT = 7 * 24 * 3600  # seconds a finished batch of jobs is kept before it is pruned: a week
 FAILED_LETTERS_KEPT = 30 * 24 * 3600  # seconds a letter stays on the failed shelf before it is pruned: 30 days
+LETTERS = ("deliver", "write")  # the jobs that are letters: mail.delivered_later's and mail.written_later's
 
 log = logging.getLogger("guestbook")
 
@@ -40,7 +42,7 @@ def prune_failed_letters(db, args) -> None:
     cutoff = jobs.now_ms() - FAILED_LETTERS_KEPT * 1000
     pruned, after = 0, None
     while page := jobs.failed(db, QUEUE, after=after):
-        old = [job["id"] for job in page if job["name"] == "deliver" and job["failed_at"] < cutoff]
+        old = [job["id"] for job in page if job["name"] in LETTERS and job["failed_at"] < cutoff]
         pruned += jobs.discarded(db, *old) if old else 0
         after = page[-1]["id"]
     log.info("pruned %d letter(s) failed more than %d days ago", pruned, FAILED_LETTERS_KEPT // (24 * 3600))
@@ -59,10 +61,17 @@ UPKEEP = {  # the upkeep's own performers
 }
 
 
+def performers_for(app) -> dict:
+    """The letters' performers (those written when they leave, in `app`'s context) and the upkeep's, on the retry
+    schedule MAIL_RETRY_INTERVALS gives (a ValueError names it when it is bad)."""
+    return mail.performers_from_environment(letters.writers(app)) | UPKEEP
+
+
 def __getattr__(name: str):
-    """`performers`, the letters' and the upkeep's, made when asked for, as mail.performers is."""
+    """`performers`, made when asked for (as `jobs work --performers guestbook.upkeep:performers` does) with an app
+    made from the environment, which holds the SECRET_KEY the letters' links are signed with."""
     if name == "performers":
-        return mail.performers | mailer.PERFORMERS | UPKEEP
+        return performers_for(guestbook.create_app())
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

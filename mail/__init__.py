@@ -4,8 +4,10 @@ How a letter travels, file by file:
   letters.py     `message` builds a letter; `refusal` says why one would be refused;
                  `url_for` makes the absolute links letters carry.
   later.py       `delivered_later` queues the letter as job `deliver` on the `mail`
-                 queue, on the caller's transaction; `mail.performers` (made from
-                 MAIL_RETRY_INTERVALS when asked for) is what a worker on that queue runs.
+                 queue, on the caller's transaction; `written_later` queues job `write`,
+                 whose letter (and link) is written when it leaves, by the app's `Writer`
+                 of its kind; `mail.performers` (made from MAIL_RETRY_INTERVALS when
+                 asked for) is what a worker on that queue runs.
   transports.py  `delivered` sends it through the SMTP server MAIL_URL names, or
                  writes it to the outbox folder when there is none.
 
@@ -17,9 +19,11 @@ from .later import (
     Performer,
     Unconfirmed,
     Undeliverable,
+    Writer,
     delivered_later,
     performers_for,
     performers_from_environment,
+    written_later,
 )
 from .letters import BODY_MAX, Letter, Refused, is_address, message, refusal, url_for
 from .transports import TIMEOUT, Unencrypted, delivered, outbox_folder, server_named
@@ -42,10 +46,12 @@ __all__ = [
     "QUEUE",
     "TIMEOUT",
     "Letter",
+    "Performer",
     "Refused",
     "Unconfirmed",
     "Undeliverable",
     "Unencrypted",
+    "Writer",
     "delivered",
     "delivered_later",
     "is_address",
@@ -57,4 +63,5 @@ __all__ = [
     "refusal",
     "server_named",
     "url_for",
+    "written_later",
 ]

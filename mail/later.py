@@ -1,8 +1,9 @@
-"""Sending a letter later: the step between the request that writes a letter and the worker that sends it.
+"""Sending a letter later: the step between the request that asks for a letter and the worker that sends it.
 
-`delivered_later` turns the letter into a row of the jobs table (job `deliver` on
-queue QUEUE), written on the caller's transaction, as Action Mailer's
-deliver_later does; a worker running `performers` sends it with `delivered`.
+`delivered_later` turns a letter into a row of the jobs table (job `deliver` on queue
+QUEUE), written on the caller's transaction; `written_later` queues only what a letter is
+written from (job `write`), and the worker writes it when it leaves, as Action Mailer's
+deliver_later renders its letter when the job runs. A worker running `performers` sends both.
 """
 
 import os
@@ -28,6 +29,9 @@ SECRET_ARGS = ("body",)
 # A job of the queue, as a worker runs it: perform(db, args), `db` standing for the worker's
 # connection (jobs hands a guarded stand-in for it), `args` the job's arguments.
 Performer = Callable[[Any, dict[str, Any]], None]
+# How a `write` job writes the letter of its kind, when it runs: writer(db, args) answers the letter,
+# or None when there is no longer anything to send (the account is gone, or has what the letter was for).
+Writer = Callable[[Any, dict[str, Any]], Letter | None]
 
 
 class Undeliverable(Exception):
@@ -59,8 +63,45 @@ def delivered_later(db: psycopg.Connection[Any], m: Letter, *, priority: int = 0
     return job
 
 
+def written_later(
+    db: psycopg.Connection[Any], kind: str, args: dict[str, Any], *, priority: int = 0, unique: str | None = None
+) -> int | None:
+    """Queues job `write`, which writes the letter of `kind` from `args` when it runs, and sends it; the job's id.
+
+    For a letter whose link is a secret that dies (a reset, an unlock): the row holds no
+    link, only what the letter is written from (no secret, so no viewer of the queue has
+    anything to hide), and the link is made when the letter leaves, so no time spent in
+    the queue shortens its life. The writers given to `performers_for` write each kind.
+    With `unique`, nothing is queued and None is answered while a job of that key waits
+    or runs: asking again while the letter waits is asking for the same letter. The job is
+    written on `db`'s current transaction, at `priority`, as `delivered_later` writes its.
+    """
+    if not isinstance(kind, str) or not kind:
+        raise ValueError(f"written_later takes the kind of letter as a name, got {kind!r}")
+    return jobs.later(db, QUEUE, "write", {**args, "kind": kind}, priority=priority, unique=unique)
+
+
+def write(db: object, args: dict[str, Any], writers: dict[str, Writer]) -> None:
+    """The `write` job: writes its letter now, with the writer of its kind, and sends it as `deliver` does.
+
+    Each attempt writes the letter again, so a retried one carries a link made when it
+    leaves. A kind no writer knows fails the job for good (Undeliverable).
+    """
+    writer = writers.get(args["kind"])
+    if writer is None:
+        raise Undeliverable(f"no writer knows letters of kind {args['kind']!r}: known are {sorted(writers)}")
+    letter = writer(db, args)
+    if letter is not None:
+        handed_over(letter)
+
+
 def deliver(db: object, args: dict[str, Any]) -> None:
-    """The `deliver` job: sends the letter its arguments hold.
+    """The `deliver` job: sends the letter its arguments hold (see `handed_over`)."""
+    handed_over(Letter(**args))
+
+
+def handed_over(m: Letter) -> None:
+    """Sends `m` as a job of the mail queue does, saying which failures are worth another attempt.
 
     A server that is down, slow or answers 4xx raises an OSError (smtplib's errors are
     OSErrors), which the mail queue's policy retries. A 5xx answer to the letter itself
@@ -79,7 +120,7 @@ def deliver(db: object, args: dict[str, Any]) -> None:
     """
     job = jobs.current_job()
     try:
-        delivered(Letter(**args), handing_over=job.point_of_no_return)
+        delivered(m, handing_over=job.point_of_no_return)
     except smtplib.SMTPServerDisconnected as error:
         if job.irrevocable:
             raise Unconfirmed(
@@ -100,8 +141,11 @@ def deliver(db: object, args: dict[str, Any]) -> None:
         raise
 
 
-def performers_for(intervals: str) -> dict[str, Performer]:
+def performers_for(intervals: str, writers: dict[str, Writer] | None = None) -> dict[str, Performer]:
     """The performers of the `mail` queue, with the retry schedule `intervals` describes.
+
+    `deliver` sends the letters `delivered_later` queued; with `writers` (a writer for each
+    kind of letter `written_later` queues), `write` writes and sends those, on the same schedule.
 
     `intervals` is the waits after each failed attempt, in seconds, separated by
     commas ("1,1,2": four attempts in all), as MAIL_RETRY_INTERVALS holds it. When it
@@ -123,9 +167,15 @@ def performers_for(intervals: str) -> dict[str, Performer]:
         """The `deliver` job, retried on the schedule given."""
         deliver(db, args)
 
-    return {"deliver": deliver_on_schedule}
+    @jobs.policy(backoff=backoff, retry_on=(OSError,), timeout=DELIVER_TIMEOUT)
+    def write_on_schedule(db: object, args: dict[str, Any]) -> None:
+        """The `write` job, retried on the schedule given."""
+        write(db, args, writers or {})
+
+    return {"deliver": deliver_on_schedule, **({"write": write_on_schedule} if writers else {})}
 
 
-def performers_from_environment() -> dict[str, Performer]:
-    """The performers of the `mail` queue, on the schedule MAIL_RETRY_INTERVALS gives (ValueError when it is bad)."""
-    return performers_for(os.environ.get("MAIL_RETRY_INTERVALS", ""))
+def performers_from_environment(writers: dict[str, Writer] | None = None) -> dict[str, Performer]:
+    """The performers of the `mail` queue (with `writers`, as performers_for), on the schedule MAIL_RETRY_INTERVALS
+    gives (ValueError when it is bad)."""
+    return performers_for(os.environ.get("MAIL_RETRY_INTERVALS", ""), writers)

@@ -290,6 +290,10 @@ SHOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "jobs
 RUN_BY = {  # a document's own test, with the first lines of the blocks it runs
     "docs/tutorial.md": ("tests/guestbook/test_tutorial.py", re.compile(r"# [\w/]+\.py(?:, continued)?|--- a/[\w/.]+")),
     "jobs/README.md": ("tests/jobs/test_manual.py", re.compile(r"# quickstart\.py")),
+    "docs/operations.md": (
+        "tests/guestbook/test_deploy_recipe.py",
+        re.compile(r"# (?:install|start), as root, .+|# /etc/[\w/.-]+"),
+    ),
 }
 MARKED = re.compile(r"(?:#|--|%%) (?:from [\w/.]+|not run: \w.{9,})")
 FENCE_OPENS = re.compile(r"^(```|~~~)")

@@ -48,6 +48,8 @@ COMMAND_NAME = "jobs command"  # how the connection of status, failed, retry and
 EXIT_USAGE = 2  # the command line was wrong (argparse's own code), or DATABASE_URL is unset
 EXIT_DATABASE = 3  # the database could not be reached, or refused a statement (for `work`: one it must run)
 GRACE = 30.0  # seconds a SIGTERM lets the jobs in hand run on: Kubernetes' default grace period
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(process)d %(message)s"  # a worker's log line: time, level,
+# logger, process id, message (an app that runs workers beside its server logs alike)
 JOIN_STEP = 0.1  # seconds between the main thread's looks at the stop signals received and at the worker's end
 
 
@@ -135,7 +137,7 @@ def parser() -> argparse.ArgumentParser:
 
 
 def work_command(args: argparse.Namespace, url: str) -> int:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(process)d %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     performers, held = args.performers, args.schedules or ()  # imported by the parser (`importable`)
     try:
         with psycopg.connect(url, autocommit=True) as db:

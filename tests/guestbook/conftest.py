@@ -52,8 +52,9 @@ def client(app):
 class Post:
     """The mail as the tests see it: the queue, the worker run on demand, and the SMTP server's inbox."""
 
-    def __init__(self, db, server):
+    def __init__(self, db, server, app):
         self.db, self.server = db, server
+        self.performers = upkeep.performers_for(app)  # as the worker beside the app's server runs them
 
     def queued(self) -> list[dict]:
         """The letters waiting in the mail queue, as their jobs' arguments."""
@@ -62,7 +63,7 @@ class Post:
     def delivered(self) -> list:
         """Works the mail queue until nothing is due, as the worker would; returns the letters that arrived."""
         before = len(self.server.letters)
-        while (said := jobs.worked(self.db, mail.QUEUE, upkeep.performers)) is not None:
+        while (said := jobs.worked(self.db, mail.QUEUE, self.performers)) is not None:
             assert said.startswith("ran"), said
         return self.server.letters[before:]
 
@@ -79,8 +80,8 @@ class Post:
 
 
 @pytest.fixture
-def post(db, smtp):
-    return Post(db, smtp)
+def post(db, smtp, app):
+    return Post(db, smtp, app)
 
 
 class Visitor:

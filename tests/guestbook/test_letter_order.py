@@ -8,7 +8,7 @@ import pytest
 
 import jobs
 import mail
-from guestbook import accounts, create_app, mailer, tokens, upkeep
+from guestbook import accounts, create_app, mailer, tokens
 from tests.jobs.helpers import wait_for
 
 from .conftest import PASSWORD
@@ -70,7 +70,7 @@ def test_at_the_mail_rate_a_reset_behind_a_flood_is_sent_first_and_the_flood_at_
     flooded(visitor)
     assert visitor.submit("/resets/new", email="owner@example.com").status_code == 302
     asked, before = time.monotonic(), len(post.server.letters)
-    worker = jobs.worker(connect, mail.QUEUE, upkeep.performers, threads=4)
+    worker = jobs.worker(connect, mail.QUEUE, post.performers, threads=4)
     try:
         wait_for(lambda: len(post.server.letters) > before, "the first letter")
         first_after = time.monotonic() - asked

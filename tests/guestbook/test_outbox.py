@@ -33,7 +33,7 @@ def outbox(tmp_path, monkeypatch):
 def test_outbox_shows_sent_letters_newest_first_with_clickable_links(keyed, client, visitor, db, outbox):
     visitor.signup("ada@example.com")
     visitor.signup("bo@example.com")
-    while jobs.worked(db, mail.QUEUE, mail.performers):
+    while jobs.worked(db, mail.QUEUE, visitor.post.performers):
         pass
 
     page = client.get(f"{keyed}/outbox").get_data(as_text=True)
@@ -45,7 +45,7 @@ def test_outbox_shows_sent_letters_newest_first_with_clickable_links(keyed, clie
 
 def test_outbox_link_confirms_the_account(keyed, client, visitor, db, outbox):
     visitor.signup("ada@example.com")
-    jobs.worked(db, mail.QUEUE, mail.performers)
+    jobs.worked(db, mail.QUEUE, visitor.post.performers)
     page = client.get(f"{keyed}/outbox").get_data(as_text=True)
     link = page.split('<a href="http://guestbook.test', 1)[1].split('"', 1)[0]
 
@@ -56,7 +56,7 @@ def test_outbox_link_confirms_the_account(keyed, client, visitor, db, outbox):
 
 def test_the_outbox_s_links_keep_the_printed_link_and_the_letters_hold_no_key(app, keyed, client, visitor, db, outbox):
     visitor.signup("ada@example.com")
-    jobs.worked(db, mail.QUEUE, mail.performers)
+    jobs.worked(db, mail.QUEUE, visitor.post.performers)
 
     page = client.get(f"{keyed}/outbox").get_data(as_text=True)
     link = re.search(r'<a href="http://guestbook\.test(/[^"]+)"', page).group(1)
@@ -90,7 +90,7 @@ def test_outbox_is_not_found_outside_development(database_url, db, smtp):
 )
 def test_development_refuses_host_names_that_are_not_local(client, visitor, db, outbox, host):
     visitor.signup("ada@example.com")
-    jobs.worked(db, mail.QUEUE, mail.performers)
+    jobs.worked(db, mail.QUEUE, visitor.post.performers)
 
     answer = client.get("/outbox", headers={"Host": host})
 

@@ -103,6 +103,13 @@ BAD_SETTINGS = [  # a setting, a bad value (None: unset), the sentence serve say
         "HOST (or --host) takes the IP address to listen on, as 127.0.0.1, ::1 or 0.0.0.0; got 'every interface'",
         [],
     ),
+    (
+        "WORKER_BESIDE",
+        "no",
+        "WORKER_BESIDE (or --no-worker) takes 1 (a mail worker beside the server) or 0 (none: `guestbook work` "
+        "sends the letters), got 'no'",
+        [],
+    ),
     ("PORT", "eighty", "PORT (or --port) takes a whole number, got 'eighty'", []),
     ("PORT", "70000", "PORT (or --port) takes a TCP port, 1 to 65535, got '70000'", ["--development"]),
     ("MAIL_OUTBOX", "/dev/null", "MAIL_OUTBOX takes a folder, and '/dev/null' is a file", ["--development"]),

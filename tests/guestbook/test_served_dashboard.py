@@ -35,6 +35,7 @@ FROM_OTHER_PORT = {
 SAME_ORIGIN = {"Sec-Fetch-Site": "same-origin", "Sec-Fetch-Mode": "navigate", "Sec-Fetch-Dest": "document"}
 PASSWORD = "correct horse battery"  # the owner's
 SQUATTER = "the squatter's own password"  # chosen by someone who does not own the address
+RESET = "Choose a new guestbook password"  # the subject of a reset letter
 
 
 def address() -> str:
@@ -61,6 +62,20 @@ def letter_to(smtp, to: str) -> str:
     letter = [m for m in smtp.letters if m["To"] == to][-1]
     found = re.search(re.escape(SITE) + r"(/\S+)", body_of(letter))
     assert found, f"the letter to {to} carries no link"
+    return found.group(1)
+
+
+def reset_link(smtp, db, to: str) -> str:
+    """The path of the link in the reset letter that arrives for `to` within WAIT; failing, what became of its job."""
+    with smtp.inbox.arrived:
+        came = smtp.inbox.arrived.wait_for(
+            lambda: any(m["To"] == to and m["Subject"] == RESET for m in smtp.letters), WAIT
+        )
+    ended = db.execute("SELECT failure FROM jobs WHERE failure IS NOT NULL AND args::text LIKE %s", [f"%{to}%"])
+    assert came, f"no reset letter came for {to} within {WAIT} s; its job: {ended.fetchall()}"
+    (letter,) = [m for m in smtp.letters if m["To"] == to and m["Subject"] == RESET]
+    found = re.search(re.escape(SITE) + r"(/resets/\S+)", body_of(letter))
+    assert found, f"the reset letter to {to} carries no link"
     return found.group(1)
 
 
@@ -114,25 +129,25 @@ def dashboard_token(visitor) -> str:
 
 @pytest.mark.slow
 def test_no_page_of_the_dashboard_shows_the_link_of_a_reset_letter_held_on_a_paused_queue(production, admin, db):
-    served, _ = production
+    served, smtp = production
     visitor, email = admin
     assert visitor.request("/jobs/pause", {"csrf": dashboard_token(visitor), "queue": "mail"}, csrf=False)[0] == 200
     paused = 'jobs_worker_queue_paused{queue="mail"} 1'  # the worker beside looks every POLL_INTERVAL
     assert eventually(lambda: paused in visitor.request("/jobs/metrics")[1].splitlines())
     assert served.visitor().request("/resets/new", {"email": email})[0] == 302
-    job, body, account = db.execute(
-        "SELECT id, args->'letter'->>'body', args->>'account' FROM jobs WHERE args->'letter'->>'to' = %s", [email]
-    ).fetchone()  # the job reset_letter
-    token = re.search(r"/resets/([^/\s]+)/edit", body).group(1)
+    job, args = db.execute("SELECT id, args FROM jobs WHERE args->>'to' = %s", [email]).fetchone()  # the job write
+    assert "/resets/" not in str(args)  # only what the letter is written from: the link is made as it leaves
 
     pages = [
         visitor.request(path)
         for path in ("/jobs/", "/jobs/failed", f"/jobs/job/{job}", f"/jobs/job/{job}?args=shown", "/jobs/metrics")
     ]
+    assert visitor.request("/jobs/resume", {"csrf": dashboard_token(visitor), "queue": "mail"}, csrf=False)[0] == 200
+    token = reset_link(smtp, db, email).split("/")[2]
 
     assert [status for status, _ in pages] == [200] * len(pages)
     assert [page for _, page in pages if token in page] == []
-    assert f"&quot;account&quot;: {account}" in pages[3][1]  # the job's other argument shows
+    assert f"&quot;account&quot;: {args['account']}" in pages[3][1]  # the job's arguments show
 
 
 @pytest.mark.slow

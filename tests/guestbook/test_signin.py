@@ -122,6 +122,16 @@ def test_ten_wrong_passwords_lock_the_account_and_queue_one_unlock_letter(visito
     assert post.link(letter).startswith("/unlocks/")
 
 
+def test_an_unlock_letter_whose_lock_ended_while_it_waited_is_never_sent(visitor, post, db):
+    visitor.confirmed_account("ada@example.com")
+    for _ in range(accounts.LOCK_AFTER):
+        visitor.signin("ada@example.com", WRONG)
+    db.execute("UPDATE accounts SET locked_at = locked_at - make_interval(secs => %s)", [accounts.LOCK_DURATION])
+
+    assert post.delivered() == []  # its link would not have worked
+    assert post.queued() == []
+
+
 def test_nine_wrong_passwords_then_the_right_one_sign_in(visitor, post):
     visitor.confirmed_account("ada@example.com")
     for _ in range(accounts.LOCK_AFTER - 1):
@@ -215,4 +225,4 @@ def test_wrong_passwords_at_once_past_the_threshold_queue_exactly_one_unlock_let
         answers = list(pool.map(lambda v: v.signin("ada@example.com", WRONG).status_code, visitors))
 
     assert answers == [401] * len(visitors)
-    assert [letter["subject"] for letter in post.queued()] == ["Your guestbook account is locked"]
+    assert [(letter["kind"], letter["to"]) for letter in post.queued()] == [("unlock", "ada@example.com")]

@@ -6,7 +6,7 @@ import pytest
 
 import jobs
 import mail
-from guestbook import accounts, auth, tokens
+from guestbook import accounts, auth, letters, tokens
 from guestbook import db as guestbook_db
 
 from ..mail.smtpd import body_of
@@ -24,12 +24,15 @@ def test_signup_queues_a_confirmation_letter_that_the_worker_sends(visitor, post
     assert post.link(letter).startswith("/confirm/")
 
 
-def test_confirmation_letter_expires_when_its_link_does(visitor, post):
-    start = time.time()
+def test_confirmation_letter_is_written_when_it_leaves_and_expires_with_its_link(app, db, visitor, post):
     visitor.signup("ada@example.com")
+    (asked,) = post.queued()
+    assert asked == {"kind": "confirmation", "account": 1, "to": "ada@example.com"}  # no link waits in the queue
 
-    (letter,) = post.queued()
-    assert start + tokens.CONFIRM_MAX_AGE <= letter["expires"] <= time.time() + tokens.CONFIRM_MAX_AGE + 1
+    start = time.time()
+    letter = letters.writers(app)["confirmation"](db, asked)  # as the worker writes it when its turn comes
+
+    assert start + tokens.CONFIRM_MAX_AGE <= letter.expires <= time.time() + tokens.CONFIRM_MAX_AGE + 1
 
 
 def test_signup_answers_before_any_letter_is_sent(visitor, smtp):

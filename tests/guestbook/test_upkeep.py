@@ -4,7 +4,7 @@ pruned."""
 import pytest
 
 import jobs
-from guestbook import names, sessions, tokens, upkeep
+from guestbook import names, processes, sessions, tokens, upkeep
 from jobs.store import schedules
 from tests.jobs.helpers import PROJECT, start_worker, stopped, wait_for
 
@@ -33,10 +33,10 @@ def emails(db):
     return sorted(row[0] for row in db.execute("SELECT email FROM accounts"))
 
 
-def worked_upkeep(db) -> list[str]:
+def worked_upkeep(db, app) -> list[str]:
     """Works the queue the upkeep shares with the mail, as the worker beside the server would."""
     said = []
-    while (line := jobs.worked(db, upkeep.QUEUE, upkeep.performers)) is not None:
+    while (line := jobs.worked(db, upkeep.QUEUE, upkeep.performers_for(app))) is not None:
         said.append(line)
     return said
 
@@ -47,7 +47,7 @@ def test_the_daily_schedules_queue_every_upkeep_job_once_after_downtime(app, db,
     assert schedules.fired(db, upkeep.schedules) == len(upkeep.UPKEEP) == 4
     assert schedules.fired(db, upkeep.schedules) == 0
     assert sorted(job["name"] for job in jobs.listed(db, upkeep.QUEUE)) == sorted(upkeep.UPKEEP)
-    assert sorted(worked_upkeep(db)) == sorted(f"ran {name}" for name in upkeep.UPKEEP)
+    assert sorted(worked_upkeep(db, app)) == sorted(f"ran {name}" for name in upkeep.UPKEEP)
 
 
 def test_accounts_whose_confirmation_link_expired_unused_are_deleted(app, db, visitor, post):
@@ -60,7 +60,7 @@ def test_accounts_whose_confirmation_link_expired_unused_are_deleted(app, db, vi
     signed_up_ago(db, visitor, "fresh@example.com", tokens.CONFIRM_MAX_AGE - 60)
     post.delivered()
     jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
-    assert worked_upkeep(db) == ["ran prune_unconfirmed"]
+    assert worked_upkeep(db, app) == ["ran prune_unconfirmed"]
     assert emails(db) == ["confirmed@example.com", "fresh@example.com"]
 
 
@@ -73,7 +73,7 @@ def test_claims_on_names_that_have_ended_are_pruned_and_live_ones_kept(app, db, 
     )
     post.delivered()
     jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
-    assert worked_upkeep(db) == ["ran prune_unconfirmed"]
+    assert worked_upkeep(db, app) == ["ran prune_unconfirmed"]
     assert [row[0] for row in db.execute("SELECT display_name FROM name_claims")] == ["New"]
 
 
@@ -83,12 +83,12 @@ def test_a_confirmation_letter_sent_again_keeps_the_account_as_long_as_its_link(
     assert visitor.signin("late@example.com").status_code == 401  # unconfirmed: a new letter goes, unsaid
     path = post.only_link_to("late@example.com")
     jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
-    assert worked_upkeep(db) == ["ran prune_unconfirmed"]
+    assert worked_upkeep(db, app) == ["ran prune_unconfirmed"]
     assert emails(db) == ["late@example.com"]
     assert visitor.submit(path, password=PASSWORD).status_code == 302  # the new link still confirms it
 
 
-def test_batches_finished_more_than_a_week_ago_are_pruned(db):
+def test_batches_finished_more_than_a_week_ago_are_pruned(app, db):
     old, recent, running = (
         jobs.batch(db, "imports", []),
         jobs.batch(db, "imports", []),
@@ -98,14 +98,15 @@ def test_batches_finished_more_than_a_week_ago_are_pruned(db):
         "UPDATE job_batches SET finished_at = finished_at - %s WHERE id = %s", ((upkeep.BATCHES_KEPT + 60) * 1000, old)
     )
     jobs.later(db, upkeep.QUEUE, "prune_batches", {})
-    assert worked_upkeep(db) == ["ran prune_batches"]
+    assert worked_upkeep(db, app) == ["ran prune_batches"]
     assert jobs.batch_status(db, old) is None
     assert jobs.batch_status(db, recent)["finished"] and jobs.batch_status(db, running)["pending"] == 1
 
 
 def test_the_procfiles_worker_holds_the_upkeep_schedules(app, db, fresh_schedules, database_url):
-    worker_line = (PROJECT / "Procfile").read_text().split("worker: python -m jobs work mail ")[1].split()
-    worker = start_worker(database_url, "mail", *worker_line)  # its --performers comes last, and wins
+    assert "\nworker: guestbook work\n" in (PROJECT / "Procfile").read_text()
+    # `guestbook work`'s; its --performers comes last, and writes the letters whose links it signs: it needs SECRET_KEY.
+    worker = start_worker(database_url, *processes.WORK[1:], env={"SECRET_KEY": "a secret for tests only"})
     try:
 
         def keys():
@@ -131,7 +132,7 @@ def test_ended_sessions_are_pruned_and_live_ones_kept(app, db, visitor):
         [sessions.SESSION_MAX_AGE + 60],
     )
     jobs.later(db, upkeep.QUEUE, "prune_sessions", {})
-    assert worked_upkeep(db) == ["ran prune_sessions"]
+    assert worked_upkeep(db, app) == ["ran prune_sessions"]
     assert [row[0] for row in db.execute("SELECT id FROM sessions")] == [live]
 
 
@@ -151,7 +152,7 @@ def test_failed_letters_older_than_failed_letters_kept_are_pruned(app, db):
     recent = failed_letter(db, "recent@example.com", upkeep.FAILED_LETTERS_KEPT - 60)
     assert {job["id"] for job in jobs.failed(db, upkeep.QUEUE)} == {old, recent}
     jobs.later(db, upkeep.QUEUE, "prune_failed_letters", {})
-    assert worked_upkeep(db) == ["ran prune_failed_letters"]
+    assert worked_upkeep(db, app) == ["ran prune_failed_letters"]
     assert [job["id"] for job in jobs.failed(db, upkeep.QUEUE)] == [recent]
 
 
@@ -161,11 +162,11 @@ def test_an_unconfirmed_account_is_kept_while_its_reset_link_lives(app, db, visi
     visitor.submit("/resets/new", email="late@example.com")
     path = post.only_link_to("late@example.com")
     jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
-    assert worked_upkeep(db) == ["ran prune_unconfirmed"]
+    assert worked_upkeep(db, app) == ["ran prune_unconfirmed"]
     assert emails(db) == ["late@example.com"]
     assert visitor.client.get(path).status_code == 200  # the reset link still works
 
     db.execute("UPDATE accounts SET reset_sent_at = now() - make_interval(secs => %s)", [tokens.RESET_MAX_AGE + 60])
     jobs.later(db, upkeep.QUEUE, "prune_unconfirmed", {})
-    assert worked_upkeep(db) == ["ran prune_unconfirmed"]
+    assert worked_upkeep(db, app) == ["ran prune_unconfirmed"]
     assert emails(db) == []

@@ -14,7 +14,9 @@ WAIT = 10.0  # seconds a test waits for the worker before it fails
 
 @pytest.fixture
 def worker(connect, app):
-    running = jobs.worker(connect, [mail.QUEUE], upkeep.performers, poll=0.1)  # as the worker beside the server
+    running = jobs.worker(
+        connect, [mail.QUEUE], upkeep.performers_for(app), poll=0.1
+    )  # as the worker beside the server
     yield running
     running.stop()
     running.join(WAIT)
