@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-import jobs.pulse
+import jobs.store.pulse
 import mail
 
 from .guest import CONFIRMATION, PASSWORD
@@ -83,7 +83,7 @@ def test_the_dashboard_s_queues_page_and_its_pulse_fit_a_phone_screen(page, gues
         page.goto(f"{guestbook.keyed_url}/jobs/")  # the pulse is drawn at each load
         return page.get_by_role("heading", name=mail.QUEUE, exact=True).count() == 1
 
-    wait_until(drawn, 3 * jobs.pulse.PULSE_EVERY, "the worker's counts to reach the queues page")
+    wait_until(drawn, 3 * jobs.store.pulse.PULSE_EVERY, "the worker's counts to reach the queues page")
     charts = page.locator("svg.pulse-chart")
     expect(charts).to_have_count(2)
     for chart in charts.all():

@@ -4,14 +4,14 @@ queues page draws the letter it queued and sent, and the wait, for the last hour
 
 from playwright.sync_api import expect
 
-import jobs.pulse
+import jobs.store.pulse
 import mail
 
 from .guest import CONFIRMATION
 from .local import wait_until
 
 ADA = "ada@example.com"
-FLUSHED = 3 * jobs.pulse.PULSE_EVERY  # seconds a spec waits for the worker's counts to reach job_pulse
+FLUSHED = 3 * jobs.store.pulse.PULSE_EVERY  # seconds a spec waits for the worker's counts to reach job_pulse
 
 
 def drawn(page, url: str) -> bool:

@@ -20,8 +20,8 @@ from psycopg_pool import ConnectionPool
 
 import jobs
 from jobs import load_queries
-from jobs.schema import Steps, numbered
-from jobs.watchdog import Watchdog
+from jobs.runtime.watchdog import Watchdog
+from jobs.store.schema import Steps, numbered
 
 POOL_MIN = 1  # connections the pool keeps open when idle
 POOL_MAX = 8  # connections at most: one per request served at once (see THREADS in server.py)
@@ -72,7 +72,7 @@ def prepared(db: psycopg.Connection) -> None:
 
     On a current database this only reads the two records of steps taken: it locks
     nothing, so a process that starts beside a request's open transaction waits for
-    nothing and holds up no one (see jobs/schema.py, whose Steps takes these steps).
+    nothing and holds up no one (see jobs/store/schema.py, whose Steps takes these steps).
     Raises jobs.SchemaError when a step is due and cannot be taken.
     """
     TABLES.prepared(db)

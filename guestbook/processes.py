@@ -16,7 +16,7 @@ from pathlib import Path
 import psycopg
 
 import jobs
-import jobs.__main__
+import jobs.cli.main
 import mail
 
 from . import create_app, dashboard, db, development, embedded, mailer, server, settings, upkeep
@@ -100,12 +100,12 @@ def work(args) -> int:
     with psycopg.connect(values["DATABASE_URL"], autocommit=True) as conn:
         db.prepared(conn)  # the guestbook's tables, which the upkeep's jobs delete from
     rate_kept(values["DATABASE_URL"], values["MAIL_RATE"])
-    return jobs.__main__.main(WORK)
+    return jobs.cli.main.main(WORK)
 
 
 def checked(given: dict[str, str], development: bool) -> dict | None:
     """Every setting, from the environment and `given` over it, with logging set up; None once a problem is said."""
-    logging.basicConfig(level=logging.INFO, format=jobs.__main__.LOG_FORMAT)
+    logging.basicConfig(level=logging.INFO, format=jobs.cli.main.LOG_FORMAT)
     logging.getLogger("pgserver").setLevel(logging.WARNING)  # its start-up is told line by line otherwise
     try:
         return settings.checked({**os.environ, **given}, production=not development)

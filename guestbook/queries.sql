@@ -307,7 +307,7 @@ SELECT 1 FROM admins WHERE account_id = %(account_id)s
 -- or waiting to be tried again, but not those failed for good (attempts spent) or sent
 -- (a sent letter's job is deleted). Counted up to %(at_most)s + 1 only: the bound needs
 -- no more, and a backlog's whole length is not read again for every sign-up. The rows
--- are the jobs package's (jobs/schema.sql); jobs_ready leads with queue and priority.
+-- are the jobs package's (jobs/store/schema.sql); jobs_ready leads with queue and priority.
 SELECT count(*) FROM (
     SELECT 1 FROM jobs
     WHERE queue = %(queue)s AND priority = %(priority)s AND attempts < max_attempts

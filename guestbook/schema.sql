@@ -1,5 +1,5 @@
 -- The guestbook's tables, as numbered steps that db.prepared takes in order, the way the
--- job queue makes its own (jobs/schema.py, whose Steps runs these too). A database
+-- job queue makes its own (jobs/store/schema.py, whose Steps runs these too). A database
 -- records each step it took in guestbook_schema, so a process that starts beside a
 -- current schema reads that record and changes and locks nothing, however long a
 -- request's transaction on accounts is open; a step that is due waits for locks at most

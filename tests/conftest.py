@@ -13,7 +13,7 @@ import pytest
 import jobs
 from e2e.leftovers import swept
 from e2e.tether import stops_on_sigterm
-from jobs.workers import Worker
+from jobs.runtime.worker import Worker
 
 
 def pytest_configure(config) -> None:

@@ -233,12 +233,12 @@ def test_a_renamed_test_is_found_missing(tmp_path):
 
 
 def test_the_manual_s_deploying_table_lists_every_step_of_the_schema():
-    from jobs.schema import STEPS
+    from jobs.store.schema import STEPS
 
     manual = (ROOT / "jobs" / "README.md").read_text()
     deploying = manual.partition("## Deploying")[2].partition("\n## ")[0]
     listed = [int(number) for number in re.findall(r"^\| (\d+) \|", deploying, re.M)]
-    assert listed == sorted(STEPS), "the steps jobs/README.md's Deploying lists, and those of jobs/schema.sql"
+    assert listed == sorted(STEPS), "the steps jobs/README.md's Deploying lists, and those of jobs/store/schema.sql"
 
 
 # A document's code block whose first line is "# from PATH" (or "-- from PATH") quotes that

@@ -18,12 +18,12 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 from wsgiref.types import WSGIApplication, WSGIEnvironment
 
-from ..schedules import Schedule, held
+from ..store.schedules import Schedule, held
 from . import actions, bulk, csrf, detail, lists, metrics, pages, queues
 from .wsgi import Answer, Dashboard, Opens, Route
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
-    from ..workers import Worker
+    from ..runtime.worker import Worker
 
 # The header the queues page's script sends with each look it takes on its own, every
 # REFRESH_EVERY seconds: an app may leave such looks out of a session's activity, so an

@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from .. import control, shelf
+from ..store import control, shelf
 from . import html, params
 from .html import escaped
 from .pages import queries

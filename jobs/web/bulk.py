@@ -11,7 +11,7 @@ from typing import Any
 
 import psycopg
 
-from .. import control, shelf, store
+from ..store import claims, control, shelf
 from . import html, listing, lists, params
 from .html import escaped
 from .listing import Filters
@@ -37,7 +37,7 @@ def chosen(values: dict[str, list[str]]) -> tuple[str, Filters]:
 def preview(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """How many jobs the bulk action would take (counted up to PREVIEW_MAX), and the button that runs it."""
     action, filters = chosen(request.query)
-    matched, walked = listing.counted(db, filters, PREVIEW_MAX, store.now_ms())
+    matched, walked = listing.counted(db, filters, PREVIEW_MAX, claims.now_ms())
     count = f"{matched:,}" if walked < PREVIEW_MAX else f"At least {matched:,} (of the first {walked:,})"
     words = {"retry": "back in the queue", "discard": "deleted for good", "cancel": "cancelled"}[action]
     body = (
@@ -54,7 +54,7 @@ def run(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> 
     after = params.keyset(request.form, len(listing.KEYS[filters.state]))
     changed, named, ending = 0, 0, time.monotonic() + BULK_SECONDS
     while True:
-        page = listing.listed(db, filters, after, BULK_CHUNK, store.now_ms())
+        page = listing.listed(db, filters, after, BULK_CHUNK, claims.now_ms())
         ids = [job["id"] for job in page.jobs]
         named += len(ids)
         changed += acted(db, action, ids) if ids else 0

@@ -9,7 +9,7 @@ width of its own, so it fills a phone's screen as a desktop's; every text is esc
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from ..pulse import MINUTE, Tally, quantile
+from ..store.pulse import MINUTE, Tally, quantile
 from .html import escaped
 
 HOUR = 60  # minutes the hour's chart shows, one point each

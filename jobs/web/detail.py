@@ -10,8 +10,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from .. import redaction, store
-from ..tables import runs  # the command line's, so both split reasons by run alike
+from ..cli.tables import runs  # the command line's, so both split reasons by run alike
+from ..core import redaction
+from ..store import claims
 from . import html, params
 from .html import escaped
 from .pages import queries
@@ -23,7 +24,7 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
     and what may be done with it: run now (a job waiting for a later moment), retry, discard, cancel."""
     id = params.whole(id_text, "a job's id", status=404)
     with db.cursor(row_factory=dict_row) as cursor:
-        found = cursor.execute(queries["job"], {"id": id, "now": store.now_ms()}).fetchone()
+        found = cursor.execute(queries["job"], {"id": id, "now": claims.now_ms()}).fetchone()
     if found is None:
         raise Refused(404, f"job {id} is not in the table: it succeeded, was discarded, or never was")
     shown = request.query.get("args", [""])[0] == "shown"
@@ -34,7 +35,7 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
         if shown
         else html.link(request, f"/job/{id}", "show the arguments (they may hold secrets)", args="shown")
     )
-    held = found["run_at"] == store.HELD
+    held = found["run_at"] == claims.HELD
     facts = [
         ("State", escaped(found["state"] + (" (cancelled: its worker is told)" if found["cancelled_at"] else ""))),
         ("Queue", escaped(found["queue"])),

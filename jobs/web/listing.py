@@ -14,8 +14,8 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from ..shelf import planned_without_jit  # a walk's plan is priced above what it costs, as status's is
-from ..sql import load
+from ..core.sql import load
+from ..store.shelf import planned_without_jit  # a walk's plan is priced above what it costs, as status's is
 
 statements = load(Path(__file__).with_name("lists.sql"))
 # Each state and its keyset: the columns of its order, in the order of its index.

@@ -13,7 +13,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from .. import store
+from ..store import claims
 from . import html, listing, params
 from .html import escaped
 from .listing import Filters
@@ -62,7 +62,7 @@ def jobs_list(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any
     chosen = filters(request.query)
     after = params.keyset(request.query, len(listing.KEYS[chosen.state]))
     limit = params.optional(request.query, "limit", "limit", largest=params.PAGE_MAX) or listing.PAGE
-    now = store.now_ms()
+    now = claims.now_ms()
     page = listing.listed(db, chosen, after, limit, now)
     title = f"{listing.STATE_NAMES[chosen.state]} jobs" + (f" on {chosen.queue}" if chosen.queue else "")
     body = [tabs(request, chosen), filter_form(request, chosen), by_id(request, db, chosen.value, now)]
@@ -172,7 +172,7 @@ def held(request: Request, job: dict[str, Any]) -> str:
     if job["worker"] is None:
         return f"a lease to {html.moment(job['run_at'])}"
     worker = html.link(request, "/jobs", f"worker {job['worker']}", state="in_work", worker=job["worker"])
-    return worker if job["run_at"] == store.HELD else f"{worker}, lease to {html.moment(job['run_at'])}"
+    return worker if job["run_at"] == claims.HELD else f"{worker}, lease to {html.moment(job['run_at'])}"
 
 
 def batch(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:
@@ -185,7 +185,7 @@ def batch(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], i
         if found is None:
             raise Refused(404, f"batch {id} is not in the table: it finished and was pruned, or never was")
         statement = sql.SQL(queries["batch_jobs"]).format(limit=sql.Literal(limit))
-        members = cursor.execute(statement, {"batch": id, "after": after, "now": store.now_ms()}).fetchall()
+        members = cursor.execute(statement, {"batch": id, "after": after, "now": claims.now_ms()}).fetchall()
     done = found["total"] - found["pending"]
     state = "finished" if found["finished_at"] else "cancelling" if found["cancelled_at"] else "running"
     body = [

@@ -1,6 +1,6 @@
 """The dashboard's pages, each a GET that only reads: the failed shelf, batches, schedules, workers.
 
-Each reads what it shows through shelf.py, control.py, schedules.py and roster.py (or
+Each reads what it shows through shelf.py, control.py, schedules.py and workers_table.py (or
 web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however
 many jobs the table holds. A job's arguments may hold secrets and show only when asked, and
 those its caller named secret (redaction.py) never show, even then.
@@ -13,10 +13,10 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from .. import roster, shelf
-from .. import schedules as schedule_rows
-from ..sql import load
-from ..tables import age  # the command line's, so both say a duration alike
+from ..cli.tables import age  # the command line's, so both say a duration alike
+from ..core.sql import load
+from ..store import schedules as schedule_rows
+from ..store import shelf, workers_table
 from . import html, params
 from .html import escaped
 from .wsgi import Answer, Dashboard, Request
@@ -148,8 +148,8 @@ def schedules(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any
 
 
 def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
-    """The workers at work and those gone within roster.KEPT: where each runs, what it works, its last beat."""
-    rows = roster.listed(db)
+    """The workers at work and those gone within workers_table.KEPT: where each runs, what it works, its last beat."""
+    rows = workers_table.listed(db)
     if not rows:
         return Answer(html.page(request, "Workers", "<p>No worker has run here in the last hour.</p>"))
     table = [
@@ -168,8 +168,9 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
         for row in rows
     ]
     note = (
-        f'<p class="muted">A worker beats {roster.BEATS} times per lease; one silent for {roster.SILENT:g} '
-        "of its lease is taken for gone, and the jobs it held go back to the queue.</p>"
+        f'<p class="muted">A worker beats {workers_table.BEATS} times per lease; '
+        f"one silent for {workers_table.SILENT:g} of its lease is taken for gone, "
+        "and the jobs it held go back to the queue.</p>"
     )
     headers = ["Worker", "Host", "PID", "Queues", "Threads", "Version", "Started", "Last beat", "State", "Holding"]
     return Answer(

@@ -19,11 +19,11 @@ from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import psycopg
 
-from ..schedules import Schedule
+from ..store.schedules import Schedule
 from . import csrf, html
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
-    from ..workers import Worker
+    from ..runtime.worker import Worker
 
 FORM_MAX = 256 * 1024  # bytes of a POST's body the dashboard reads at most; a larger one is refused
 REASONS = {

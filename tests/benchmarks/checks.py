@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from psycopg import sql
 
 import jobs
-from jobs import store
+from jobs.store import claims as statements
 
 from . import database, timing
 from .queue import PERFORMERS, TABLE, worked_out
@@ -62,7 +62,7 @@ def claims(db, samples: int) -> Claims:
         seconds, taken = timed_claim(db)
         if len(taken) != 1:
             raise RuntimeError(f"the scale check's claim took {len(taken)} jobs, not the one due")
-        store.finished(db, taken)
+        statements.finished(db, taken)
         idle_seconds, _ = timed_claim(db)
         if n >= CLAIM_WARMUP:
             due.append(seconds)
@@ -73,7 +73,7 @@ def claims(db, samples: int) -> Claims:
 def timed_claim(db) -> tuple[float, list]:
     """Seconds jobs' claim of one job takes, and what it claimed."""
     started = time.perf_counter()
-    taken = store.claimed(db, database.QUEUE, jobs.now_ms(), limit=1)
+    taken = statements.claimed(db, database.QUEUE, jobs.now_ms(), limit=1)
     return time.perf_counter() - started, taken
 
 
@@ -88,7 +88,7 @@ def scans(db) -> str:
         "held": None,
         "budgets": "{}",
     }
-    (plan,) = db.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + store.claim_statement(1), params).fetchone()[0]
+    (plan,) = db.execute(sql.SQL("EXPLAIN (FORMAT JSON) ") + statements.claim_statement(1), params).fetchone()[0]
     return ", ".join(scan_nodes(plan["Plan"]))
 
 

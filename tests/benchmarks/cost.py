@@ -8,7 +8,7 @@ not CPU is time spent waiting on the server, for the same two statements a batch
 the two waits come out alike, the gap in wall time is the gap in CPU: the Python a queue
 runs per job (a Job, its performer's call, its outcome) where plain SQL's loop runs none.
 It then times a job's transaction (BEGIN, one INSERT, COMMIT) with COMMIT alone and with
-the statements a worker sends with its COMMIT to clean the session (settlement.CLEAN), in
+the statements a worker sends with its COMMIT to clean the session (transaction.CLEAN), in
 turns, TRANSACTIONS of each a round. CPU figures move far less from run to run than rates.
 """
 
@@ -19,7 +19,7 @@ import statistics
 import sys
 import time
 
-from jobs import settlement
+from jobs.runtime import transaction
 
 from . import database, plain, queue, timing, writing
 
@@ -74,7 +74,7 @@ def transaction_time(url: str, commit: str) -> float:
     with database.connected(url) as db:
         db.execute(writing.WRITTEN)
         db.execute("TRUNCATE written")
-        cursor, ending = db.cursor(), commit.format(clean=settlement.cleaning(db))
+        cursor, ending = db.cursor(), commit.format(clean=transaction.cleaning(db))
         started = time.perf_counter()
         for n in range(TRANSACTIONS):
             cursor.execute("BEGIN")

@@ -3,7 +3,7 @@
 `python -m tests.benchmarks.fillfactor` (not part of the tests) queues JOBS fresh jobs in
 the jobs table at each fillfactor of FILLFACTORS, claims them all, BATCH a claim, and
 prints the share of claimed rows whose new version went to another page, and the table's
-size. It is the measurement behind the fillfactor that step 4 of jobs/schema.sql sets.
+size. It is the measurement behind the fillfactor that step 4 of jobs/store/schema.sql sets.
 """
 
 import argparse
@@ -14,7 +14,7 @@ from pathlib import Path
 from psycopg import sql
 
 import jobs
-from jobs import store
+from jobs.store import claims
 
 from . import database
 
@@ -31,7 +31,7 @@ def moved(db, fillfactor: int) -> tuple[float, int]:
     jobs.later_many(db, database.QUEUE, database.NAME, [{"n": n} for n in range(JOBS)], at=1)
     pages = "SELECT id, (ctid::text::point)[0] FROM jobs"  # the page each row's current version is on
     before = dict(db.execute(pages).fetchall())
-    while store.claimed(db, database.QUEUE, jobs.now_ms(), limit=BATCH):
+    while claims.claimed(db, database.QUEUE, jobs.now_ms(), limit=BATCH):
         pass
     after = dict(db.execute(pages).fetchall())
     size = db.execute("SELECT pg_relation_size('jobs')").fetchone()[0] // PAGE

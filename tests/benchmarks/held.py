@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 import jobs
-from jobs import store
+from jobs.store import claims as statements
 
 from . import database
 
@@ -36,7 +36,7 @@ class Claims:
     """Times every claim that found jobs, by the minute of the run it fell in."""
 
     def __init__(self, began: float):
-        self.began, self._real = began, store.claimed
+        self.began, self._real = began, statements.claimed
         self.by_minute: dict[int, list[float]] = {}
         self._lock = threading.Lock()
 
@@ -92,7 +92,7 @@ def run(url: str, minutes: float, readers: int) -> dict:
     began = time.monotonic()
     until = began + minutes * 60
     claims = Claims(began)
-    store.claimed = claims.claimed
+    statements.claimed = claims.claimed
     side = [threading.Thread(target=produced, args=(url, until))]
     side += [
         threading.Thread(target=read_repeatably, args=(url, until, n * READ_FOR / readers)) for n in range(readers)
@@ -114,7 +114,7 @@ def run(url: str, minutes: float, readers: int) -> dict:
     finally:
         worker.stop()
         worker.join(30)
-        store.claimed = claims._real
+        statements.claimed = claims._real
         holder.close()
     return {"p95s": claims.p95s(), "start": start_backlog, "end": end_backlog, "dead": dead}
 

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from psycopg import sql
 
 import jobs
-from jobs import limits, store
-from jobs.job import job_row
-from jobs.sql import queries
+from jobs.core.job import job_row
+from jobs.core.sql import queries
+from jobs.store import claims as statements
+from jobs.store import limits
 
 from . import database, queue, timing
 
@@ -76,14 +77,14 @@ def timed(db, samples: int, edge: limits.Limit) -> dict[str, float]:
             took = time.perf_counter() - started
             if len(taken) != 1:
                 raise RuntimeError(f"the limits column's {key} claim took {len(taken)} jobs, not the one due")
-            store.finished(db, taken)
+            statements.finished(db, taken)
             if n >= WARMUP:
                 seconds[key].append(took)
     return {key: timing.median(values) for key, values in seconds.items()}
 
 
 def plain_claim(db) -> list:
-    return store.claimed(db, database.QUEUE, jobs.now_ms(), limit=1)
+    return statements.claimed(db, database.QUEUE, jobs.now_ms(), limit=1)
 
 
 def claim_before_limits(db) -> list:
@@ -92,7 +93,7 @@ def claim_before_limits(db) -> list:
     if GUARD not in text:
         raise RuntimeError("the plain claim no longer tests job_limits as GUARD says: update GUARD")
     statement = sql.SQL(text.replace(GUARD, "")).format(limit=sql.Literal(1), bound=sql.SQL(""))
-    params = store.claim_params(database.QUEUE, jobs.now_ms(), None)
+    params = statements.claim_params(database.QUEUE, jobs.now_ms(), None)
     with db.cursor(row_factory=job_row) as cursor:
         return cursor.execute(statement, params).fetchall()
 

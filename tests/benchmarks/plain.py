@@ -14,7 +14,7 @@ from pathlib import Path
 from psycopg import sql
 
 import jobs
-from jobs.sql import load
+from jobs.core.sql import load
 
 from . import database, timing
 

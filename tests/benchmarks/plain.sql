@@ -3,7 +3,7 @@
 -- LIKE jobs (same columns, same indexes), so the baselines and jobs never meet.
 
 -- name: claim
--- jobs' own claim (jobs/queries.sql) without its concurrency-key test: the first due
+-- jobs' own claim (jobs/store/queries.sql) without its concurrency-key test: the first due
 -- rows under SKIP LOCKED, their attempt counted and their lease written, in one
 -- statement that commits at once. Like jobs', it names the partial index's condition
 -- (NOT scheduled) and has its LIMIT written in, so a prepared plan stays an index lookup.

@@ -5,7 +5,7 @@ import pytest
 
 import jobs
 from guestbook import names, processes, sessions, tokens, upkeep
-from jobs import schedules
+from jobs.store import schedules
 from tests.jobs.helpers import PROJECT, start_worker, stopped, wait_for
 
 from .conftest import PASSWORD

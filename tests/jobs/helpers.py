@@ -17,7 +17,7 @@ import psycopg
 from psycopg import sql
 
 from e2e.tether import dying_with_this_thread
-from jobs.__main__ import APPLICATION_NAME
+from jobs.cli.main import APPLICATION_NAME
 
 PROJECT = Path(__file__).resolve().parents[2]
 WAIT = 30.0  # seconds a test waits on a condition before it fails

@@ -14,7 +14,7 @@ import time
 import psycopg
 
 import jobs
-from jobs.connections import closed
+from jobs.runtime.connections import closed
 
 RATE = 200  # jobs a second the producer offers
 EVERY = (0.010, 0.025)  # seconds between two of its batches, drawn at random in this range

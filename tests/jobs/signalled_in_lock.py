@@ -9,8 +9,8 @@ import os
 import signal
 import threading
 
-from jobs.threads import WorkThread
-from jobs.workers import Worker
+from jobs.runtime.work_thread import WorkThread
+from jobs.runtime.worker import Worker
 from tests.jobs.performers import performers
 
 __all__ = ["performers"]

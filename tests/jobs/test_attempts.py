@@ -10,7 +10,7 @@ import signal
 import threading
 
 import jobs
-from jobs import store
+from jobs.store import claims
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
@@ -26,8 +26,8 @@ def test_the_claim_writes_the_attempts_the_performers_policy_allows(db):
     once = jobs.policy(attempts=1)(lambda conn, args: None)
     jobs.later(db, "default", "once", {})
     jobs.later(db, "default", "plain", {})
-    budgets = store.budgets_of({"once": once, "plain": lambda conn, args: None})
-    held = store.claimed(db, "default", limit=2, budgets=budgets)
+    budgets = claims.budgets_of({"once": once, "plain": lambda conn, args: None})
+    held = claims.claimed(db, "default", limit=2, budgets=budgets)
     assert [(job.name, job.attempt, job.max_attempts) for job in held] == [("once", 1, 1), ("plain", 1, jobs.ATTEMPTS)]
 
 

@@ -9,7 +9,8 @@ batch's count then show whether it was settled once, as cancelled.
 import pytest
 
 import jobs
-from jobs import chores, control, flows, store
+from jobs.runtime import maintenance
+from jobs.store import claims, control, flows
 from tests.jobs.helpers import scalar
 
 
@@ -67,16 +68,16 @@ def test_a_job_cancelled_after_its_performer_returned_keeps_no_write_and_its_cha
 def listener_shelves_it_first(monkeypatch, connect):
     """Makes the listener's look at cancelled jobs, and an operator's cancel, land just before the settlement's
     deletion."""
-    finished = store.finished_one  # the deletion of a job that wrote, on its own transaction
+    finished = claims.finished_one  # the deletion of a job that wrote, on its own transaction
 
     def cancelled_first(conn, job):
         with connect() as listener:
             listener.autocommit = True
             jobs.cancelled(listener, job.id)
-            chores.heard_cancelled(listener, [job])
+            maintenance.heard_cancelled(listener, [job])
         return finished(conn, job)
 
-    monkeypatch.setattr(store, "finished_one", cancelled_first)
+    monkeypatch.setattr(claims, "finished_one", cancelled_first)
     return finished
 
 
@@ -89,7 +90,7 @@ def test_a_cancel_the_listener_settles_before_the_deletion_moves_the_chain_on_on
     jobs.chain(db, "default", [("step", {}), ("next_step", {})], on_failure=("on_fail", {}))
     finished = listener_shelves_it_first(monkeypatch, connect)
     assert jobs.worked(db, "default", performers) == "cancelled step"
-    monkeypatch.setattr(store, "finished_one", finished)
+    monkeypatch.setattr(claims, "finished_one", finished)
     assert jobs.worked(db, "default", performers) == "ran on_fail"
     assert jobs.worked(db, "default", performers) is None, "only on_failure was queued, not the next step too"
     assert writes() == [("on_fail",)]
@@ -110,7 +111,7 @@ def test_a_cancel_the_listener_settles_before_the_deletion_counts_once_in_its_ba
     )
     finished = listener_shelves_it_first(monkeypatch, connect)
     assert jobs.worked(db, "default", performers) == "cancelled member"
-    monkeypatch.setattr(store, "finished_one", finished)
+    monkeypatch.setattr(claims, "finished_one", finished)
     status = jobs.batch_status(db, batch)
     assert (status["pending"], status["failed"], status["finished"]) == (2, 1, False), "counted once, as failed"
     while jobs.worked(db, "default", performers) is not None:
@@ -121,10 +122,10 @@ def test_a_cancel_the_listener_settles_before_the_deletion_counts_once_in_its_ba
 
 def test_a_cancelled_job_given_back_unstarted_is_shelved_not_claimed_again(db):
     job = jobs.later(db, "default", "never", {})
-    held = store.claimed(db, "default")
+    held = claims.claimed(db, "default")
     jobs.cancelled(db, job)
     flows.given_back(db, held)  # a shutdown gives it back before the listener heard of the cancel
-    assert store.claimed(db, "default") == [], "a cancelled job is never claimed"
+    assert claims.claimed(db, "default") == [], "a cancelled job is never claimed"
     with db.transaction():
         assert [row.id for row in control.cancelled_reaped(db)] == [job]
     assert [(j["id"], j["failure"]) for j in jobs.failed(db)] == [(job, "cancelled")]
@@ -132,10 +133,12 @@ def test_a_cancelled_job_given_back_unstarted_is_shelved_not_claimed_again(db):
 
 def test_a_cancelled_job_whose_connection_was_cut_is_shelved_not_claimed_again(db):
     job = jobs.later(db, "default", "never", {})
-    held = store.claimed(db, "default")
+    held = claims.claimed(db, "default")
     jobs.cancelled(db, job)
-    store.lapsed(db, [(j.id, j.claim) for j in held])  # its work thread lost its connection, and lets its lease run out
-    assert store.claimed(db, "default") == []
+    claims.lapsed(
+        db, [(j.id, j.claim) for j in held]
+    )  # its work thread lost its connection, and lets its lease run out
+    assert claims.claimed(db, "default") == []
     with db.transaction():
         assert [row.id for row in control.cancelled_reaped(db)] == [job]
 
@@ -146,7 +149,7 @@ def operator_cancels(connect, job, heard: bool) -> None:
         operator.autocommit = True
         jobs.cancelled(operator, job.id)
         if heard:
-            chores.heard_cancelled(operator, [job])
+            maintenance.heard_cancelled(operator, [job])
 
 
 @pytest.mark.parametrize("heard", [False, True], ids=["before the listener hears", "heard by the listener"])

@@ -6,7 +6,7 @@ import threading
 import psycopg
 
 import jobs
-from jobs import keeper
+from jobs.runtime import supervisor
 from tests.jobs.helpers import PRIVATE, granted, scalar, wait_for
 
 
@@ -81,7 +81,7 @@ def test_a_chore_stuck_on_a_lock_holds_up_neither_the_heartbeat_nor_the_timeout_
 
 
 def test_a_listener_cut_off_inside_a_timeouts_give_back_keeps_the_replacement_thread(db, connect, monkeypatch):
-    real = keeper.recorded_failure
+    real = supervisor.recorded_failure
     cut = []
 
     def cut_off_once(listener_db, *args, **kwargs):
@@ -90,7 +90,7 @@ def test_a_listener_cut_off_inside_a_timeouts_give_back_keeps_the_replacement_th
             listener_db.execute("SELECT pg_terminate_backend(pg_backend_pid())")  # its own backend goes
         return real(listener_db, *args, **kwargs)
 
-    monkeypatch.setattr(keeper, "recorded_failure", cut_off_once)
+    monkeypatch.setattr(supervisor, "recorded_failure", cut_off_once)
     release = threading.Event()
     ran = []
     performers = {"stuck": lambda conn, args: release.wait(20), "quick": lambda conn, args: ran.append(1)}

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import jobs
-from jobs.control import RUNNING_CANCELLED
+from jobs.store.control import RUNNING_CANCELLED
 from tests.jobs.helpers import PROJECT, WAIT
 from tests.jobs.performers import doomed
 

@@ -5,7 +5,7 @@ import re
 import psycopg
 import pytest
 
-from jobs import complaints
+from jobs.runtime import refusals
 from tests.jobs.helpers import PRIVATE, WAIT, granted, scalar, start_worker, stopped, wait_for, worker_log
 
 REFUSED = "the database refused a statement of the worker"  # or of one of the worker's chores
@@ -97,7 +97,7 @@ def test_a_refusal_is_logged_once_at_error_then_counted(db, private_url, app_rol
     ],
 )
 def test_a_lost_connection_is_told_apart_from_a_refusal(error, lost):
-    assert complaints.lost(error) is lost
+    assert refusals.lost(error) is lost
 
 
 def test_a_worker_that_cannot_reach_the_database_exits_3():

@@ -5,7 +5,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from jobs import cron
+from jobs.core import cron
 
 UTC = UTC
 BERLIN = ZoneInfo("Europe/Berlin")  # clocks go 02:00 -> 03:00 on 2026-03-29 and 03:00 -> 02:00 on 2026-10-25

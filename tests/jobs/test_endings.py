@@ -5,7 +5,7 @@ import threading
 import time
 
 import jobs
-from jobs import flows, store
+from jobs.store import claims, flows
 from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
@@ -129,8 +129,8 @@ def test_a_job_given_back_is_due_as_it_was_before_its_claim(db):
     due = jobs.now_ms() - 5_000
     first = jobs.later(db, "default", "noop", {}, at=due)
     second = jobs.later(db, "default", "noop", {})
-    [claimed] = store.claimed(db, "default")
+    [claimed] = claims.claimed(db, "default")
     assert claimed.id == first
     flows.given_back(db, [claimed])
     assert scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (first,)) == due
-    assert [job.id for job in store.claimed(db, "default", limit=2)] == [first, second]
+    assert [job.id for job in claims.claimed(db, "default", limit=2)] == [first, second]

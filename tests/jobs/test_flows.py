@@ -5,8 +5,8 @@ import threading
 import pytest
 
 import jobs
-from jobs import flows, store
-from jobs.runner import performed
+from jobs.runtime.running import performed
+from jobs.store import claims, flows
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import NOTES, RUNS, performers
 from tests.jobs.test_processes import worker_connections
@@ -272,7 +272,7 @@ def test_batch_and_its_jobs_are_written_all_or_nothing(notes):
 def test_cancelling_leaves_jobs_that_failed_for_good_alone(notes):
     batch = jobs.batch(notes, "default", [("doomed", {}), ("row", {"n": 1}), ("row", {"n": 2})], **CALLBACKS)
     assert jobs.worked(notes, "default", performers).startswith("failed doomed")
-    in_work = store.claimed(notes, "default", jobs.now_ms())
+    in_work = claims.claimed(notes, "default", jobs.now_ms())
     assert jobs.cancel_batch(notes, batch) == 1
     assert jobs.batch_status(notes, batch)["finished"] is False
     assert performed(notes, in_work, performers) == ["ran row"]
@@ -284,7 +284,7 @@ def test_cancelling_leaves_jobs_that_failed_for_good_alone(notes):
 def test_a_batch_job_whose_worker_died_on_its_last_attempt_counts_as_failed(notes, connect):
     batch = jobs.batch(notes, "default", [("row", {})], **CALLBACKS)
     notes.execute("UPDATE jobs SET max_attempts = 1")
-    store.claimed(notes, "default", jobs.now_ms(), lease=0.001)  # claimed by a worker that then died
+    claims.claimed(notes, "default", jobs.now_ms(), lease=0.001)  # claimed by a worker that then died
     worker = jobs.worker(connect, "other", {}, lease=0.2)  # its heartbeat reaps the lost job
     try:
         wait_for(lambda: jobs.batch_status(notes, batch)["finished"], "the lost job to be reaped and counted")

@@ -8,7 +8,7 @@ benchmark's (python -m tests.benchmarks.held).
 import pytest
 
 import jobs
-from jobs import frontier, store
+from jobs.store import claims, frontier
 from tests.jobs.helpers import scalar, wait_for, walk
 
 DEAD = 40_000  # jobs queued, claimed and deleted while a snapshot is held: twice as many dead index entries
@@ -27,8 +27,8 @@ def held(connect):
 def worked_through(db, count: int) -> None:
     """Queues `count` jobs due a minute ago, then claims and deletes every one, leaving dead rows behind."""
     jobs.later_many(db, "default", "noop", [{}] * count, at=jobs.now_ms() - 60_000)
-    while claimed := store.claimed(db, "default", limit=1000):
-        store.finished(db, claimed)
+    while claimed := claims.claimed(db, "default", limit=1000):
+        claims.finished(db, claimed)
 
 
 def pages_read(db, bound) -> tuple[int, list[int]]:
@@ -44,7 +44,7 @@ def pages_read(db, bound) -> tuple[int, list[int]]:
     }
     if bound is not None:
         params["after_priority"], params["after_run_at"] = bound
-    statement = store.claim_statement(FEW, bound is not None).as_bytes(db)
+    statement = claims.claim_statement(FEW, bound is not None).as_bytes(db)
     with db.transaction(force_rollback=True):
         [[explained]] = db.execute(b"EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + statement, params).fetchone()
     with db.transaction(force_rollback=True):
@@ -160,7 +160,7 @@ def test_a_drain_asked_while_a_claim_reads_the_old_bound_still_claims_from_the_f
     does not take that empty claim for the drain's: it claims again from the front before it ends."""
     worker = jobs.Worker(connect, "default", {"noop": lambda conn, args: None}, threads=1, poll=5)
     monkeypatch.setattr(worker.frontiers, "looked", lambda db, queues: False)  # the bound stays as set below
-    real_claimed, asked = store.claimed, []
+    real_claimed, asked = claims.claimed, []
 
     def claimed_as_the_drain_lands(db, queue, **options):
         if options.get("after") is not None and not asked:
@@ -168,7 +168,7 @@ def test_a_drain_asked_while_a_claim_reads_the_old_bound_still_claims_from_the_f
             worker.stop(drain=True)  # lands while this claim still reads the old bound
         return real_claimed(db, queue, **options)
 
-    monkeypatch.setattr(store, "claimed", claimed_as_the_drain_lands)
+    monkeypatch.setattr(claims, "claimed", claimed_as_the_drain_lands)
     late = jobs.later(db, "default", "noop", {}, at=jobs.now_ms() - 10_000)
     worker.frontiers._bounds["default"] = (0, jobs.now_ms() + 3_600_000)  # as a look beside a held snapshot set it
     worker.start()

@@ -8,7 +8,8 @@ that the jobs claimed after it run elsewhere, or are seen as waiting, while it r
 import threading
 
 import jobs
-from jobs import flows, keeper, runner, store
+from jobs.runtime import running, supervisor
+from jobs.store import claims, flows
 from tests.jobs.helpers import scalar, wait_for
 
 BURSTS = (1, 2, 4, 8, 16, 32)  # jobs queued at once, one burst after another, so each thread's claims grow
@@ -84,7 +85,7 @@ def test_cancel_batch_skips_the_members_claimed_behind_the_one_that_runs(db, con
 
 
 def test_a_stop_gives_back_at_once_the_jobs_claimed_behind_the_one_that_runs(db, connect, monkeypatch):
-    monkeypatch.setattr(keeper, "BATCH_TIME", 60.0)  # only the stop gives them back here
+    monkeypatch.setattr(supervisor, "BATCH_TIME", 60.0)  # only the stop gives them back here
     runs = Runs()
     worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
     try:
@@ -142,12 +143,12 @@ def test_a_timeout_never_runs_again_the_jobs_that_ran_before_it_in_its_claim(db,
 
 def test_members_of_a_batch_cancelled_while_in_a_workers_hand_are_skipped_when_given_back(db):
     batch = jobs.batch(db, "default", [("member", {})] * 3, always=("always", {}))
-    first, *rest = store.claimed(db, "default", limit=3)
+    first, *rest = claims.claimed(db, "default", limit=3)
     assert jobs.cancel_batch(db, batch) == 0, "all three are claimed"
     flows.given_back(db, rest)  # the thread that claimed them starts none but the first
     status = jobs.batch_status(db, batch)
     assert (status["cancelled"], status["pending"]) == (2, 1)
-    assert runner.performed(db, [first], {"member": lambda conn, args: None}) == ["ran member"]
+    assert running.performed(db, [first], {"member": lambda conn, args: None}) == ["ran member"]
     assert jobs.batch_status(db, batch)["finished"]
     assert [job["name"] for job in jobs.listed(db)] == ["always"]
 
@@ -158,17 +159,17 @@ def test_a_thread_gives_back_what_it_claimed_after_a_performer_that_ran_longer_t
 
     jobs.later(db, "default", "slow", {})
     later_ones = [jobs.later(db, "default", "quick", {}) for _ in range(3)]
-    held = store.claimed(db, "default", limit=4)
-    lines = runner.performed(db, held, {"slow": slow, "quick": lambda conn, args: None}, patience=0.01)
+    held = claims.claimed(db, "default", limit=4)
+    lines = running.performed(db, held, {"slow": slow, "quick": lambda conn, args: None}, patience=0.01)
     assert lines == ["ran slow"]
-    assert [job.id for job in store.claimed(db, "default", limit=4)] == later_ones, "due again, in their order"
+    assert [job.id for job in claims.claimed(db, "default", limit=4)] == later_ones, "due again, in their order"
 
 
 def test_a_drain_ends_only_once_the_jobs_the_keeper_gives_back_are_run(db, connect, monkeypatch):
     runs = Runs()
     worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
     found_nothing = threading.Event()
-    claimed, released = store.claimed, flows.released
+    claimed, released = claims.claimed, flows.released
 
     def claimed_noting(*args, **kwargs):
         got = claimed(*args, **kwargs)
@@ -185,7 +186,7 @@ def test_a_drain_ends_only_once_the_jobs_the_keeper_gives_back_are_run(db, conne
 
     try:
         grown(db, worker)
-        monkeypatch.setattr(store, "claimed", claimed_noting)
+        monkeypatch.setattr(claims, "claimed", claimed_noting)
         monkeypatch.setattr(flows, "released", given_back_late)
         with db.transaction():  # a burst of 10 claimed at once, the first of which hangs
             ids = [jobs.later(db, "default", "work", {"slow": n == 0}) for n in range(10)]

@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 
 import jobs
-from jobs.__main__ import APPLICATION_NAME
+from jobs.cli.main import APPLICATION_NAME
 from tests.jobs.helpers import HELD_BY_LIVE_WORKERS, held_by_live_workers, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import EFFECTS, REFUSALS
 

@@ -13,7 +13,7 @@ BUILT = ("_sysconfigdata_", "_cython_")
 IMPORTED = """
 import sys
 before = set(sys.modules)
-import jobs, jobs.web, jobs.__main__, jobs.bridges, jobs.coroutines
+import jobs, jobs.web, jobs.__main__, jobs.store.enqueue, jobs.runtime.coroutines
 print("\\n".join(sorted({name.split(".")[0] for name in set(sys.modules) - before})))
 """
 

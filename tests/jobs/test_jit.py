@@ -19,8 +19,8 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-from jobs.shelf import STATUS_EXACT
-from jobs.sql import queries
+from jobs.core.sql import queries
+from jobs.store.shelf import STATUS_EXACT
 from tests.jobs.helpers import PROJECT, wait_for
 from tests.jobs.private_pg import removed, started, system_binaries
 

@@ -3,7 +3,7 @@
 import threading
 
 import jobs
-from jobs import store
+from jobs.store import claims
 from tests.jobs.helpers import WAIT, scalar, start_worker, stopped, wait_for
 from tests.jobs.test_processes import worker_connections
 
@@ -87,7 +87,7 @@ def test_jobs_sharing_a_concurrency_key_never_run_at_once_across_six_workers(run
 def test_a_job_in_its_last_attempt_still_holds_its_unique_key(db):
     jobs.later(db, "default", "sync", {}, unique="sync")
     db.execute("UPDATE jobs SET max_attempts = 1")
-    (claimed,) = store.claimed(db, "default", jobs.now_ms())
+    (claimed,) = claims.claimed(db, "default", jobs.now_ms())
     assert claimed.attempt == claimed.max_attempts
     assert jobs.later(db, "default", "sync", {}, unique="sync") is None
 
@@ -96,19 +96,19 @@ def test_two_due_jobs_of_one_key_in_a_batch_are_claimed_one_at_a_time(db):
     jobs.later(db, "default", "sync", {"n": 1}, key="account-1")
     jobs.later(db, "default", "sync", {"n": 2}, key="account-1")
     jobs.later(db, "default", "sync", {"n": 3})
-    first = store.claimed(db, "default", jobs.now_ms(), limit=10)
+    first = claims.claimed(db, "default", jobs.now_ms(), limit=10)
     assert [job.args["n"] for job in first] == [1]
-    assert [job.args["n"] for job in store.claimed(db, "default", jobs.now_ms(), limit=10)] == [3]
+    assert [job.args["n"] for job in claims.claimed(db, "default", jobs.now_ms(), limit=10)] == [3]
 
 
 def test_a_keyed_job_whose_worker_died_is_claimed_again_once_its_key_is_freed(db, connect):
     jobs.later(db, "default", "sync", {"n": 1}, key="account-1")
     jobs.later(db, "default", "sync", {"n": 2}, key="account-1")
-    store.claimed(db, "default", jobs.now_ms(), lease=0.001)  # its worker dies
-    assert store.claimed(db, "default", jobs.now_ms() + 10) == [], "the lost claim still holds the key"
-    assert store.keys_freed(db, jobs.now_ms() + 10) == 1
-    (next_one,) = store.claimed(db, "default", jobs.now_ms() + 10, limit=10)  # one of the key at a time
-    assert store.claimed(db, "default", jobs.now_ms() + 10, limit=10) == []
-    assert store.finished(db, [next_one]) == {next_one.id}
-    (last,) = store.claimed(db, "default", jobs.now_ms() + 20, limit=10)
+    claims.claimed(db, "default", jobs.now_ms(), lease=0.001)  # its worker dies
+    assert claims.claimed(db, "default", jobs.now_ms() + 10) == [], "the lost claim still holds the key"
+    assert claims.keys_freed(db, jobs.now_ms() + 10) == 1
+    (next_one,) = claims.claimed(db, "default", jobs.now_ms() + 10, limit=10)  # one of the key at a time
+    assert claims.claimed(db, "default", jobs.now_ms() + 10, limit=10) == []
+    assert claims.finished(db, [next_one]) == {next_one.id}
+    (last,) = claims.claimed(db, "default", jobs.now_ms() + 20, limit=10)
     assert {(next_one.args["n"], next_one.attempt), (last.args["n"], last.attempt)} == {(2, 1), (1, 2)}

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from e2e.leftovers import alive
-from jobs.__main__ import APPLICATION_NAME
+from jobs.cli.main import APPLICATION_NAME
 
 from . import helpers
 from .helpers import PROJECT, WAIT, scalar, start_worker, stopped, wait_for

@@ -5,7 +5,7 @@ import math
 import pytest
 
 import jobs
-from jobs import store
+from jobs.store import claims
 from tests.jobs.helpers import scalar
 
 
@@ -85,7 +85,7 @@ def test_plain_json_arguments_come_back_unchanged(db):
 def test_a_claim_reads_the_arguments_back_as_they_were_queued(db):
     args = {"name": "Zoë 🙂", "quote": 'a "b" \\ c\n\u2028', "big": 2**62, "x": -1.5e-7, "list": [1, None, {"k": []}]}
     jobs.later(db, "default", "greet", args)
-    [job] = store.claimed(db, "default", limit=5)
+    [job] = claims.claimed(db, "default", limit=5)
     assert job.args == args
 
 

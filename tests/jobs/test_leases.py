@@ -7,7 +7,8 @@ import time
 import psycopg
 
 import jobs
-from jobs import runner, store
+from jobs.runtime import running
+from jobs.store import claims
 from tests.jobs.helpers import scalar, wait_for
 from tests.jobs.performers import RUNS
 
@@ -34,7 +35,7 @@ def test_a_beating_worker_keeps_a_job_longer_than_its_lease_from_being_claimed_a
             lambda: scalar(db, "SELECT beat_at FROM job_workers WHERE id = %s", (holder,)) > beat + 1500,
             "the heartbeat to beat on past three leases",
         )
-        assert scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (job,)) == store.HELD
+        assert scalar(db, "SELECT run_at FROM jobs WHERE id = %s", (job,)) == claims.HELD
         release.set()
         wait_for(lambda: jobs.listed(db) == [], "the job to settle")
     finally:
@@ -77,9 +78,9 @@ def test_a_batch_that_wrote_nothing_settles_what_is_still_its_own_and_leaves_the
     first, second, third = (jobs.later(db, "default", name, {}) for name in ("quiet", "taken_over", "quiet"))
     performers = {"quiet": lambda conn, args: None, "taken_over": taken_over}
     with connect() as conn, caplog.at_level(logging.WARNING, logger="jobs"):
-        claimed = store.claimed(conn, "default", limit=3)
+        claimed = claims.claimed(conn, "default", limit=3)
         counts = jobs.Counts()
-        lines = runner.performed(conn, claimed, performers, counts=counts)
+        lines = running.performed(conn, claimed, performers, counts=counts)
     assert lines == ["ran quiet", "lease lost taken_over", "ran quiet"]
     assert (counts.processed, counts.lease_lost) == (2, 1)
     assert f"another worker holds job {second}" in caplog.text
@@ -183,7 +184,7 @@ def test_a_claim_whose_answer_was_lost_with_its_connection_is_given_back_and_run
     """The claim committed, then the connection died before its answer came (a crash of the server, a
     failover): the rows are held for a worker that still beats, so no lease would ever free them. The
     thread gives back what its unheard claim took once it is connected again, and the job runs once."""
-    real_claimed, lost = store.claimed, []
+    real_claimed, lost = claims.claimed, []
 
     def claimed_and_answer_lost(db, queue, **options):
         jobs_claimed = real_claimed(db, queue, **options)
@@ -193,7 +194,7 @@ def test_a_claim_whose_answer_was_lost_with_its_connection_is_given_back_and_run
             raise psycopg.OperationalError("the connection was lost before the claim's answer came")
         return jobs_claimed
 
-    monkeypatch.setattr(store, "claimed", claimed_and_answer_lost)
+    monkeypatch.setattr(claims, "claimed", claimed_and_answer_lost)
     ran = []
     worker = jobs.Worker(connect, "default", {"noted": lambda conn, args: ran.append(args["n"])}, threads=1, poll=0.2)
     job = jobs.later(db, "default", "noted", {"n": 1})

@@ -7,7 +7,7 @@ import signal
 import pytest
 
 import jobs
-from jobs import limits
+from jobs.store import limits
 from tests.jobs.helpers import database_ms, scalar, start_worker, stopped, wait_for
 from tests.jobs.test_processes import worker_connections
 
@@ -35,9 +35,9 @@ def test_a_rate_claims_no_more_than_its_window_allows_and_counts_no_attempt(db):
 def test_the_plain_claim_takes_nothing_of_a_limited_queue(db):
     queued(db, 2)
     jobs.limited(db, "mail", rate=(1, 1.0))
-    assert jobs.store.claimed(db, "mail", limit=10) == []
+    assert jobs.store.claims.claimed(db, "mail", limit=10) == []
     jobs.unlimited(db, "mail")
-    assert len(jobs.store.claimed(db, "mail", limit=10)) == 2
+    assert len(jobs.store.claims.claimed(db, "mail", limit=10)) == 2
 
 
 # Every claim of the queue "mail" as its limit counted it: the moment the claim wrote in

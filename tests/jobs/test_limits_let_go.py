@@ -9,8 +9,8 @@ past its timeout: no two performers may overlap, let go or not.
 import pytest
 
 import jobs
-from jobs import limits
-from jobs.let_go import gone_pruned
+from jobs.runtime.holdings import gone_pruned
+from jobs.store import limits
 from tests.jobs.helpers import database_ms, scalar, start_worker, stopped, wait_for
 from tests.jobs.test_limits import MOST_AT_ONCE, SPANS
 from tests.jobs.test_processes import worker_connections
@@ -70,7 +70,7 @@ def let_go_by(db, worker: int, ended: bool) -> None:
     db.execute(
         "INSERT INTO job_workers (id, host, pid, queues, threads, lease, version, started_at, beat_at, ended_at)"
         " VALUES (%s, 'elsewhere', 1, '{mail}', 1, 30000, %s, %s, %s, %s)",
-        (worker, jobs.schema.VERSION, now, now, now if ended else None),
+        (worker, jobs.store.schema.VERSION, now, now, now if ended else None),
     )
     db.execute(
         "INSERT INTO job_let_go (job, claim, worker, queue, key, key_slot) VALUES (0, 1, %s, 'mail', 'tenant-1', 0)",
@@ -87,4 +87,4 @@ def test_a_let_go_performer_counts_while_its_worker_lives_and_not_once_a_reaper_
     jobs.later(db, "mail", "record", {})
     assert len(limits.claimed(db, "mail").jobs) == taken
     jobs.later(db, "other", "record", {}, key="tenant-1")
-    assert len(jobs.store.claimed(db, "other", limit=10)) == taken, "its key too, in any queue"
+    assert len(jobs.store.claims.claimed(db, "other", limit=10)) == taken, "its key too, in any queue"

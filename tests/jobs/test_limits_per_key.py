@@ -8,7 +8,7 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-from jobs import limits, store
+from jobs.store import claims, limits
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.test_cli import cli
 from tests.jobs.test_limits import MOST_AT_ONCE, SPANS
@@ -41,7 +41,7 @@ def test_a_limit_per_key_takes_that_many_of_a_key_each_in_a_slot_of_its_own_then
     assert [claimed_ids(db) for _ in range(4)] == [[first], [second], [other], []]
     slots = db.execute("SELECT id, key_slot FROM jobs WHERE claim IS NOT NULL ORDER BY id").fetchall()
     assert slots == [(first, 0), (second, 1), (other, 0)]
-    store.finished(db, limits.claimed(db, "mail").jobs)  # nothing: the key is at its limit, and b's one is taken
+    claims.finished(db, limits.claimed(db, "mail").jobs)  # nothing: the key is at its limit, and b's one is taken
     db.execute("DELETE FROM jobs WHERE id = %s", (first,))  # its job ended: slot 0 of a is free
     assert claimed_ids(db) == [third]
     assert scalar(db, "SELECT key_slot FROM jobs WHERE id = %s", (third,)) == 0
@@ -60,7 +60,7 @@ def test_the_plain_claim_takes_slot_0_whatever_slot_a_limited_claim_left(db):
     db.execute("DELETE FROM jobs WHERE id = %s", (first,))
     db.execute("UPDATE jobs SET claim = NULL, attempts = 0, run_at = 0 WHERE id = %s", (second,))  # given back
     jobs.unlimited(db, "mail")
-    assert [job.id for job in store.claimed(db, "mail", limit=10)] == [second]
+    assert [job.id for job in claims.claimed(db, "mail", limit=10)] == [second]
     assert scalar(db, "SELECT key_slot FROM jobs WHERE id = %s", (second,)) == 0
 
 

@@ -8,7 +8,7 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-from jobs import limits
+from jobs.store import limits
 from tests.jobs.helpers import database_ms, scalar, wait_for
 from tests.jobs.test_cli import cli
 from tests.jobs.test_web import OPERATOR, operator

@@ -15,7 +15,7 @@ import time
 import psycopg
 
 import jobs
-from jobs import schema
+from jobs.store import schema
 from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 

@@ -14,7 +14,7 @@ import psycopg
 import pytest
 
 import jobs
-from jobs.backends import Backend, ended
+from jobs.runtime.connections import Backend, ended
 from tests.jobs.helpers import exited, scalar, start_command, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 from tests.jobs.pgbouncer import removed, started

@@ -4,7 +4,7 @@ import psycopg
 import pytest
 
 import jobs
-from jobs import store
+from jobs.store import claims
 from tests.jobs.helpers import walk
 
 BACKLOG = 3_000  # due jobs that arrive after the statistics were taken
@@ -34,7 +34,7 @@ def claim_plan(db) -> list[dict]:
     }
     with db.transaction(force_rollback=True):
         [[explained]] = db.execute(
-            b"EXPLAIN (ANALYZE, FORMAT JSON) " + store.claim_statement(4).as_bytes(db), params
+            b"EXPLAIN (ANALYZE, FORMAT JSON) " + claims.claim_statement(4).as_bytes(db), params
         ).fetchone()
     return list(executed_nodes(walk(explained["Plan"])))
 
@@ -49,7 +49,7 @@ def claim_plan(db) -> list[dict]:
 def test_claim_walks_the_ready_index_in_order_after_statistics_of_a_quiet_queue(db, quiet):
     if quiet:
         jobs.later_many(db, "default", "noop", [{}] * quiet)
-        assert len(store.claimed(db, "default", jobs.now_ms(), limit=quiet)) == quiet
+        assert len(claims.claimed(db, "default", jobs.now_ms(), limit=quiet)) == quiet
     db.execute("ANALYZE jobs")
     jobs.later_many(db, "default", "noop", [{"n": n} for n in range(BACKLOG)], at=jobs.now_ms() - 1000)
     nodes = claim_plan(db)
@@ -72,5 +72,5 @@ def test_a_claim_takes_its_limit_in_one_walk_after_statistics_of_a_drained_table
         jobs.later_many(db, "default", "noop", [{"n": n} for n in range(BACKLOG)], at=jobs.now_ms() - 1000)
         nodes = claim_plan(db)
         assert [node["Actual Loops"] for node in nodes if node["Node Type"] == "LockRows"] == [1], "the walk ran once"
-        assert len(store.claimed(db, "default", jobs.now_ms(), limit=4)) == 4
+        assert len(claims.claimed(db, "default", jobs.now_ms(), limit=4)) == 4
         assert db.execute("SELECT count(*) FROM jobs WHERE claim IS NOT NULL").fetchone()[0] == 4, "it took no more"

@@ -7,8 +7,8 @@ import psycopg
 import pytest
 
 import jobs
-from jobs import pulse, store
-from jobs.pulse import MINUTE, PULSE_KEPT, WAIT_BUCKETS, Pulse, quantile
+from jobs.store import claims, pulse
+from jobs.store.pulse import MINUTE, PULSE_KEPT, WAIT_BUCKETS, Pulse, quantile
 from tests.jobs.helpers import scalar, wait_for
 
 
@@ -32,8 +32,8 @@ def claimed_at(db, due: list[int], now: int, queue: str = "default"):
     """Claims jobs of `queue` due at each moment of `due`, at the fixed moment `now`."""
     for moment in due:
         jobs.later(db, queue, "noop", {}, moment)
-    store.promoted(db, now)
-    return store.claimed(db, queue, now, limit=len(due))
+    claims.promoted(db, now)
+    return claims.claimed(db, queue, now, limit=len(due))
 
 
 def test_a_workers_claims_and_settlements_reach_the_rollup_per_queue(rollup, connect, monkeypatch):
@@ -61,7 +61,7 @@ def test_a_workers_claims_and_settlements_reach_the_rollup_per_queue(rollup, con
 
 def test_a_claims_wait_is_counted_from_due_to_the_claim_in_its_bucket(rollup):
     """Due 5 ms, 400 ms and 2 hours before the claim: the first bucket, the one up to 500, the one past all."""
-    now = store.now_ms()
+    now = claims.now_ms()
     counted = Pulse()
     counted.claimed(claimed_at(rollup, [now - 5, now - 400, now - 2 * 3600 * 1000], now))
     counted.flushed(rollup)
@@ -74,7 +74,7 @@ def test_a_claims_wait_is_counted_from_due_to_the_claim_in_its_bucket(rollup):
 
 
 def test_two_workers_flushing_the_same_minute_add_up(rollup):
-    now = store.now_ms()
+    now = claims.now_ms()
     first, second = Pulse(), Pulse()
     first.claimed(claimed_at(rollup, [now - 5], now))
     second.claimed(claimed_at(rollup, [now - 5, now - 40], now))
@@ -118,7 +118,7 @@ def test_a_stopping_worker_writes_its_last_counts(rollup, connect, monkeypatch):
 
 
 def test_the_reaper_deletes_the_minutes_past_PULSE_KEPT(rollup):
-    now = store.now_ms()
+    now = claims.now_ms()
     old, recent = now - PULSE_KEPT - MINUTE, now - MINUTE
     for minute in (old, recent):
         rollup.execute("INSERT INTO job_pulse (minute, queue, waits) VALUES (%s, 'default', '{}')", (minute,))

@@ -5,7 +5,7 @@ import threading
 from psycopg import sql
 
 import jobs
-from jobs import store
+from jobs.store import claims
 
 WAITING = 100_000  # rows waiting in the future or failed for good, for the plan test
 
@@ -14,10 +14,10 @@ def test_a_job_for_later_is_not_claimed_before_its_moment_and_is_promoted_after(
     later_on = jobs.now_ms() + 60_000
     jobs.later(db, "default", "greet", {}, later_on)
     assert jobs.listed(db)[0]["scheduled"] is True
-    assert store.claimed(db, "default", jobs.now_ms()) == []
-    assert store.promoted(db, later_on - 1) == []
-    assert store.promoted(db, later_on) == ["default"]
-    assert [job.name for job in store.claimed(db, "default", later_on)] == ["greet"]
+    assert claims.claimed(db, "default", jobs.now_ms()) == []
+    assert claims.promoted(db, later_on - 1) == []
+    assert claims.promoted(db, later_on) == ["default"]
+    assert [job.name for job in claims.claimed(db, "default", later_on)] == ["greet"]
 
 
 def test_worked_at_a_moment_runs_what_is_due_by_then(db):
@@ -69,12 +69,12 @@ def test_the_claim_reads_an_index_beside_many_waiting_and_failed_jobs(db):
         "budgets": "{}",
     }
     db.execute("SET plan_cache_mode = force_generic_plan")  # the plan a prepared claim may settle on
-    explain = sql.SQL("EXPLAIN ") + store.claim_statement(1)
+    explain = sql.SQL("EXPLAIN ") + claims.claim_statement(1)
     plan = "\n".join(row[0] for row in db.execute(explain, params, prepare=True))
     db.execute("RESET plan_cache_mode")
     assert "Index Scan using jobs_ready" in plan
     # jobs is never read whole; job_let_go, all but always empty, is (the key test reads it once a statement).
     assert "Seq Scan on jobs " not in plan, plan
-    (claimed,) = store.claimed(db, "default", moment)
+    (claimed,) = claims.claimed(db, "default", moment)
     assert claimed.name == "due"
-    assert store.claimed(db, "default", moment) == []
+    assert claims.claimed(db, "default", moment) == []

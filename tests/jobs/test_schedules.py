@@ -7,8 +7,8 @@ import pytest
 from psycopg.rows import dict_row
 
 import jobs
-from jobs import schedules
-from jobs.sql import schedule_queries as queries
+from jobs.store import schedules
+from jobs.store.schedules import queries
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import TICKS, performers
 from tests.jobs.test_cli import cli

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 import jobs
-from jobs import schema, store
+from jobs.store import claims, schema
 from tests.jobs.helpers import WAIT, granted, scalar, start_command, start_worker, stopped, wait_for, worker_log
 from tests.jobs.performers import RUNS
 
@@ -39,7 +39,7 @@ def others_unhindered(connect, until) -> None:
 
         def unhindered():
             quick("another session's later", lambda: jobs.later(other, "elsewhere", "record", {}))
-            quick("another session's claim", lambda: store.claimed(other, "elsewhere", jobs.now_ms()))
+            quick("another session's claim", lambda: claims.claimed(other, "elsewhere", jobs.now_ms()))
             return until()
 
         wait_for(unhindered, "the starting process")
@@ -161,7 +161,7 @@ def test_processes_preparing_a_new_database_at_once_take_each_step_once(private_
 
 
 def test_every_job_gets_its_attempts_from_the_code(db, monkeypatch):
-    monkeypatch.setattr(store, "ATTEMPTS", 3)
+    monkeypatch.setattr(claims, "ATTEMPTS", 3)
     jobs.later(db, "default", "one", {})
     jobs.later_many(db, "default", "many", [{}, {}])
     assert [j["max_attempts"] for j in jobs.listed(db)] == [3, 3, 3]

@@ -8,8 +8,9 @@ import time
 import pytest
 
 import jobs
-from jobs import runner, store
-from jobs.runner import performed
+from jobs.runtime import running
+from jobs.runtime.running import performed
+from jobs.store import claims
 from tests.jobs.helpers import scalar, wait_for
 
 
@@ -31,7 +32,7 @@ def untouched(db, args):
 
 
 def claimed_all(db):
-    return store.claimed(db, "default", jobs.now_ms(), limit=100)
+    return claims.claimed(db, "default", jobs.now_ms(), limit=100)
 
 
 def effects(db):
@@ -86,7 +87,7 @@ def statements_sent(db, run, statement: bytes) -> int:
 
 
 def test_only_jobs_that_touch_the_database_get_a_transaction(db, monkeypatch):
-    monkeypatch.setattr(runner, "COMMIT_AFTER", 60.0)  # the quiet ones settle together, however busy the machine
+    monkeypatch.setattr(running, "COMMIT_AFTER", 60.0)  # the quiet ones settle together, however busy the machine
     prepare_effects(db)
     for n in range(3):
         jobs.later(db, "default", "untouched", {})

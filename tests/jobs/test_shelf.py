@@ -5,7 +5,7 @@ import threading
 import pytest
 
 import jobs
-from jobs import store
+from jobs.store import claims
 from tests.jobs.helpers import scalar, wait_for
 
 T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch
@@ -71,11 +71,11 @@ def test_failed_takes_one_queue_or_every_queue_newest_first(db):
 def test_a_job_whose_worker_died_on_its_last_attempt_is_in_work_until_reaped_onto_the_shelf(db):
     job = jobs.later(db, "default", "fine", {}, T)
     db.execute("UPDATE jobs SET max_attempts = 1")  # its one attempt is its last
-    store.claimed(db, "default", T, lease=30)  # the claim of a worker that dies at once
+    claims.claimed(db, "default", T, lease=30)  # the claim of a worker that dies at once
     after_the_lease = T + 31_000
     assert jobs.failed(db) == []
     assert [(q["in_work"], q["failed"]) for q in jobs.status(db, now=after_the_lease)] == [(1, 0)]
-    store.reaped(db, after_the_lease)  # what any worker's heartbeat does
+    claims.reaped(db, after_the_lease)  # what any worker's heartbeat does
     assert [(j["id"], j["failure"]) for j in jobs.failed(db)] == [(job, "its worker stopped during the last attempt")]
     assert [(q["in_work"], q["failed"]) for q in jobs.status(db, now=after_the_lease)] == [(0, 1)]
 
@@ -274,7 +274,7 @@ def transactions_of(db, ids) -> int:
 
 
 def test_retrying_the_whole_shelf_commits_a_batch_at_a_time(db, monkeypatch):
-    monkeypatch.setattr(jobs.shelf, "SHELF_BATCH", 2)
+    monkeypatch.setattr(jobs.store.shelf, "SHELF_BATCH", 2)
     ids = [shelved(db) for _ in range(5)]
     assert jobs.retried(db, every=True, now=T) == 5
     assert transactions_of(db, ids) == 3, "batches of 2, 2 and 1, each its own transaction"
@@ -282,7 +282,7 @@ def test_retrying_the_whole_shelf_commits_a_batch_at_a_time(db, monkeypatch):
 
 
 def test_discarding_the_whole_shelf_commits_a_batch_at_a_time(db, monkeypatch):
-    monkeypatch.setattr(jobs.shelf, "SHELF_BATCH", 2)
+    monkeypatch.setattr(jobs.store.shelf, "SHELF_BATCH", 2)
     for _ in range(5):
         shelved(db)
     waiting = jobs.later(db, "default", "fine", {}, T + 60_000)
@@ -299,7 +299,7 @@ def test_discarding_the_whole_shelf_commits_a_batch_at_a_time(db, monkeypatch):
 
 
 def test_retrying_the_whole_shelf_in_batches_of_one_still_brings_back_only_the_oldest_of_a_unique_key(db, monkeypatch):
-    monkeypatch.setattr(jobs.shelf, "SHELF_BATCH", 1)
+    monkeypatch.setattr(jobs.store.shelf, "SHELF_BATCH", 1)
     older = shelved(db, unique="sync:1")
     newer = shelved(db, unique="sync:1")
     assert jobs.retried(db, every=True, now=T + 9000) == 1

@@ -17,7 +17,7 @@ import time
 import psycopg
 
 import jobs
-from jobs.__main__ import APPLICATION_NAME
+from jobs.cli.main import APPLICATION_NAME
 from tests.jobs.helpers import (
     WAIT,
     exited,

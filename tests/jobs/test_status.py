@@ -84,7 +84,7 @@ def shelve_many(db, queue: str, count: int) -> None:
 
 
 def test_a_count_past_STATUS_EXACT_is_said_to_be_an_estimate_and_never_below_what_was_counted(db, monkeypatch):
-    monkeypatch.setattr(jobs.shelf, "STATUS_EXACT", 3)
+    monkeypatch.setattr(jobs.store.shelf, "STATUS_EXACT", 3)
     shelve_many(db, "big", 10)
     shelve_many(db, "small", 2)  # the table is new to VACUUM and ANALYZE: the index's size is not known yet
     figures = {q["queue"]: q for q in jobs.status(db, now=T)}
@@ -96,7 +96,7 @@ def test_a_count_past_STATUS_EXACT_is_said_to_be_an_estimate_and_never_below_wha
 
 
 def test_counts_up_to_STATUS_EXACT_are_exact_beside_a_larger_shelf(db, monkeypatch):
-    monkeypatch.setattr(jobs.shelf, "STATUS_EXACT", 3)
+    monkeypatch.setattr(jobs.store.shelf, "STATUS_EXACT", 3)
     shelve_many(db, "default", 10)
     jobs.later(db, "default", "note", {}, T - 1000)
     jobs.later(db, "default", "note", {}, T + 1000)

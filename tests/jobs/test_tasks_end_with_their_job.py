@@ -9,7 +9,7 @@ import psycopg
 import pytest
 
 import jobs
-from jobs.coroutines import LOOK, loop_of_this_thread
+from jobs.runtime.coroutines import LOOK, loop_of_this_thread
 from tests.jobs.helpers import scalar, wait_for
 
 TABLES = "CREATE TABLE IF NOT EXISTS task_audit (what text NOT NULL); CREATE TABLE IF NOT EXISTS task_refunds (n int)"

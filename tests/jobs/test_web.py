@@ -12,8 +12,8 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-from jobs.pulse import Pulse
-from jobs.schedules import fired
+from jobs.store.pulse import Pulse
+from jobs.store.schedules import fired
 from tests.jobs.performers import doomed
 
 T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch

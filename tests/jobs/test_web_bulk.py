@@ -12,7 +12,7 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-from jobs import shelf
+from jobs.store import shelf
 from tests.jobs.test_web import OPERATOR, T, everything, get, operator, posted, shelved
 
 

@@ -11,7 +11,7 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-from jobs import store
+from jobs.store import claims
 from jobs.web import html
 from tests.jobs.performers import doomed
 from tests.jobs.test_web import T, get, operator, posted, shelved
@@ -45,9 +45,9 @@ def test_a_job_s_page_says_how_long_each_failed_attempt_ran(client, db):
     page = get(client, f"/job/{id}").text
     assert re.search(r"<li>[^<]*doomed[^<]*<span class=\"muted\">\(ran \d+ ms\)</span></li>", page), page
     again = jobs.later(db, "mail", "note", {}, T)
-    (job,) = store.claimed(db, "mail", T)
+    (job,) = claims.claimed(db, "mail", T)
     assert job.id == again
-    store.attempt_failed(db, job, "slow and wrong", "", 60_000, 5, T, ran=2.5)
+    claims.attempt_failed(db, job, "slow and wrong", "", 60_000, 5, T, ran=2.5)
     assert '<li>slow and wrong <span class="muted">(ran 2.5 s)</span></li>' in get(client, f"/job/{again}").text
 
 
@@ -63,8 +63,8 @@ def test_run_now_makes_a_job_for_later_due_and_the_due_list_shows_it(client, db)
 
 def test_run_now_makes_a_retry_that_waits_out_its_backoff_due(client, db):
     id = jobs.later(db, "mail", "note", {}, T)
-    (job,) = store.claimed(db, "mail", T)
-    store.attempt_failed(db, job, "try again", "", HOUR, 5, T)
+    (job,) = claims.claimed(db, "mail", T)
+    claims.attempt_failed(db, job, "try again", "", HOUR, 5, T)
     assert f"Job {id} is due now" in posted(client, "/run-now", {"id": str(id)}).text
     run_at, scheduled, attempts, _ = row(db, id)
     assert (scheduled, attempts) == (False, 1) and run_at <= jobs.now_ms()
@@ -73,7 +73,7 @@ def test_run_now_makes_a_retry_that_waits_out_its_backoff_due(client, db):
 def test_run_now_leaves_a_due_job_one_in_work_and_one_on_the_shelf_alone(client, db):
     failed = shelved(db)
     held = jobs.later(db, "mail", "note", {}, T)
-    store.claimed(db, "mail", worker=7)
+    claims.claimed(db, "mail", worker=7)
     due = jobs.later(db, "mail", "note", {}, T)
     for id in (failed, held, due, 999):
         before = row(db, id) if id != 999 else None

@@ -8,7 +8,7 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-from jobs.pulse import MINUTE, WAIT_BUCKETS, Pulse, Tally, Waits
+from jobs.store.pulse import MINUTE, WAIT_BUCKETS, Pulse, Tally, Waits
 from jobs.web import chart
 
 OPERATOR = {"HTTP_X_OPERATOR": "yes"}

@@ -8,11 +8,11 @@ import time
 import pytest
 
 import jobs
-from jobs import store
-from jobs.chores import Chore
-from jobs.complaints import Complaints
-from jobs.doorbell import Doorbell
-from jobs.listener import Listener
+from jobs.runtime.listener import Listener
+from jobs.runtime.maintenance import Chore
+from jobs.runtime.refusals import Complaints
+from jobs.runtime.work_thread import Doorbell
+from jobs.store import claims
 from tests.jobs.helpers import scalar, wait_for
 
 
@@ -207,23 +207,23 @@ def test_a_worker_whose_connection_is_cut_gives_its_jobs_back_at_once(db, connec
 
 
 def test_a_notification_wakes_one_thread_not_every_thread(db, connect, monkeypatch):
-    claims = []
-    real = store.claimed
+    looks = []
+    real = claims.claimed
 
     def counted(*args, **kwargs):
-        claims.append(1)
+        looks.append(1)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(store, "claimed", counted)
+    monkeypatch.setattr(claims, "claimed", counted)
     worker = jobs.worker(connect, "default", {"quick": lambda conn, args: None}, threads=8, poll=60)
     try:
-        wait_for(lambda: len(claims) >= 8, "each thread's first look")
+        wait_for(lambda: len(looks) >= 8, "each thread's first look")
         wait_for(lambda: worker.wait_until_empty(1), "the threads to be idle")
-        before = len(claims)
+        before = len(looks)
         for n in range(20):
             jobs.later(db, "default", "quick", {"n": n})
             wait_for(lambda: worker.wait_until_empty(1), f"job {n} to run")
-        per_job = (len(claims) - before) / 20
+        per_job = (len(looks) - before) / 20
     finally:
         worker.stop()
         worker.join(10)
@@ -244,12 +244,12 @@ def test_beside_hands_on_start_the_running_worker_before_it_serves(db, connect):
 
 
 def test_a_claimed_row_is_read_into_a_job_by_column_name_whatever_their_order(db):
-    """store.job_row matches columns to Job's fields by name; a column missing is named in the error."""
+    """claims.job_row matches columns to Job's fields by name; a column missing is named in the error."""
     row = (
         "SELECT 'q' AS queue, 7 AS id, 'n' AS name, '{}'::jsonb AS args, 0 AS priority, 1 AS due_at, 1 AS attempt, "
         "5 AS max_attempts, NULL AS key, NULL AS batch, NULL AS flow, 9 AS claim, 2 AS claimed_at"
     )
-    with db.cursor(row_factory=store.job_row) as cursor:
+    with db.cursor(row_factory=claims.job_row) as cursor:
         [job] = cursor.execute(row).fetchall()
         assert (job.id, job.queue, job.name, job.claim, job.max_attempts) == (7, "q", "n", 9, 5)
         with pytest.raises(LookupError, match="no column for claim"):

@@ -1,0 +1,147 @@
+"""A claimed job as a worker holds it while it runs, and how a claim's rows become Jobs.
+
+claims.py's claim and reaper read their rows with `job_row`; running.py hands the Job to
+its performer through `current_job()`.
+"""
+
+import functools
+import json
+import operator
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import MISSING, dataclass, field, fields
+from typing import Any
+
+from psycopg.abc import Buffer
+from psycopg.adapt import Loader
+from psycopg.cursor import BaseCursor
+from psycopg.rows import RowMaker
+
+LEASE = 30.0  # seconds a claim holds a job before another worker may take it again
+ATTEMPTS = 5  # attempts a job gets unless its performer's policy says otherwise; written on every insert
+
+# A cancel the listener hears and a performer's point of no return are decided one at a time:
+# whichever comes first decides the job's fate (Job.point_of_no_return, chores.heard_cancelled).
+FATE = threading.Lock()
+
+# What runs a job: perform(db, args), `db` standing for the worker's connection (settlement.Touched),
+# `args` the job's arguments. It may carry a policy (policies.py).
+Performer = Callable[[Any, dict[str, Any]], object]
+
+
+class JobCancelled(Exception):
+    """Raised at a job's point of no return when an operator cancelled it, or its worker let it go, first: it stops
+    there, having done nothing."""
+
+
+class StoppedPastNoReturn(Exception):
+    """Why a job its worker let go past its point of no return (its timeout, a stop's grace) is shelved, not retried."""
+
+
+@dataclass
+class Job:
+    """A claimed job as the worker holds it while it runs.
+
+    A performer reads it with `current_job()`. `cancelled` is set when the job should
+    stop: it timed out, was cancelled, or its worker is shutting down past its grace;
+    a performer that can stop early may wait on it or check it. `deadline` is the
+    time.monotonic() moment its timeout runs out, while it runs (None: no timeout).
+    A performer about to do what no rollback undoes calls `point_of_no_return` first.
+    """
+
+    id: int
+    queue: str
+    name: str
+    args: dict[str, Any] = field(repr=False)  # may hold secrets: left out of the job's repr, and so of logs
+    priority: int
+    due_at: int  # when it was due, before the claim moved run_at on
+    attempt: int  # this attempt, counted from 1
+    max_attempts: int
+    key: str | None  # its concurrency key: one job of a key runs at a time
+    batch: int | None  # the batch it belongs to, or whose callback it is
+    flow: dict[str, Any] | None = field(
+        repr=False
+    )  # a chain's step: the steps after it and on_failure; a callback: {"callback": true}
+    claim: int | None  # the token of the claim that holds it (None for a reaped job)
+    claimed_at: int  # when the claim (or the reaper) took it, ms on the database's clock
+    final: bool = field(default=False)  # set by the worker: a failure now ends the job
+    deadline: float | None = field(
+        default=None, compare=False
+    )  # while it runs with a timeout: when it must end (time.monotonic())
+    cancelling: bool = field(default=False, compare=False)  # an operator cancelled it while held: it is shelved
+    irrevocable: bool = field(default=False, compare=False)  # past its point of no return: a cancel no longer stops it
+    cancel_too_late: bool = field(default=False, compare=False)  # a cancel came past that point (logged once)
+    let_go: bool = field(default=False, compare=False)  # its worker let it go while it ran: it must not pass that point
+    performing: bool = field(default=False, compare=False)  # its performer was started and has not returned (hand.py)
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set when the job should stop. Made on first use: most jobs never need one, and a claim makes thousands."""
+        event: threading.Event | None = self.__dict__.get("_cancelled")
+        if event is None:  # setdefault keeps the first one made, if two threads get here at once
+            event = self.__dict__.setdefault("_cancelled", threading.Event())
+        return event
+
+    def point_of_no_return(self) -> None:
+        """Marks the moment from which the performer does what no rollback undoes, such as handing a letter over.
+
+        Raises JobCancelled when the worker heard an operator's cancel before it, or let
+        the job go (its timeout, a stop's grace): the performer stops there, having done
+        nothing, and the job is settled as the cancel or the letting go says. From then on
+        a cancel no longer stops the job: a success is deleted as any other (never shelved,
+        so a retry from the shelf cannot do it twice), and a failure goes on the shelf as
+        cancelled, not retried; and a job its worker lets go is shelved, never started again
+        (holdings.py).
+        """
+        with FATE:
+            if self.cancelling or self.let_go:
+                why = "cancelled" if self.cancelling else "let go by its worker"
+                raise JobCancelled(
+                    f"job {self.id} ({self.name} on {self.queue}) was {why} before its point of no return"
+                )
+            self.irrevocable = True
+
+
+# a claim's columns
+CLAIMED = tuple(f.name for f in fields(Job) if f.default is MISSING and f.default_factory is MISSING)
+
+
+def job_row(cursor: BaseCursor[Any, Any]) -> RowMaker[Job]:
+    """A psycopg row factory that makes a Job of each row, taking its columns by name.
+
+    The columns are matched to Job's fields once per statement, and each row is then
+    picked into the fields' order: as safe as psycopg's class_row (no link between
+    the order of RETURNING and of the fields), at a fraction of its cost per row.
+    """
+    result = cursor.pgresult  # its field names: cursor.description would build a Column object for each
+    assert result is not None, "psycopg asks for a row maker once a statement has a result"
+    pick = picker(tuple(result.fname(n) for n in range(result.nfields)))
+    return lambda values: Job(*pick(values))
+
+
+@functools.cache
+def picker(names: tuple[bytes, ...]) -> Callable[[Sequence[Any]], Any]:
+    """What picks a Job's fields, in order, out of a row of columns `names`."""
+    columns = [name.decode() for name in names]
+    missing = [name for name in CLAIMED if name not in columns]
+    if missing:
+        raise LookupError(f"the claim's statement returns no column for {', '.join(missing)} of a Job")
+    return operator.itemgetter(*(columns.index(name) for name in CLAIMED))
+
+
+_decoder = json.JSONDecoder()
+
+
+class ArgsLoader(Loader):
+    """Reads a claim's jsonb columns (args, flow) into Python, as psycopg's own loader does, at a third of its cost.
+
+    psycopg's loader hands the column's bytes to json.loads, which first works out
+    their encoding and checks their type: for a no-op job's few arguments that costs
+    more than its share of the claim. jsonb's text from the server is always UTF-8
+    and always one JSON value, so it is decoded and parsed straight away. Registered
+    on the claim's cursor only (store.claim_rows): a performer's own reads keep the loads
+    its app set up.
+    """
+
+    def load(self, data: Buffer) -> Any:
+        return _decoder.decode(str(data, "utf-8"))

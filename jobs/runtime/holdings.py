@@ -1,0 +1,221 @@
+"""The ledger: the one owner of the fate of every row a worker's claims hold.
+
+A row enters it before its claim is sent (the claim's token, `claiming`) and leaves it
+only once its settlement has committed. In between it is in one of three places: a
+live Hand (hand.py) of a work thread, which runs and settles it; a claim in flight,
+whose answer has not come yet; or loose, let go with a fate (`Fate`), for the keeper
+(supervisor.py) to settle on its own connection. Every way out of a thread (a lost
+connection, a refused statement, any exception, a thread let go) moves what its Hand
+held to loose, so nothing is ever dropped. And since a path that forgets a row can
+always be written, the keeper also compares, on a timer, the rows the database says
+this worker holds with what the ledger knows, and lets go of the difference
+(`strays`): a claim whose answer was lost, or any row no place here accounts for.
+
+A row settled without its performer (let go for its timeout or at the end of a stop's
+grace, or cancelled while it runs), which Python cannot stop, leaves the ledger while the
+performer runs on: `LetGo` keeps a row of job_let_go for each such performer (its queue,
+key and slot), which the claims count in work, until it returns (Job.performing). Used on
+the listener's thread only.
+"""
+
+import enum
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from ..core.job import FATE, Job, StoppedPastNoReturn
+from ..core.sql import queries
+from .hand import Hand
+
+
+class Fate(enum.Enum):
+    """What the keeper does with a loose row."""
+
+    GIVE_BACK = "give back"  # never started (or its stop's grace ran out before its point of no return): due again,
+    # its attempt not counted
+    DELETE = "delete"  # a quiet success whose deletion had not committed: it is done
+    LAPSE = "lapse"  # it was running when its thread's connection was lost: due again now, its attempt counted
+    FAIL = "fail"  # it ran and its settlement was refused: its attempt failed, with the reason
+
+
+@dataclass
+class Loose:
+    """A row let go, and what is to become of it. `job` is None for a stray: a row only the database knew of."""
+
+    id: int
+    claim: int
+    fate: Fate
+    job: Job | None = None
+    error: BaseException | None = None  # for FAIL: why its attempt failed
+
+
+class Ledger:
+    """Every row one worker holds, until its settlement commits; its methods are safe from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._hands: set[Hand] = set()
+        self._claims: set[int] = set()  # tokens of claims sent whose answer has not been read
+        self._loose: dict[int, Loose] = {}
+        self._settling = False  # the keeper has taken loose rows and not yet handed back what it left
+
+    def claiming(self, token: int) -> None:
+        """Hears that a claim under `token` is about to be sent: whatever it takes is held until heard."""
+        with self._lock:
+            self._claims.add(token)
+
+    def heard(self, token: int, hand: Hand) -> None:
+        """Hears the claim's answer: its rows are `hand`'s now."""
+        with self._lock:
+            self._hands.add(hand)
+            self._claims.discard(token)
+
+    def unheard(self, token: int) -> None:
+        """Hears that a claim's answer will never be read: whatever it took is a stray, for the keeper."""
+        with self._lock:
+            self._claims.discard(token)
+
+    def done_with(self, hand: Hand) -> None:
+        """Hears that a thread is through with `hand`; what it still holds, if anything, is let go unstarted."""
+        hand.returned()
+        self.dropped(hand, None)
+
+    def dropped(self, hand: Hand, error: BaseException | None, fate: "Fate | None" = None) -> list[Loose]:
+        """Lets go of everything `hand` holds, which its thread will not settle; answers what was let go.
+
+        Its waiting jobs are given back, its quiet successes deleted, and the running one
+        meets `fate`: by default failed with `error`, or given back when `error` is None
+        (it never started, or a shutdown's grace ran out); but see `past_no_return`.
+        """
+        with self._lock:
+            self._hands.discard(hand)
+            waiting, running, quiet = hand.emptied()
+            loose = [Loose(job.id, claim_of(job), Fate.GIVE_BACK, job) for job in waiting]
+            loose += [Loose(job.id, claim_of(job), Fate.DELETE, job) for job in quiet]
+            if running is not None:
+                fate, error = past_no_return(running, fate or (Fate.GIVE_BACK if error is None else Fate.FAIL), error)
+                loose.append(Loose(running.id, claim_of(running), fate, running, error))
+            self._loose.update((entry.id, entry) for entry in loose)
+            return loose
+
+    def let_go(self, jobs: Iterable[Job], fate: Fate, error: BaseException | None = None) -> None:
+        """Lets go of `jobs`, taken out of their hand by the caller, for the keeper to settle as `fate` says."""
+        with self._lock:
+            self._loose.update((job.id, Loose(job.id, claim_of(job), fate, job, error)) for job in jobs)
+
+    def given_back(self, hand: Hand) -> list[Job]:
+        """Takes the jobs of `hand` not yet started and lets them go, to be given back; answers them."""
+        with self._lock:
+            waiting = hand.waiting()
+            self._loose.update((job.id, Loose(job.id, claim_of(job), Fate.GIVE_BACK, job)) for job in waiting)
+            return waiting
+
+    def handed_on(self, hand: Hand) -> list[Job]:
+        """Lets go of what `hand` holds besides its running job: the waiting ones, to be given back; answers them.
+
+        Its quiet successes, which ran before the running one, are let go to be deleted now
+        rather than after it: a crash meanwhile would run them (and send their letters) again.
+        """
+        with self._lock:
+            waiting, done = hand.waiting(), hand.done()
+            self._loose.update((job.id, Loose(job.id, claim_of(job), Fate.GIVE_BACK, job)) for job in waiting)
+            self._loose.update((job.id, Loose(job.id, claim_of(job), Fate.DELETE, job)) for job in done)
+            return waiting
+
+    def hands(self) -> list[Hand]:
+        """The live hands, for the keeper and the cancels."""
+        with self._lock:
+            return list(self._hands)
+
+    def loose(self) -> list[Loose]:
+        """Takes what is loose, for the keeper to settle; what it could not settle it hands back with `kept`."""
+        with self._lock:
+            taken, self._loose = list(self._loose.values()), {}
+            self._settling = bool(taken)
+            return taken
+
+    def kept(self, loose: Iterable[Loose]) -> None:
+        """Hands back loose rows the keeper could not settle yet: it tries again at its next look."""
+        with self._lock:
+            for entry in loose:
+                self._loose.setdefault(entry.id, entry)
+            self._settling = False
+
+    def letting_go(self) -> bool:
+        """Whether rows are loose, or being settled: on their way back to the queue, or to their end."""
+        return self._settling or bool(self._loose)
+
+    def strays(self, rows: Iterable[tuple[int, int]]) -> list[Loose]:
+        """Of the (id, claim) rows the database says this worker holds, read just before, those nobody here holds.
+
+        Read in that order, a row the ledger does not know is never one that is on its
+        way in: its claim's token was known before the claim was sent, and it leaves
+        only after its settlement committed, when the database no longer holds it so.
+        A stray never started (a thread that starts a job holds it until it lets it go),
+        so it is given back; the keeper's statements are fenced by its claim.
+        """
+        with self._lock:
+            held = {job.id for hand in self._hands for job in hand.held()}
+            return [
+                Loose(id, claim, Fate.GIVE_BACK)
+                for id, claim in rows
+                if claim not in self._claims and id not in held and id not in self._loose
+            ]
+
+
+def past_no_return(job: Job, fate: Fate, error: BaseException | None) -> tuple[Fate, BaseException | None]:
+    """The fate of a running job let go: `fate`, unless it passed its point of no return, when it fails for good.
+
+    What it did no rollback undoes, so it is never given back as unstarted nor tried
+    again: it goes on the shelf, saying so (a lapse, its attempt counted, stays one).
+    Decided under FATE, so a performer that reaches its point after this stops there.
+    """
+    with FATE:
+        job.let_go = True
+        past = job.irrevocable
+    if not past or fate is Fate.LAPSE:
+        return fate, error
+    why = str(error) if error is not None else "its worker stopped and its grace ran out"
+    stopped = StoppedPastNoReturn(f"{why}, past its point of no return: not tried again")
+    stopped.__cause__ = error
+    return Fate.FAIL, stopped
+
+
+def claim_of(job: Job) -> int:
+    """The token of the claim that holds `job`."""
+    assert job.claim is not None, "a job in a worker's hand was claimed"
+    return job.claim
+
+
+class LetGo:
+    """The performers of one worker that run on after their jobs were settled without them."""
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[int, int], Job] = {}  # (id, claim): the job, while its row is in job_let_go
+
+    def recorded(self, db: psycopg.Connection[Any], jobs: list[Job]) -> None:
+        """Records, on db's transaction, those of `jobs` whose performer still runs, before they are settled."""
+        running = [job for job in jobs if job.performing and job.claim is not None]
+        if running:
+            params = {"ids": [job.id for job in running], "claims": [job.claim for job in running]}
+            db.execute(queries["let_go_recorded"], params)
+            self._running.update(((job.id, job.claim), job) for job in running if job.claim is not None)
+
+    def returned(self, db: psycopg.Connection[Any]) -> set[str]:
+        """Deletes the rows of the performers that have returned; answers their queues, which have room again."""
+        done = [(key, job) for key, job in self._running.items() if not job.performing]
+        if not done:
+            return set()
+        params = {"ids": [id for (id, _), _ in done], "claims": [claim for (_, claim), _ in done]}
+        db.execute(queries["let_go_forgotten"], params)
+        for key, _ in done:
+            del self._running[key]
+        return {job.queue for _, job in done}
+
+
+def gone_pruned(db: psycopg.Connection[Any]) -> None:
+    """Deletes the rows workers gone left in job_let_go, for the reaper."""
+    db.execute(queries["let_go_pruned"])

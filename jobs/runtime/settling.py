@@ -1,0 +1,211 @@
+"""What came of each job, and the statements that settle it: a success, a failure, a cancel or a lost lease.
+
+The runner (running.py) gives each job an Outcome and settles it here. A success that
+wrote is deleted on its own transaction, which then commits (`success_committed`);
+successes that never touched the connection are deleted together (`quiet_settled`); a
+failure is recorded with its reason (`recorded_failure`). Every settlement is fenced
+by the claim's token and by the cancel mark: a row that is no longer ours, or that an
+operator cancelled meanwhile, is not settled as the runner saw it, but goes the one way
+a cancelled job goes (`cancelled_or_lost`): on the shelf, its chain or batch told once.
+The jobs whose worker died on their last attempt, which no thread will settle, the
+listener's reaper fails for good here too (`reaped_settled`).
+"""
+
+import contextlib
+import functools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+
+from ..core import redaction
+from ..core.job import Job
+from ..core.policies import Policy
+from ..store import claims, control, flows
+from .transaction import JobTransaction
+
+NAMES_KEPT = 256  # performers' names whose success outcome is kept made (`processed`)
+
+log = logging.getLogger("jobs")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one attempt went: its counter, its line, and its log record."""
+
+    kind: str  # a field of Counts
+    line: str  # what `worked` answers, as in the seed: "ran greet"
+    level: int = logging.INFO
+    message: str = ""
+    final: bool = False  # a failure for good
+
+
+def processed(job: Job) -> Outcome:
+    """The outcome of a success: one per performer's name, as a drain has thousands of each."""
+    return success_of(job.name)
+
+
+@functools.lru_cache(maxsize=NAMES_KEPT)
+def success_of(name: str) -> Outcome:
+    return Outcome("processed", f"ran {name}")
+
+
+def cancelled(job: Job) -> Outcome:
+    """The outcome of a job cancelled while held: nothing of it is kept, and it is on the shelf."""
+    return Outcome("cancelled", f"cancelled {job.name}", logging.INFO, "was cancelled: its writes are undone")
+
+
+def taken_over(job: Job) -> Outcome:
+    """The outcome of a job that ran while another worker took it over: that worker settles it."""
+    return Outcome("lease_lost", f"lease lost {job.name}", logging.WARNING, "ran, but another worker holds it now")
+
+
+def success_committed(transaction: JobTransaction, job: Job) -> Outcome:
+    """Deletes a job that wrote, moves its chain or batch on, and commits, all on its own transaction.
+
+    When the row is no longer ours, or was cancelled meanwhile, the job's writes roll
+    back with the transaction, and it settles as `cancelled_or_lost` says.
+    """
+    db = transaction.db
+    try:
+        if claims.finished_one(transaction.cursor, job):
+            moved_flows_on(db, [(job, processed(job))])
+            transaction.committed()
+            return processed(job)
+        transaction.rolled_back()
+    except BaseException:
+        transaction.rolled_back()
+        raise
+    return cancelled_or_lost(db, job)
+
+
+def quiet_settled(db: psycopg.Connection[Any], jobs: list[Job]) -> list[tuple[Job, Outcome]]:
+    """Deletes successes that never touched the connection, in one statement; answers (job, Outcome) each.
+
+    They wrote nothing, so there is nothing to commit with them but their deletion, and
+    one statement deletes them all in one round trip. Only when a chain or batch must
+    move on do they share a transaction, which holds nothing but their settlement.
+    """
+    if not jobs:
+        return []
+    if any(job.batch or job.flow for job in jobs):
+        with db.transaction():
+            kept = claims.finished(db, jobs)
+            moved_flows_on(db, [(job, processed(job)) for job in jobs if job.id in kept])
+    else:
+        kept = claims.finished(db, jobs)
+    return [(job, processed(job) if job.id in kept else cancelled_or_lost(db, job)) for job in jobs]
+
+
+def cancelled_or_lost(db: psycopg.Connection[Any], job: Job) -> Outcome:
+    """Settles a job whose row refused its settlement: cancelled by an operator, or taken by another worker.
+
+    A row still under our claim but marked cancelled goes on the shelf as cancelled, and
+    its chain or batch hears that it ended (control.cancellation_settled); one the
+    listener shelved already (job.cancelling) is cancelled too. Any other row is
+    another worker's now, and stays its to settle.
+    """
+    with db.transaction():
+        shelved = control.cancellation_settled(db, job)
+    if shelved or job.cancelling:
+        job.cancelling = True
+        return cancelled(job)
+    log.warning("lease lost: another worker holds job %s (%s on %s); it is its to settle", job.id, job.name, job.queue)
+    return taken_over(job)
+
+
+def recorded_failure(
+    db: psycopg.Connection[Any],
+    job: Job,
+    policy: Policy,
+    error: BaseException,
+    reason: str,
+    trace: str,
+    now: int | None,
+    kind: str | None = None,
+    hooks: Callable[[Callable[[], object]], object] | None = None,
+    ran: float | None = None,
+) -> Outcome:
+    """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job.
+
+    One statement, or one transaction with the chain or batch of a job that failed for good.
+    Then the policy's on_error hook is called, by `hooks(call)` when given (the keeper runs
+    it on a thread of its own), else here; whatever it raises is logged. `ran` is the
+    seconds the attempt ran, kept beside its reason for the dashboard.
+    """
+    secret = claims.secret_of(db, job)  # none of their values is written or logged (redaction.py)
+    reason, trace = (
+        written(redaction.redacted(reason, job.args, secret)),
+        written(redaction.redacted(trace, job.args, secret)),
+    )
+    wait = policy.wait_after(job.attempt, error)
+    if wait is None:
+        after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index
+    else:
+        after, max_attempts = round(wait * 1000), max(policy.attempts, job.attempt + 1)
+    line = f"failed {job.name} on attempt {job.attempt}: {reason}"
+    if wait is None:
+        outcome = Outcome(
+            kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}", True
+        )
+    else:
+        outcome = Outcome(
+            kind or "rescheduled",
+            line,
+            logging.WARNING,
+            f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}",
+        )
+    with db.transaction() if outcome.final and (job.batch or job.flow) else contextlib.nullcontext():
+        recorded = claims.attempt_failed(db, job, reason, trace, after, max_attempts, now, ran)
+        if recorded:
+            moved_flows_on(db, [(job, outcome)])
+    if not recorded:
+        return cancelled_or_lost(db, job)
+    if policy.on_error is not None:
+        hook = policy.on_error
+
+        def call() -> None:
+            try:
+                hook(job, error)
+            except BaseException:  # SystemExit too: a hook's error ends no thread of the worker
+                log.exception("on_error of job %s (%s on %s) raised", job.id, job.name, job.queue)
+
+        if hooks is None:
+            call()
+        else:
+            hooks(call)
+    return outcome
+
+
+def written(text: str) -> str:
+    """`text` as a column of type text can hold it: a NUL character, which PostgreSQL refuses, spelled out."""
+    return text.replace("\x00", "\\x00")
+
+
+def moved_flows_on(db: psycopg.Connection[Any], settled: list[tuple[Job, Outcome]]) -> None:
+    """Lets chains and batches react to settlements, on the same transaction."""
+    done = [job for job, outcome in settled if outcome.kind == "processed" and (job.batch or job.flow)]
+    ended = [job for job, outcome in settled if outcome.final and (job.batch or job.flow)]
+    if done or ended:
+        flows.settled(db, done, ended)
+
+
+LOST = Outcome("failed", "lost", logging.ERROR, "its worker stopped during the last attempt", final=True)
+
+
+def reaped_settled(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
+    """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
+
+    One transaction: the jobs leave the queue and their chains and batches hear of it
+    together, as they do of any failure the runner records.
+    """
+    with db.transaction():
+        lost = claims.reaped(db, now)
+        moved_flows_on(db, [(job, LOST) for job in lost])
+    for job in lost:
+        log.error(
+            "job %s (%s on %s) failed for good: its worker stopped during the last attempt", job.id, job.name, job.queue
+        )
+    return lost

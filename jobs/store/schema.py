@@ -1,0 +1,158 @@
+"""Making and upgrading the queue's tables, without holding up the app that uses them.
+
+`prepared` reads the version the database records in job_schema and, when it is
+current (every start but the first after an upgrade), changes and locks nothing. Else
+it takes the missing steps of schema.sql in order, each under LOCK_TIMEOUT and retried.
+`Steps` does this for any numbered steps with a record table of their own: the
+guestbook's tables are made the same way.
+"""
+
+import logging
+import time
+from pathlib import Path
+from typing import Any, TypeVar
+
+import psycopg
+from psycopg import sql
+
+from ..core.sql import load, one
+
+LOCK_TIMEOUT = 0.1  # seconds a step's statement waits for a lock before the step rolls back to try again
+UPGRADE_PAUSE_FIRST = 0.1  # seconds before a step that timed out is tried again; doubles up to UPGRADE_PAUSE_MAX
+UPGRADE_PAUSE_MAX = 5.0
+UPGRADE_PATIENCE = 300.0  # seconds of retries after which `prepared` gives up and raises SchemaError
+# The advisory lock that lets one process at a time take a step: two running CREATE TABLE
+# IF NOT EXISTS side by side can fail on the catalogue's unique index, and both would
+# record the step. Older copies of the package took the same key, so they take turns too.
+UPGRADE_LOCK = 7468021459
+
+statements = load(Path(__file__).with_name("schema.sql"))
+
+log = logging.getLogger("jobs")
+C = TypeVar("C", bound=psycopg.Connection[Any])  # the connection `prepared` answers, as it was given
+
+
+class SchemaError(Exception):
+    """The tables are behind this code's VERSION, and this process could not bring them up to it."""
+
+
+def numbered(statements: dict[str, str]) -> dict[int, str]:
+    """The statements named "step N", by N."""
+    return {int(name.removeprefix("step ")): text for name, text in statements.items() if name.startswith("step ")}
+
+
+class Steps:
+    """Numbered steps that make and upgrade some tables, and the table that records which a database took.
+
+    what: how the log and errors name the tables ("jobs tables"). steps: N -> the
+    statements of step N, whose step 1 makes the `record` table (version integer
+    PRIMARY KEY). lock: the advisory lock key upgraders of these tables take turns
+    by. owner: what a role that may not change the tables should run instead.
+    """
+
+    def __init__(self, what: str, steps: dict[int, str], record: str, lock: int, owner: str) -> None:
+        self.what, self.steps, self.record, self.lock, self.owner = what, steps, record, lock, owner
+        self.needed = max(steps)  # the version this code needs: the number of its last step
+        self._version = sql.SQL(statements["version"]).format(record=sql.Identifier(record))
+        self._record = sql.SQL(statements["record"]).format(record=sql.Identifier(record))
+
+    def prepared(self, db: C) -> C:
+        """Takes the steps `db` lacks, if any; on a current database only reads the record (see `prepared`)."""
+        if self.version(db) < self.needed:
+            self.upgraded(db)
+        return db
+
+    def version(self, db: psycopg.Connection[Any]) -> int:
+        """The last step this database has taken; 0 when it keeps no record."""
+        with db.transaction():
+            if not one(db.execute(statements["recorded"], {"record": self.record}))[0]:
+                return 0
+            taken: int = one(db.execute(self._version))[0]
+            return taken
+
+    def upgraded(self, db: psycopg.Connection[Any], target: int | None = None) -> int:
+        """Takes the steps up to `target` (all) that `db` has not taken; returns the version (see `upgraded`)."""
+        target = self.needed if target is None else target
+        taken, pause = self.version(db), UPGRADE_PAUSE_FIRST
+        deadline = time.monotonic() + UPGRADE_PATIENCE
+        while taken < target:
+            try:
+                taken = self.stepped(db, taken + 1)
+            except psycopg.errors.LockNotAvailable as error:
+                if time.monotonic() + pause > deadline:
+                    raise SchemaError(
+                        f"step {taken + 1} of the {self.what} waited {UPGRADE_PATIENCE:g} s for "
+                        f"other transactions' locks on them, and gave up: {error}"
+                    ) from error
+                log.warning(
+                    "%s: step %s of %s waits for a lock another transaction holds; trying again in %.1f s",
+                    self.what,
+                    taken + 1,
+                    self.needed,
+                    pause,
+                )
+                time.sleep(pause)
+                pause = min(pause * 2, UPGRADE_PAUSE_MAX)
+            except psycopg.errors.InsufficientPrivilege as error:
+                raise SchemaError(
+                    f"the {self.what} are at version {taken} and this code needs {self.needed}, "
+                    f"but this role may not change them ({error}); {self.owner}"
+                ) from error
+        return taken
+
+    def stepped(self, db: psycopg.Connection[Any], step: int) -> int:
+        """Takes one step unless another process took it first; returns the version now."""
+        with db.transaction():
+            db.execute(statements["lock_timeout"], {"timeout": f"{round(LOCK_TIMEOUT * 1000)}ms"})
+            db.execute(statements["serialised"], {"key": self.lock})
+            taken = self.version(db)  # read again under the lock: another process may have gone first
+            if taken >= step:
+                return taken
+            db.execute(self.steps[step])
+            db.execute(self._record, {"version": step})
+        log.info("%s: took step %s of %s", self.what, step, self.needed)
+        return step
+
+
+STEPS = numbered(statements)
+VERSION = max(STEPS)  # the schema this code needs: the number of the last step in schema.sql
+TABLES = Steps(
+    "jobs tables",
+    STEPS,
+    "job_schema",
+    UPGRADE_LOCK,
+    "run `python -m jobs prepare` once as their owner, or call jobs.prepared on an owner's connection",
+)
+
+
+def prepared(db: C) -> C:
+    """Makes the queue's tables, or brings them up to VERSION, when they are behind; returns `db`.
+
+    When the database is current it only reads job_schema (a catalogue look-up and
+    one small table of its own), so it is cheap on every start, never waits on the
+    app's transactions, and needs no privilege beyond SELECT: a role that may only
+    SELECT, INSERT, UPDATE and DELETE can call it once an owner has run it. A newer
+    version than VERSION (a later copy upgraded first) counts as current.
+
+    When the tables are behind, see `upgraded`. Call it outside a transaction.
+    """
+    return TABLES.prepared(db)
+
+
+def version(db: psycopg.Connection[Any]) -> int:
+    """The last step of schema.sql this database has taken; 0 when it keeps no record."""
+    return TABLES.version(db)
+
+
+def upgraded(db: psycopg.Connection[Any], target: int = VERSION) -> int:
+    """Takes the steps of schema.sql up to `target` that `db` has not taken; returns the version.
+
+    Each step is one transaction whose statements wait at most LOCK_TIMEOUT for a
+    lock: when another transaction holds one it needs (an app's transaction that
+    queued a job and is still open, say), the step rolls back, is logged, and is tried
+    again after a pause growing from UPGRADE_PAUSE_FIRST to UPGRADE_PAUSE_MAX. So the
+    app's statements that queue behind a step's lock wait LOCK_TIMEOUT at the most.
+    Raises SchemaError after UPGRADE_PATIENCE of that, or at once when this role may
+    not change the tables, saying what to run instead.
+    """
+    return TABLES.upgraded(db, target)
