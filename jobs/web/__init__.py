@@ -1,6 +1,7 @@
 """The queue's own dashboard: a WSGI app, standard library only, that any Python web app can mount.
 
-wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
+wsgi.py     authorizes each request, routes it and checks a POST's CSRF token (csrf.py)
+request.py  what a page or an action is handed (Request) and answers (Answer, or a Refused)
 queues.py   the queues page, a GET that only reads: each queue's jobs by state, its limit, and its pulse (chart.py)
 pages.py    the other GETs, which only read: the failed shelf, batches, schedules, workers
 detail.py   a job's page
@@ -20,7 +21,8 @@ from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 from ..store.schedules import Schedule, held
 from . import actions, bulk, csrf, detail, lists, metrics, pages, queues
-from .wsgi import Answer, Dashboard, Opens, Route
+from .request import Answer
+from .wsgi import Dashboard, Opens, Route
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
     from ..runtime.worker import Worker

@@ -15,7 +15,8 @@ from ..store import control, shelf
 from . import html, params
 from .html import escaped
 from .pages import queries
-from .wsgi import Answer, Dashboard, Request
+from .request import Answer, Request
+from .wsgi import Dashboard
 
 
 def answered(request: Request, title: str, lines: list[str], back: tuple[str, str]) -> Answer:

@@ -15,7 +15,8 @@ from ..store import claims, control, shelf
 from . import html, listing, lists, params
 from .html import escaped
 from .listing import Filters
-from .wsgi import Answer, Dashboard, Refused, Request
+from .request import Answer, Refused, Request
+from .wsgi import Dashboard
 
 BULK_CHUNK = 1_000  # jobs each transaction of a bulk action changes
 BULK_SECONDS = 5.0  # seconds a bulk action's request works at most; it then says where to go on

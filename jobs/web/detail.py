@@ -16,7 +16,8 @@ from ..store import claims
 from . import html, params
 from .html import escaped
 from .pages import queries
-from .wsgi import Answer, Dashboard, Refused, Request
+from .request import Answer, Refused, Request
+from .wsgi import Dashboard
 
 
 def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:

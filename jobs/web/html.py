@@ -9,13 +9,10 @@ by the dashboard itself.
 import html
 from datetime import UTC, datetime
 from string import Template
-from typing import TYPE_CHECKING
 
 from ..cli.tables import age as age  # the command line's, so both say a duration alike (pages.py calls html.age)
 from . import csrf
-
-if TYPE_CHECKING:  # wsgi.py imports this module
-    from .wsgi import Request
+from .request import Request
 
 LAYOUT = Template("""<!doctype html>
 <html lang="en">
@@ -45,7 +42,7 @@ def escaped(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def page(request: "Request", title: str, body: str, *, refreshing: bool = False) -> str:
+def page(request: Request, title: str, body: str, *, refreshing: bool = False) -> str:
     """A whole page: the layout around `body` (HTML already), with the refresh script when asked."""
     script = f'<script src="{escaped(request.root)}/refresh.js"></script>' if refreshing else ""
     return LAYOUT.substitute(title=escaped(title), root=escaped(request.root), body=body, script=script)
@@ -70,7 +67,7 @@ def table(headers: list[str], rows: list[list[str]], numeric: frozenset[str] = f
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def button(request: "Request", action: str, label: str, fields: dict[str, object], *, danger: bool = False) -> str:
+def button(request: Request, action: str, label: str, fields: dict[str, object], *, danger: bool = False) -> str:
     """A POST form of one button, to `action`, with hidden `fields` and the page's CSRF token."""
     hidden = "".join(f'<input type="hidden" name="{escaped(k)}" value="{escaped(v)}">' for k, v in fields.items())
     style = ' class="danger"' if danger else ""
@@ -80,12 +77,12 @@ def button(request: "Request", action: str, label: str, fields: dict[str, object
     )
 
 
-def token_field(request: "Request") -> str:
+def token_field(request: Request) -> str:
     """The hidden field that carries the page's CSRF token in a form."""
     return f'<input type="hidden" name="{csrf.FIELD}" value="{escaped(request.csrf)}">'
 
 
-def link(request: "Request", path: str, text: object, **params: object) -> str:
+def link(request: Request, path: str, text: object, **params: object) -> str:
     """A link to a page of the dashboard."""
     return f'<a href="{escaped(request.url(path, **params))}">{escaped(text)}</a>'
 

@@ -18,7 +18,8 @@ from . import html, listing, params
 from .html import escaped
 from .listing import Filters
 from .pages import queries
-from .wsgi import Answer, Dashboard, Refused, Request
+from .request import Answer, Refused, Request
+from .wsgi import Dashboard
 
 # The bulk actions (bulk.py), and the states whose lists offer each.
 ACTS_ON = {"retry": ("failed",), "discard": ("failed",), "cancel": ("due", "scheduled", "in_work")}

@@ -19,7 +19,8 @@ from ..store import schedules as schedule_rows
 from ..store import shelf, workers_table
 from . import html, params
 from .html import escaped
-from .wsgi import Answer, Dashboard, Request
+from .request import Answer, Request
+from .wsgi import Dashboard
 
 queries = load(Path(__file__).with_name("queries.sql"))
 STATIC = Path(__file__).with_name("static")

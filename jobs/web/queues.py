@@ -15,7 +15,8 @@ from ..core.sql import queries as job_queries
 from ..store import pulse, shelf
 from . import chart, html
 from .html import escaped
-from .wsgi import Answer, Dashboard, Request
+from .request import Answer, Request
+from .wsgi import Dashboard
 
 REFRESH_EVERY = 5  # seconds between two looks of the queues page at its table
 COUNTS = ("due", "scheduled", "in_work", "failed")

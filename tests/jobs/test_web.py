@@ -205,7 +205,7 @@ def test_a_bad_form_gets_a_400_page_and_changes_nothing(client, table, path, dat
 
 
 def test_a_form_too_large_to_read_is_refused(client, table):
-    answer = posted(client, "/retry", {"id": "1" * (jobs.web.wsgi.FORM_MAX + 1)})
+    answer = posted(client, "/retry", {"id": "1" * (jobs.web.request.FORM_MAX + 1)})
     assert answer.status_code == 413
 
 
