@@ -7,7 +7,7 @@ pages.py    the other GETs, which only read: the failed shelf, batches, schedule
 detail.py   a job's page
 bulk.py     retry, discard or cancel every job a list's filters match: previewed, then in chunks
 lists.py    the lists of jobs: by state, filtered and paged (listing.py reads them), and a batch's
-actions.py  the POSTs, which change the queue and answer what they changed
+actions.py  the POSTs, which change the queue and send the operator back saying what they did (back.py)
 metrics.py  …/metrics in Prometheus' text format
 html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
 chart.py    the pulse's inline SVG charts

@@ -59,7 +59,8 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
     if found["state"] == "failed":
         body += [
             html.button(request, "retry", "Retry", {"id": id}),
-            html.button(request, "discard", "Discard", {"id": id}, danger=True),
+            # a job discarded is gone: its page would answer 404, so the shelf is where the operator lands
+            html.button(request, "discard", "Discard", {"id": id}, danger=True, back_to="/failed"),
         ]
     else:
         if found["state"] == "scheduled":

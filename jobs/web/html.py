@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from string import Template
 
 from ..cli.tables import age as age  # the command line's, so both say a duration alike (pages.py calls html.age)
-from . import csrf
+from . import back, csrf
 from .request import Request
 
 LAYOUT = Template("""<!doctype html>
@@ -45,7 +45,8 @@ def escaped(value: object) -> str:
 def page(request: Request, title: str, body: str, *, refreshing: bool = False) -> str:
     """A whole page: the layout around `body` (HTML already), with the refresh script when asked."""
     script = f'<script src="{escaped(request.root)}/refresh.js"></script>' if refreshing else ""
-    return LAYOUT.substitute(title=escaped(title), root=escaped(request.root), body=body, script=script)
+    said = note(escaped(request.said)) if request.said else ""
+    return LAYOUT.substitute(title=escaped(title), root=escaped(request.root), body=said + body, script=script)
 
 
 def table(headers: list[str], rows: list[list[str]], numeric: frozenset[str] = frozenset()) -> str:
@@ -67,19 +68,32 @@ def table(headers: list[str], rows: list[list[str]], numeric: frozenset[str] = f
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def button(request: Request, action: str, label: str, fields: dict[str, object], *, danger: bool = False) -> str:
-    """A POST form of one button, to `action`, with hidden `fields` and the page's CSRF token."""
+def button(
+    request: Request,
+    action: str,
+    label: str,
+    fields: dict[str, object],
+    *,
+    danger: bool = False,
+    back_to: str | None = None,
+) -> str:
+    """A POST form of one button, to `action`, with hidden `fields`, the page's CSRF token, and the page the action
+    returns to: `back_to` (a path below the mount), else this one."""
     hidden = "".join(f'<input type="hidden" name="{escaped(k)}" value="{escaped(v)}">' for k, v in fields.items())
     style = ' class="danger"' if danger else ""
     return (
-        f'<form class="inline" method="post" action="{escaped(request.root)}/{action}">{token_field(request)}'
+        f'<form class="inline" method="post" action="{escaped(request.root)}/{action}">{token_field(request, back_to)}'
         f'{hidden}<button type="submit"{style}>{escaped(label)}</button></form>'
     )
 
 
-def token_field(request: Request) -> str:
-    """The hidden field that carries the page's CSRF token in a form."""
-    return f'<input type="hidden" name="{csrf.FIELD}" value="{escaped(request.csrf)}">'
+def token_field(request: Request, back_to: str | None = None) -> str:
+    """The hidden fields of a form: the page's CSRF token, and the page its action returns to (`back_to`, a path
+    below the mount, else this one)."""
+    return (
+        f'<input type="hidden" name="{csrf.FIELD}" value="{escaped(request.csrf)}">'
+        f'<input type="hidden" name="next" value="{escaped(back_to or back.here(request))}">'
+    )
 
 
 def link(request: Request, path: str, text: object, **params: object) -> str:

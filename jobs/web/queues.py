@@ -59,7 +59,7 @@ def queues_table(request: Request, figures: list[dict[str, Any]]) -> str:
                 *counts,
                 age(queue["oldest_due_age"]),
                 "yes" if queue["paused"] else "no",
-                html.button(request, action[0], action[1], {"queue": queue["queue"]}),
+                html.button(request, action[0], action[1], {"queue": queue["queue"]}, back_to="/"),
             ]
         )
     headers = ["Queue", "Due", "Scheduled", "In work", "Failed", "Oldest due", "Paused", ""]
@@ -76,7 +76,7 @@ def queues_table(request: Request, figures: list[dict[str, Any]]) -> str:
 def pause_form(request: Request) -> str:
     """A form that pauses the queue whose name is typed in."""
     return (
-        f'<form class="actions" method="post" action="{escaped(request.root)}/pause">{html.token_field(request)}'
+        f'<form class="actions" method="post" action="{escaped(request.root)}/pause">{html.token_field(request, "/")}'
         '<label>Queue to pause <input name="queue" required maxlength="200"></label>'
         '<button type="submit">Pause queue</button></form>'
     )

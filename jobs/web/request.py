@@ -33,6 +33,7 @@ class Request:
     cookies: dict[str, str]
     form: dict[str, list[str]] = field(default_factory=dict)
     csrf: str = ""  # the page's CSRF token, for its forms
+    said: str = ""  # the line the action that sent the operator here said (back.py), checked
 
     @classmethod
     def read(cls, environ: WSGIEnvironment) -> "Request":

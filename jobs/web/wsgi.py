@@ -18,7 +18,7 @@ from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 import psycopg
 
 from ..store.schedules import Schedule
-from . import csrf, html
+from . import back, csrf, html
 from .request import Answer, Refused, Request
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
@@ -116,6 +116,7 @@ class Dashboard:
             raise Refused(403, "you may not see the queue's dashboard")
         route, groups = self.route(request)
         request.csrf, cookie = csrf.token(self.keys, request)
+        request.said = back.said(self.keys, request)
         if route.method == "POST":
             if not csrf.same_site(self.keys, request):
                 raise Refused(403, "the form was sent from another site")
@@ -148,6 +149,10 @@ class Dashboard:
             )
         )
         raise Refused(405, f"{request.path} answers {allowed} only", allow=allowed)
+
+    def serves(self, path: str) -> bool:
+        """Whether `path` (below the mount) is a page of the dashboard: a GET route matches it."""
+        return any(route.method == "GET" and route.pattern.fullmatch(path) for route in self.routes)
 
     def refusal_page(self, request: Request, refusal: Refused) -> Answer:
         """A page saying what was wrong, with the refusal's status."""
