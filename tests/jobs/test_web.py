@@ -225,7 +225,7 @@ def test_the_queues_page_shows_each_queue_s_figures_and_refreshes_its_table_in_p
 
 def test_a_queue_with_no_jobs_yet_is_paused_by_name_from_the_queues_page(client, db):
     page = get(client, "/").text
-    assert "No jobs, and no queue is paused." in page
+    assert "No queue yet" in page
     assert '<form class="actions" method="post" action="/pause">' in page and 'name="queue" required' in page
     assert "Queue mail paused" in posted(client, "/pause", {"queue": "mail"}).text
     assert jobs.paused_queues(db) == {"mail"}

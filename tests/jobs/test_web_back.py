@@ -12,8 +12,7 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-
-from .test_web import OPERATOR, get, operator, posted, shelved
+from tests.jobs.test_web import OPERATOR, get, operator, posted, shelved
 
 
 def token(client):
