@@ -3,10 +3,11 @@
 wsgi.py     authorizes each request, routes it and checks a POST's CSRF token (csrf.py)
 request.py  what a page or an action is handed (Request) and answers (Answer, or a Refused)
 queues.py   the queues page, a GET that only reads: each queue's jobs by state, its limit, and its pulse (chart.py)
-pages.py    the other GETs, which only read: the failed shelf, batches, schedules, workers
+pages.py    the other GETs, which only read: batches, schedules, workers
 detail.py   a job's page
 bulk.py     retry, discard or cancel every job a list's filters match: previewed, then in chunks
-lists.py    the lists of jobs: by state, filtered and paged (listing.py reads them), and a batch's
+lists.py    the lists of jobs: by state, filtered and paged (listing.py reads them), and a batch's;
+            the failed state's is the one failed view, /failed (failed.py)
 actions.py  the POSTs, which change the queue and send the operator back saying what they did (back.py)
 metrics.py  …/metrics in Prometheus' text format
 html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
@@ -104,7 +105,7 @@ def route(pattern: str, method: str, handler: Callable[..., Answer], *, database
 ROUTES = [
     route("/", "GET", queues.queues),
     route("/queues.fragment", "GET", queues.queues_fragment),
-    route("/failed", "GET", pages.failed),
+    route("/failed", "GET", lists.failed_list),
     route("/jobs", "GET", lists.jobs_list),
     route("/job/([^/]*)", "GET", detail.job),
     route("/batches", "GET", pages.batches),

@@ -1,4 +1,4 @@
-"""The dashboard's pages, each a GET that only reads: the failed shelf, batches, schedules, workers.
+"""The dashboard's pages, each a GET that only reads: batches, schedules, workers, and the assets.
 
 Each reads what it shows through shelf.py, control.py, schedules.py and workers_table.py (or
 web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however
@@ -29,62 +29,6 @@ ASSETS = {
     "refresh.js": "text/javascript; charset=utf-8",
     "icon.svg": "image/svg+xml",  # named by every page, so a browser asks no /favicon.ico of the app
 }
-
-
-def failed(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
-    """The failed shelf, newest first, a page at a time, with retry and discard for a selection or all shown."""
-    queue = request.query.get("queue", [""])[0] or None
-    after = params.optional(request.query, "after", "after")
-    limit = params.optional(request.query, "limit", "limit", largest=params.PAGE_MAX) or shelf.PAGE
-    page = shelf.failed(db, queue, limit=limit, after=after)
-    title = "Failed" + (f" on {queue}" if queue else "")
-    if not page:
-        return Answer(html.page(request, title, "<p>No job has failed for good here.</p>"))
-    rows = [
-        [
-            f'<input type="checkbox" name="id" value="{job["id"]}" aria-label="job {job["id"]}">',
-            html.link(request, f"/job/{job['id']}", job["id"]),
-            escaped(job["queue"]),
-            escaped(job["name"]),
-            str(job["attempts"]),
-            html.moment(job["failed_at"]),
-            reasons(job),
-        ]
-        for job in page
-    ]
-    shown = "".join(f'<input type="hidden" name="shown" value="{job["id"]}">' for job in page)
-    buttons = (
-        '<div class="actions">'
-        f'<button type="submit" formaction="{escaped(request.root)}/retry">Retry selected</button>'
-        f'<button type="submit" formaction="{escaped(request.root)}/discard" class="danger">Discard selected</button>'
-        f'<button type="submit" formaction="{escaped(request.root)}/retry" name="all_shown" value="1">'
-        f"Retry all {len(page)} shown</button>"
-        f'<button type="submit" formaction="{escaped(request.root)}/discard" name="all_shown" value="1" '
-        f'class="danger">Discard all {len(page)} shown</button></div>'
-    )
-    table = html.table(
-        ["Select", "Job", "Queue", "Name", "Attempts", "Failed at", "Reason"], rows, frozenset({"Job", "Attempts"})
-    )
-    more = ""
-    if len(page) == limit:
-        more = f"<p>{html.link(request, '/failed', 'Older failures →', queue=queue, after=page[-1]['id'])}</p>"
-    body = (
-        f'<form method="post" action="{escaped(request.root)}/retry">{html.token_field(request)}{shown}'
-        f"{buttons}{table}</form>{more}"
-    )
-    return Answer(html.page(request, title, body))
-
-
-def reasons(job: dict[str, Any]) -> str:
-    """A failed job's last reason, with its earlier reasons and its traceback behind a click."""
-    earlier = job["reasons"][:-1]
-    parts = [escaped(html.first_line(job["failure"]))]
-    if earlier:
-        items = "".join(f"<li>{escaped(reason)}</li>" for reason in earlier)
-        parts.append(f"<details><summary>{len(earlier)} earlier</summary><ol>{items}</ol></details>")
-    if job["traceback"]:
-        parts.append(f"<details><summary>traceback</summary><pre>{escaped(job['traceback'])}</pre></details>")
-    return f"<div>{''.join(parts)}</div>"
 
 
 def batches(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:

@@ -59,3 +59,9 @@ SELECT queue, count(*) AS workers, sum(threads)::integer AS threads
 FROM job_workers CROSS JOIN LATERAL unnest(queues) AS queue
 WHERE ended_at IS NULL AND {now} - beat_at <= lease * %(silent)s
 GROUP BY queue
+
+-- name: reasons
+-- Every reason and the last traceback of the jobs a page of the failed view lists, by
+-- primary key: the list's walk (lists.sql) reads the short columns alone, so a filter
+-- that walks thousands of jobs carries no traceback it will not show.
+SELECT id, reasons, traceback FROM jobs WHERE id = ANY(%(ids)s)

@@ -151,7 +151,7 @@ BAD_PAGES = [
     "/job/",
     "/job/7",
     "/failed?after=x",
-    "/failed?after=0",
+    "/jobs?state=failed&after=1,2",
     "/failed?limit=0",
     "/failed?limit=100000",
     "/batches?after=%FF",
@@ -174,7 +174,7 @@ def test_a_bad_address_gets_a_4xx_page_that_says_what_was_wrong(client, table, p
     "path",
     [
         f"/job/{LONG_NUMBER}",
-        f"/failed?after={LONG_NUMBER}",
+        f"/failed?worker={LONG_NUMBER}",
         f"/failed?limit={LONG_NUMBER}",
         f"/batches?after={LONG_NUMBER}",
     ],
