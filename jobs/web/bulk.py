@@ -93,7 +93,7 @@ def described(filters: Filters) -> str:
     if filters.queue:
         words += f" on {escaped(filters.queue)}"
     if filters.worker:
-        words += f" held by worker {filters.worker}"
+        words += f" held by worker {html.short_id(filters.worker)}"
     if filters.value:
         words += f" with an argument {escaped(filters.value)}"
     return words

@@ -19,6 +19,12 @@ from .pages import queries
 from .request import Answer, Refused, Request
 from .wsgi import Dashboard
 
+# What the page can say of when each attempt ran: the table keeps no moment per attempt.
+KEPT = (
+    "Each attempt shows how long it ran; the table keeps no moment of its own for each. The last shows when the job "
+    "failed for good, or when its next attempt is due; the job's first attempt began after it was queued."
+)
+
 
 def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:
     """A job's page: its state, when it was queued, its failed attempts with how long each ran, its traceback,
@@ -46,9 +52,7 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
         ("Queued at", html.moment(found["queued_at"]) if found["queued_at"] else "- (queued before the table kept it)"),
         (
             "Failed at" if found["state"] == "failed" else "Held by" if held else "Run at",
-            html.link(request, "/jobs", f"worker {found['worker']}", state="in_work", worker=found["worker"])
-            if held
-            else html.moment(found["run_at"]),
+            html.worker_link(request, found["worker"]) if held else html.moment(found["run_at"]),
         ),
         ("Concurrency key", escaped(found["key"] or "-")),
         ("Unique key", escaped(found["unique_key"] or "-")),
@@ -69,17 +73,32 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
     body.append("</div>")
     if found["reasons"]:
         body.append(
-            "<h2>Failed attempts</h2>" + reasons_by_run(found["reasons"], found["retries"] or [], found["ran"] or {})
+            "<h2>Failed attempts</h2>"
+            + reasons_by_run(found["reasons"], found["retries"] or [], found["ran"] or {}, last_moment(found))
+            + f'<p class="muted">{KEPT}</p>'
         )
     if found["traceback"]:
         body.append(f"<h2>Traceback of the last failure</h2><pre>{escaped(found['traceback'])}</pre>")
     return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
 
 
-def reasons_by_run(reasons: list[str], retries: list[int], ran: dict[str, int | None]) -> str:
-    """A job's reasons, each with how long its attempt ran when known, a list per run when it was retried from
-    the shelf (tables.runs)."""
-    items = [f"<li>{escaped(reason)}{took(ran.get(str(index)))}</li>" for index, reason in enumerate(reasons)]
+def last_moment(found: dict[str, Any]) -> str:
+    """The moment the table keeps of a job's last failed attempt, in words: when it failed for good, or when the
+    next attempt is due; "" when it keeps none (the job is due or in work again)."""
+    if found["state"] == "failed":
+        return f"failed for good at {html.moment(found['run_at'])}"
+    if found["state"] == "scheduled":
+        return f"next attempt due at {html.moment(found['run_at'])}"
+    return ""
+
+
+def reasons_by_run(reasons: list[str], retries: list[int], ran: dict[str, int | None], last: str = "") -> str:
+    """A job's reasons, each with how long its attempt ran when known and the last with `last` (its moment), a list
+    per run when it was retried from the shelf (tables.runs)."""
+    items = [
+        f"<li>{escaped(reason)}{took(ran.get(str(index)), last if index == len(reasons) - 1 else '')}</li>"
+        for index, reason in enumerate(reasons)
+    ]
     listed = ["<ol>" + "".join(run) + "</ol>" for run in runs(items, retries)]
     if not retries:
         return listed[0]
@@ -87,12 +106,9 @@ def reasons_by_run(reasons: list[str], retries: list[int], ran: dict[str, int | 
     return "".join(f"<h3>{head}</h3>{items}" for head, items in zip(heads, listed, strict=True))
 
 
-def took(ms: int | None) -> str:
-    """How long an attempt ran, as a note after its reason; nothing when that is not known (step 11 of schema.sql)."""
-    if ms is None:
-        return ""
-    return (
-        f' <span class="muted">(ran {ms} ms)</span>'
-        if ms < 1000
-        else f' <span class="muted">(ran {ms / 1000:.1f} s)</span>'
-    )
+def took(ms: int | None, moment: str = "") -> str:
+    """How long an attempt ran and `moment`, as a note after its reason; nothing when neither is known (ran: step 11
+    of schema.sql)."""
+    said = [] if ms is None else [f"ran {ms} ms" if ms < 1000 else f"ran {ms / 1000:.1f} s"]
+    said += [moment] if moment else []
+    return f' <span class="muted">({escaped(", ".join(said))})</span>' if said else ""

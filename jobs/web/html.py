@@ -101,6 +101,21 @@ def link(request: Request, path: str, text: object, **params: object) -> str:
     return f'<a href="{escaped(request.url(path, **params))}">{escaped(text)}</a>'
 
 
+SHORT_ID = 6  # last digits of a worker's id a page shows; the whole id is in the title, and in every link
+
+
+def short_id(id: int) -> str:
+    """A worker's id (chosen at random, up to 19 digits) as its last SHORT_ID digits, the whole id on hover."""
+    text = str(id)
+    shown = text if len(text) <= SHORT_ID else "…" + text[-SHORT_ID:]
+    return f'<span title="{escaped(text)}">{escaped(shown)}</span>'
+
+
+def worker_link(request: Request, id: int) -> str:
+    """A link to the jobs a worker holds, naming the worker by its short id."""
+    return f'<a href="{escaped(request.url("/jobs", state="in_work", worker=id))}">worker {short_id(id)}</a>'
+
+
 def note(text: str, *, error: bool = False) -> str:
     """A box saying what happened (HTML already)."""
     return f'<div class="note{" error" if error else ""}" role="{"alert" if error else "status"}">{text}</div>'

@@ -195,7 +195,7 @@ def held(request: Request, job: dict[str, Any]) -> str:
     """Who holds a job in work: its worker, linked to the jobs that worker holds, or its lease's end."""
     if job["worker"] is None:
         return f"a lease to {html.moment(job['run_at'])}"
-    worker = html.link(request, "/jobs", f"worker {job['worker']}", state="in_work", worker=job["worker"])
+    worker = html.worker_link(request, job["worker"])
     return worker if job["run_at"] == claims.HELD else f"{worker}, lease to {html.moment(job['run_at'])}"
 
 

@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from ..cli.tables import age  # the command line's, so both say a duration alike
 from ..core.sql import load
 from ..store import schedules as schedule_rows
-from ..store import shelf, workers_table
+from ..store import schema, shelf, workers_table
 from . import html, params
 from .html import escaped
 from .request import Answer, Request
@@ -99,12 +99,12 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
         return Answer(html.page(request, "Workers", "<p>No worker has run here in the last hour.</p>"))
     table = [
         [
-            str(row["id"]),
+            html.short_id(row["id"]),
             escaped(row["host"]),
             str(row["pid"]),
             escaped(", ".join(row["queues"])),
             str(row["threads"]),
-            str(row["version"]),
+            schema_step(row["version"]),
             html.moment(row["started_at"]),
             age((row["now"] - row["beat_at"]) / 1000) + " ago",
             row["state"] + (f" at {html.moment(row['ended_at'])}" if row["ended_at"] else ""),
@@ -115,12 +115,22 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
     note = (
         f'<p class="muted">A worker beats {workers_table.BEATS} times per lease; '
         f"one silent for {workers_table.SILENT:g} of its lease is taken for gone, "
-        "and the jobs it held go back to the queue.</p>"
+        "and the jobs it held go back to the queue. Its id is chosen at random when it starts: the last "
+        f"{html.SHORT_ID} digits show, the whole id on hover. Its schema step is the last step of the "
+        "queue's tables (schema.sql) its code needs: a worker behind this dashboard's code runs an older "
+        "copy of the package, as during a rolling deploy.</p>"
     )
-    headers = ["Worker", "Host", "PID", "Queues", "Threads", "Version", "Started", "Last beat", "State", "Holding"]
+    headers = ["Worker", "Host", "PID", "Queues", "Threads", "Schema step", "Started", "Last beat", "State", "Holding"]
     return Answer(
         html.page(request, "Workers", html.table(headers, table, frozenset({"PID", "Threads", "Holding"})) + note)
     )
+
+
+def schema_step(version: int) -> str:
+    """The step of the tables a worker's code needs, said against this code's (schema.VERSION)."""
+    if version == schema.VERSION:
+        return f"{version}, as this code"
+    return f"{version}, {'behind' if version < schema.VERSION else 'ahead of'} this code's {schema.VERSION}"
 
 
 def asset(dashboard: Dashboard, request: Request, db: None, name: str) -> Answer:

@@ -133,7 +133,7 @@ def test_the_in_work_list_names_each_job_s_worker_and_links_to_the_jobs_it_holds
     claims.claimed(db, "mail", worker=8)
     page = get(client, "/jobs?state=in_work").text
     assert listed_ids(page) == [held, other]
-    assert '<a href="/jobs?state=in_work&amp;worker=7">worker 7</a>' in page
+    assert '<a href="/jobs?state=in_work&amp;worker=7">worker <span title="7">7</span></a>' in page
     assert listed_ids(get(client, "/jobs?state=in_work&worker=7").text) == [held]
 
 
@@ -225,4 +225,4 @@ def test_a_worker_s_row_and_a_held_job_s_page_link_to_the_jobs_that_worker_holds
     claims.claimed(db, "mail", worker=7)
     link = '<a href="/jobs?state=in_work&amp;worker=7">'
     assert f'data-label="Holding">{link}1</a>' in get(client, "/workers").text
-    assert f"<dt>Held by</dt><dd>{link}worker 7</a></dd>" in get(client, f"/job/{held}").text
+    assert f'<dt>Held by</dt><dd>{link}worker <span title="7">7</span></a></dd>' in get(client, f"/job/{held}").text
