@@ -26,10 +26,13 @@ SEAL_CHARS = 32  # hex characters of the HMAC kept in the address (128 bits)
 CARRIED = ("said", "seal")  # the query parameters of the line, dropped from a page's own address
 
 
-def redirect(keys: csrf.Keys, request: Request, line: str, default: str, answers: Callable[[str], bool]) -> Answer:
-    """A 303 to the page the action came from (or `default`), carrying `line` sealed."""
+def redirect(
+    keys: csrf.Keys, request: Request, line: str, default: str, answers: Callable[[str], bool], *, to: str | None = None
+) -> Answer:
+    """A 303 to the page the action came from (or `default`), or to `to` (a page of the dashboard the action chose
+    itself), carrying `line` sealed."""
     said = line if len(line) <= SAID_MAX else line[: SAID_MAX - 1] + "…"
-    path, query = split(destination(keys, request, answers) or default)
+    path, query = split(to or destination(keys, request, answers) or default)
     query += [("said", said), ("seal", seal(keys, said))]
     return Answer("", 303, headers=[("Location", request.root + path + "?" + urlencode(query))])
 

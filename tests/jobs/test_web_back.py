@@ -100,3 +100,13 @@ def test_a_line_says_every_part_of_what_the_action_did_in_one_line(client, db):
     ids = [shelved(db) for _ in range(2)]
     page = posted(client, "/discard", {"id": [str(ids[0]), "999"]}).text
     assert re.search(r'role="status">1 of 2 discarded: deleted for good\. 1 were not on the shelf', page)
+
+
+def test_a_bulk_action_once_done_returns_to_the_list_it_acted_on_saying_what_it_did(client, db):
+    for _ in range(2):
+        shelved(db)
+    answer = sent(client, "/bulk", {"action": "retry", "state": "failed", "queue": "mail", "next": "/bulk"})
+    location = urlsplit(answer.headers["Location"])
+    assert (answer.status_code, location.path, parse_qs(location.query)["queue"]) == (303, "/failed", ["mail"])
+    page = get(client, answer.headers["Location"]).text
+    assert '<div class="note" role="status">2 of 2 failed jobs on mail back in the queue.</div>' in page
