@@ -72,14 +72,16 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
         body.append(html.button(request, "cancel", "Cancel", {"id": id}, danger=True))
     body.append("</div>")
     if found["reasons"]:
-        body.append(
-            "<h2>Failed attempts</h2>"
-            + reasons_by_run(found["reasons"], found["retries"] or [], found["ran"] or {}, last_moment(found))
-            + f'<p class="muted">{KEPT}</p>'
-        )
+        body.append(failed_attempts(found))
     if found["traceback"]:
         body.append(f"<h2>Traceback of the last failure</h2><pre>{escaped(found['traceback'])}</pre>")
     return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
+
+
+def failed_attempts(found: dict[str, Any]) -> str:
+    """The section of a job's failed attempts: each one's reason, how long it ran, and the moment kept of the last."""
+    listed = reasons_by_run(found["reasons"], found["retries"] or [], found["ran"] or {}, last_moment(found))
+    return f'<h2>Failed attempts</h2>{listed}<p class="muted">{KEPT}</p>'
 
 
 def last_moment(found: dict[str, Any]) -> str:
