@@ -15,7 +15,7 @@ escaped text, so a link made elsewhere cannot put words of its own on the dashbo
 import hashlib
 import hmac
 from collections.abc import Callable
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 from . import csrf
 from .request import Answer, Request
@@ -49,7 +49,8 @@ def destination(keys: csrf.Keys, request: Request, answers: Callable[[str], bool
         given = referer.path.removeprefix(request.root) + (f"?{referer.query}" if referer.query else "")
     parts = urlsplit(given)
     plain = given.isascii() and given.isprintable() and " " not in given  # nothing a header could be split at
-    if not plain or parts.scheme or parts.netloc or not parts.path.startswith("/") or ".." in parts.path.split("/"):
+    climbs = ".." in unquote(parts.path).split("/")  # "/job/%2e%2e" too, which a browser reads as ".."
+    if not plain or parts.scheme or parts.netloc or not parts.path.startswith("/") or climbs:
         return None
     return given if answers(parts.path) else None
 

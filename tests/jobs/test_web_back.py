@@ -62,6 +62,7 @@ def test_without_next_an_action_returns_to_the_referer_when_it_is_a_page_of_the_
         ("/\\elsewhere.example", None),
         ("/nowhere", None),
         ("/job/../../outbox", None),
+        ("/job/%2e%2e", None),
         ("/\r\nSet-Cookie: x=1", None),
         ("", "https://elsewhere.example/workers"),
         ("", "http://localhost/outbox"),
