@@ -105,20 +105,24 @@ def interrupted(process: subprocess.Popen) -> int:
         process.kill()  # a script that did not stop would take the next tests' jobs
 
 
-@contextlib.contextmanager
-def running(folder: Path, script: str, database_url: str) -> Iterator["queue.Queue[str]"]:
-    """`python script` at work in `folder`, its output line by line; stopped with Ctrl-C after, which it must
-    take as its way out (status 0)."""
-    env = {
+def environment(folder: Path, database_url: str) -> dict[str, str]:
+    """The environment of a process run in `folder`: the copy and psycopg its only packages, the tests' database."""
+    return {
         "DATABASE_URL": database_url,
         "PORT": "0",
         "PYTHONPATH": os.pathsep.join([str(folder), SITE]),
         "PATH": "/usr/bin:/bin",
     }
+
+
+@contextlib.contextmanager
+def running(folder: Path, script: str, database_url: str) -> Iterator["queue.Queue[str]"]:
+    """`python script` at work in `folder`, its output line by line; stopped with Ctrl-C after, which it must
+    take as its way out (status 0)."""
     process = subprocess.Popen(
         [sys.executable, "-S", "-X", "faulthandler", script],
         cwd=folder,
-        env=env,
+        env=environment(folder, database_url),
         stdout=subprocess.PIPE,
         text=True,
         preexec_fn=ctrl_c_as_in_a_terminal,
@@ -149,3 +153,5 @@ def test_a_copy_without_the_parts_it_may_leave_out_runs_the_quick_start(db, data
     assert not any((folder / "jobs" / path).exists() for piece in leaving for path in OPTIONAL[piece])
     with running(folder, "quickstart.py", database_url) as said:
         assert awaited(said, "receipt for order")["receipt for order"] == "receipt for order 42 sent\n"
+    star = [sys.executable, "-S", "-c", "from jobs import *"]  # each name of jobs.__all__ is there to take
+    subprocess.run(star, cwd=folder, env=environment(folder, database_url), check=True, timeout=WAIT)
