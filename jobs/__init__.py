@@ -61,9 +61,9 @@ How a job travels, file by file:
                         (commands.py holds the commands that look and act on the table,
                         limit_commands.py those that set and lift limits).
 
-It needs psycopg 3 and the standard library only, so it can be copied into an app; a copy may
-leave out store/limits.py and store/schedules.py, whose names are then absent from this face
-(jobs/README.md, "Copying jobs into your app").
+It needs psycopg 3 and the standard library only, so it can be copied into an app. A copy may
+leave out web/, cli/, and store/'s limits, schedules and pulse (jobs/README.md, "Copying jobs
+into your app"); the names of limits and schedules are then absent from this face.
 """
 
 from .core.job import ATTEMPTS, LEASE, Job, JobCancelled
