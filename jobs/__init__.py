@@ -58,8 +58,8 @@ How a job travels, file by file:
                         of its jobs, which takes turns across every worker.
   web/                  the dashboard: a WSGI app showing all of the above, with buttons.
   cli/main.py           the command line: `python -m jobs work | status | failed | ...`
-                        (commands.py holds the commands that look and act on the table,
-                        limit_commands.py those that set and lift limits).
+                        (commands.py declares the other commands and holds those that
+                        change the queue, reports.py those that print what it holds).
 
 It needs psycopg 3 and the standard library only, so it can be copied into an app.
 """

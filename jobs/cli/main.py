@@ -16,7 +16,7 @@
 EXIT_DATABASE with the server's message; SIGTERM or SIGINT lets the jobs in hand finish
 and settle for up to --grace seconds (GRACE), gives back whatever still runs then, and
 exits 0; a second signal gives everything back at once. The other commands
-(commands.py) exit, for scripts: EXIT_OK (0) done, and for `failed` the shelf is empty;
+(commands.py, reports.py) exit, for scripts: EXIT_OK (0) done, and for `failed` the shelf is empty;
 EXIT_NOTICE (1) `failed` found jobs on the shelf, or `retry`/`discard`/`pause`/`resume`/
 `cancel` changed nothing; EXIT_USAGE (2) the command line was wrong or
 DATABASE_URL is unset; EXIT_DATABASE (3) the database could not be reached or refused a
@@ -40,8 +40,8 @@ from ..runtime.connections import keepalives
 from ..runtime.listener import POLL_INTERVAL
 from ..runtime.worker import Worker
 from ..store import schema
-from .commands import commands_added, imported
-from .limit_commands import limit_commands_added
+from .commands import commands_added
+from .reports import imported
 
 APPLICATION_NAME = "jobs worker"  # how a worker's connections show in pg_stat_activity
 COMMAND_NAME = "jobs command"  # how the connection of status, failed, retry and discard shows there
@@ -132,7 +132,6 @@ def parser() -> argparse.ArgumentParser:
     )
     work.set_defaults(command=work_command)
     commands_added(commands)
-    limit_commands_added(commands)
     return top
 
 
