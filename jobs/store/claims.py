@@ -20,7 +20,8 @@ from psycopg.rows import RowFactory, dict_row
 
 from ..core import redaction
 from ..core.job import ATTEMPTS, LEASE, ArgsLoader, Job, Performer, job_row
-from ..core.sql import one, queries
+from ..core.sql import one
+from . import queries
 from .arguments import encoded, encoded_args, named
 
 RAN_MAX = 2**31 - 1  # ms of an attempt's run kept at most (24 days): the integer ran holds for it

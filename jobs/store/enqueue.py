@@ -17,8 +17,7 @@ from typing import Any, overload
 
 import psycopg
 
-from ..core.sql import queries
-from . import claims
+from . import claims, queries
 
 SQLALCHEMY = "sqlalchemy."  # the start of the module of every SQLAlchemy type
 DJANGO = "django."  # the start of the module of Django's connection types (`connection` is a proxy of one)

@@ -21,8 +21,8 @@ import psycopg
 from psycopg.rows import dict_row
 
 from ..core.job import Job
-from ..core.sql import one, queries
-from . import arguments, claims
+from ..core.sql import one
+from . import arguments, claims, queries
 
 Step = tuple[str, dict[str, Any]]  # a job of a chain or a batch, or a callback: (name, args)
 

@@ -44,7 +44,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from ..core.sql import one, queries
+from ..core.sql import one
+from . import queries
 from .claims import BOUND
 
 OLD_SNAPSHOT = 1.0  # seconds: a snapshot held longer may keep dead entries worth seeking past

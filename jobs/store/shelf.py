@@ -18,7 +18,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from ..core.job import ATTEMPTS
-from ..core.sql import queries
+from . import queries
 
 PAGE = 50  # jobs a page of the shelf holds unless `limit` says otherwise
 SHELF_BATCH = 1000  # jobs each transaction of retried(every=True) or discarded(every=True) changes

@@ -10,8 +10,8 @@ from typing import Any
 import psycopg
 
 from ..core.sql import one
-from ..core.sql import queries as job_queries
 from ..store import pulse, shelf
+from ..store import queries as job_queries
 from ..store.shelf import age, has_limit, limit_said  # as the command line says them
 from . import chart, html
 from .html import escaped
