@@ -2,7 +2,7 @@
 
 Each prints a plain-text table (moments in UTC, ages as people read them), never a job's
 arguments, and reasons as the runner wrote them, without the values of secret ones
-(redaction.py); commands.py declares them and main.py runs them on their connection.
+(core/arguments.py); commands.py declares them and main.py runs them on their connection.
 """
 
 import argparse

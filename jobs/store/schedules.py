@@ -20,10 +20,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import psycopg
 from psycopg.rows import dict_row
 
+from ..core.arguments import encoded
 from ..core.cron import Cron, latest_at, next_after, parsed
 from ..core.sql import load, one
-from . import claims
-from .arguments import encoded
+from . import enqueue
 
 queries = load(Path(__file__).with_name("schedules.sql"))  # the statements of this module
 
@@ -237,7 +237,7 @@ def tick_fired(db: psycopg.Connection[Any], schedule: Schedule, row: dict[str, A
         if db.execute(queries["schedule_fired"], params).rowcount == 0:
             return 0  # another worker fired this tick first
         for tick in ticks:
-            claims.later(db, schedule.queue, schedule.name, schedule.args, at=ms(tick), priority=schedule.priority)
+            enqueue.later(db, schedule.queue, schedule.name, schedule.args, at=ms(tick), priority=schedule.priority)
     if row["now"] - last > timedelta(seconds=ON_TIME) or schedule.earlier_than(last, since):
         log.info(
             "schedule %s missed ticks between %s and %s (missed=%s): queued %d job(s)",

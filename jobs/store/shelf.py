@@ -55,6 +55,16 @@ def failed(
         return cursor.execute(statement, {"queue": queue, "before": after}).fetchall()
 
 
+def listed(db: psycopg.Connection[Any], queue: str | None = None) -> list[dict[str, Any]]:
+    """Every job still in the table (waiting, leased or failed for good), in the order queued.
+
+    Each is a dict with id, queue, name, args, priority, run_at, scheduled, attempts,
+    max_attempts, failure ("" when none), traceback and reasons (one per failure).
+    """
+    with db.cursor(row_factory=dict_row) as cursor:
+        return cursor.execute(queries["listed"], {"queue": queue}).fetchall()
+
+
 def retried(db: psycopg.Connection[Any], *ids: int, every: bool = False, now: int | None = None) -> int:
     """Puts jobs from the shelf back in the queue, due at `now` (ms; the database's clock when None).
 

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ..core import redaction
+from ..core import arguments as redaction  # the secret arguments' part of it
 from ..store import claims
 from ..store.shelf import runs  # as the command line splits reasons by run
 from . import html, params
