@@ -115,10 +115,10 @@ def later_params(
     }
 
 
-def options_checked(options: dict[str, Any], known: Iterable[str], function: str) -> dict[str, Any]:
+def options_checked(options: dict[str, Any], known: dict[str, Any], function: str) -> dict[str, Any]:
     """`options` when each is one of `known`; a TypeError naming the first that is not, as Python's own says it."""
-    unknown = sorted(options.keys() - set(known))
-    if unknown:
+    if not options.keys() <= known.keys():
+        unknown = sorted(options.keys() - known.keys())
         raise TypeError(f"{function}() got an unexpected keyword argument {unknown[0]!r}")
     return options
 
