@@ -18,6 +18,7 @@ from ..store.shelf import age, has_limit, limit_said, runs
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
 # `failed` found jobs on the shelf; `retry`, `discard`, `pause`, `resume`, `cancel` or `unlimit` changed nothing
 EXIT_NOTICE = 1
+MOMENT_FORMAT = "%Y-%m-%d %H:%M:%S"  # a moment as the tables print it, in UTC
 REASON_WIDTH = 60  # characters of a reason the `failed` table shows; --full shows all of it
 # The columns of `workers`, one per worker's field (worker_row gives them in this order).
 WORKER_COLUMNS = [
@@ -190,12 +191,12 @@ def times(n: int) -> str:
 
 def moment(ms: int) -> str:
     """A moment in ms since the epoch, as a UTC date and time."""
-    return datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return datetime.fromtimestamp(ms / 1000, UTC).strftime(MOMENT_FORMAT)
 
 
 def when(moment: datetime | None, none: str = "never") -> str:
     """A timestamptz as a UTC date and time, or `none`."""
-    return none if moment is None else moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S")
+    return none if moment is None else moment.astimezone(UTC).strftime(MOMENT_FORMAT)
 
 
 def first_line(reason: str) -> str:
