@@ -27,7 +27,7 @@ from typing import Any
 import psycopg
 
 from ..core.job import FATE, Job, StoppedPastNoReturn
-from ..core.sql import queries
+from ..store import queries
 from .hand import Hand
 
 

@@ -10,7 +10,7 @@ import html
 from datetime import UTC, datetime
 from string import Template
 
-from ..cli.tables import age as age  # the command line's, so both say a duration alike (pages.py calls html.age)
+from ..store.shelf import age as age  # as the command line says a duration (pages.py calls html.age)
 from . import back, csrf
 from .request import Request
 

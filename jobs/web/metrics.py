@@ -13,9 +13,9 @@ from typing import Any
 
 import psycopg
 
-from ..cli.tables import has_limit
 from ..store import shelf
 from ..store.pulse import WAIT_BUCKETS, Waits
+from ..store.shelf import has_limit
 from .request import Answer, Request
 from .wsgi import Dashboard
 

@@ -13,10 +13,10 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ..cli.tables import age, has_limit, limit_said  # the command line's, so both say them alike
 from ..core.sql import one
-from ..core.sql import queries as job_queries
 from ..store import pulse, shelf, workers_table
+from ..store import queries as job_queries
+from ..store.shelf import age, has_limit, limit_said  # as the command line says them
 from . import chart, html
 from .html import escaped
 from .pages import queries
