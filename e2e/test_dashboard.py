@@ -50,7 +50,7 @@ def test_a_letter_that_failed_for_good_is_retried_from_the_dashboard_and_arrives
     wait_until(lambda: shelved_reasons(database_url), WAIT, "the letter to reach the failed shelf")
     (reason,) = shelved_reasons(database_url)
     mail_row.locator('td[data-label="Failed"] a').click()
-    expect(page.get_by_role("heading", name="Failed on mail")).to_be_visible()
+    expect(page.get_by_role("heading", name="Failed jobs on mail")).to_be_visible()
     expect(page.locator('td[data-label="Reason"]')).to_contain_text(reason.splitlines()[0][:60])
 
     inbox.start()

@@ -1,12 +1,16 @@
 """The queue's own dashboard: a WSGI app, standard library only, that any Python web app can mount.
 
-wsgi.py     reads the request, authorizes it, routes it and checks a POST's CSRF token (csrf.py)
-queues.py   the queues page, a GET that only reads: each queue's jobs by state, its limit, and its pulse (chart.py)
-pages.py    the other GETs, which only read: the failed shelf, batches, schedules, workers
+wsgi.py     authorizes each request, routes it and checks a POST's CSRF token (csrf.py)
+request.py  what a page or an action is handed (Request) and answers (Answer, or a Refused)
+queues.py   the queues page, a GET that only reads: every queue that holds jobs, that a live worker serves or a
+            schedule queues to, with its jobs by state, who serves it, its limit, and its pulse (chart.py)
+pages.py    the other GETs, which only read: batches, schedules, workers
 detail.py   a job's page
 bulk.py     retry, discard or cancel every job a list's filters match: previewed, then in chunks
-lists.py    the lists of jobs: by state, filtered and paged (listing.py reads them), and a batch's
-actions.py  the POSTs, which change the queue and answer what they changed
+lists.py    the lists of jobs: by state, filtered and paged (listing.py reads them), and a batch's;
+            the failed state's is the one failed view, /failed (failed.py)
+actions.py  the POSTs, which change the queue and send the operator back saying what they did
+back.py     where an action returns to (only a page of the dashboard), and the sealed line it says there
 metrics.py  …/metrics in Prometheus' text format
 html.py     the pages' HTML; static/ holds the one stylesheet, the one script and the icon
 chart.py    the pulse's inline SVG charts
@@ -20,7 +24,8 @@ from wsgiref.types import WSGIApplication, WSGIEnvironment
 
 from ..store.schedules import Schedule, held
 from . import actions, bulk, csrf, detail, lists, metrics, pages, queues
-from .wsgi import Answer, Dashboard, Opens, Route
+from .request import Answer
+from .wsgi import Dashboard, Opens, Route
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
     from ..runtime.worker import Worker
@@ -102,7 +107,7 @@ def route(pattern: str, method: str, handler: Callable[..., Answer], *, database
 ROUTES = [
     route("/", "GET", queues.queues),
     route("/queues.fragment", "GET", queues.queues_fragment),
-    route("/failed", "GET", pages.failed),
+    route("/failed", "GET", lists.failed_list),
     route("/jobs", "GET", lists.jobs_list),
     route("/job/([^/]*)", "GET", detail.job),
     route("/batches", "GET", pages.batches),

@@ -1,9 +1,10 @@
-"""The dashboard's actions, each a POST that changes the queue and answers what it changed.
+"""The dashboard's actions, each a POST that changes the queue, then sends the operator back saying what it changed.
 
 retry and discard take one job, a selection, or every job a page showed (the form's
 `id` boxes, or its `shown` ids with `all_shown`); cancel and run now take a job; pause and resume
 a queue. By the time one runs, wsgi.py has authorized the request and checked its
-CSRF token; the ids are checked here (params.py) before anything is written.
+CSRF token; the ids are checked here (params.py) before anything is written. Each
+answers 303 to the page its form came from, with one line saying what it did (back.py).
 """
 
 from collections.abc import Iterable
@@ -12,21 +13,25 @@ from typing import Any
 import psycopg
 
 from ..store import control, shelf
-from . import html, params
-from .html import escaped
+from . import back, params
 from .pages import queries
-from .wsgi import Answer, Dashboard, Request
+from .request import Answer, Request
+from .wsgi import Dashboard
+
+LISTED_MAX = 10  # job ids a line names at most; past them, how many more
 
 
-def answered(request: Request, title: str, lines: list[str], back: tuple[str, str]) -> Answer:
-    """A page saying what an action changed, line by line, with a link back."""
-    body = html.note("<br>".join(lines)) + f"<p>{html.link(request, back[0], back[1])}</p>"
-    return Answer(html.page(request, title, body))
+def answered(dashboard: Dashboard, request: Request, lines: list[str], default: str) -> Answer:
+    """Back to the page the action came from (`default`, below the mount, when none is known), saying `lines` as
+    one line."""
+    return back.redirect(dashboard.keys, request, " ".join(lines), default, dashboard.serves)
 
 
 def listed(ids: Iterable[int]) -> str:
     """Job ids as a short list in words."""
-    return ", ".join(str(id) for id in ids)
+    named = [str(id) for id in ids]
+    more = len(named) - LISTED_MAX
+    return ", ".join(named[:LISTED_MAX]) + (f" and {more} more" if more > 0 else "")
 
 
 def retry(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
@@ -40,8 +45,8 @@ def retry(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -
     if back + len(stayed) < len(chosen):
         lines.append(f"{len(chosen) - back - len(stayed)} were not on the shelf (retried or discarded already).")
     for queue in control.paused_holding(db, chosen) if back else []:
-        lines.append(f"Queue {escaped(queue)} is paused: they wait until it is resumed.")
-    return answered(request, "Retried", lines, ("/failed", "Back to the failed jobs"))
+        lines.append(f"Queue {queue} is paused: they wait until it is resumed.")
+    return answered(dashboard, request, lines, "/failed")
 
 
 def discard(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
@@ -51,7 +56,7 @@ def discard(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
     lines = [f"{gone} of {len(chosen)} discarded: deleted for good."]
     if gone < len(chosen):
         lines.append(f"{len(chosen) - gone} were not on the shelf (retried or discarded already).")
-    return answered(request, "Discarded", lines, ("/failed", "Back to the failed jobs"))
+    return answered(dashboard, request, lines, "/failed")
 
 
 def cancel(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
@@ -66,7 +71,7 @@ def cancel(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) 
     rest = [id for id in chosen if id not in done.shelved and id not in done.signalled]
     if rest:
         lines.append(f"Neither waiting nor running (no such job, or on the shelf already): {listed(rest)}.")
-    return answered(request, "Cancelled", lines, ("/", "Back to the queues"))
+    return answered(dashboard, request, lines, "/")
 
 
 def run_now(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
@@ -76,27 +81,25 @@ def run_now(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
     if queue is None:
         line = f"Job {id} waits for no later moment (due already, in work, on the shelf, or gone): nothing changed."
     else:
-        line = f"Job {id} is due now: a worker of queue {escaped(queue)} takes it next in its order."
+        line = f"Job {id} is due now: a worker of queue {queue} takes it next in its order."
         if queue in control.paused_holding(db, [id]):
-            line += f" Queue {escaped(queue)} is paused: it waits until it is resumed."
-    return answered(request, "Run now", [line], (f"/job/{id}", f"Back to job {id}"))
+            line += f" Queue {queue} is paused: it waits until it is resumed."
+    return answered(dashboard, request, [line], f"/job/{id}")
 
 
 def pause(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """Pauses a queue."""
     queue = params.queue(request.form)
     line = (
-        f"Queue {escaped(queue)} paused: workers claim none of its jobs until it is resumed."
+        f"Queue {queue} paused: workers claim none of its jobs until it is resumed."
         if control.paused(db, queue)
-        else f"Queue {escaped(queue)} was paused already."
+        else f"Queue {queue} was paused already."
     )
-    return answered(request, "Paused", [line], ("/", "Back to the queues"))
+    return answered(dashboard, request, [line], "/")
 
 
 def resume(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
     """Resumes a queue."""
     queue = params.queue(request.form)
-    line = (
-        f"Queue {escaped(queue)} resumed." if control.resumed(db, queue) else f"Queue {escaped(queue)} was not paused."
-    )
-    return answered(request, "Resumed", [line], ("/", "Back to the queues"))
+    line = f"Queue {queue} resumed." if control.resumed(db, queue) else f"Queue {queue} was not paused."
+    return answered(dashboard, request, [line], "/")

@@ -3,7 +3,8 @@
 GET /bulk shows how many jobs the action would take and changes nothing; its button
 POSTs the same filters, and the action walks the list BULK_CHUNK jobs at a time, each
 chunk a transaction of its own, so no row stays locked for long, for at most BULK_SECONDS
-a request: a larger set says how far it got, with a button that goes on from there.
+a request: a larger set says how far it got, with a button that goes on from there. Once
+done, it sends the operator back to the list, saying what it did (back.py).
 """
 
 import time
@@ -12,10 +13,11 @@ from typing import Any
 import psycopg
 
 from ..store import claims, control, shelf
-from . import html, listing, lists, params
+from . import back, html, listing, lists, params
 from .html import escaped
 from .listing import Filters
-from .wsgi import Answer, Dashboard, Refused, Request
+from .request import Answer, Refused, Request
+from .wsgi import Dashboard
 
 BULK_CHUNK = 1_000  # jobs each transaction of a bulk action changes
 BULK_SECONDS = 5.0  # seconds a bulk action's request works at most; it then says where to go on
@@ -62,17 +64,21 @@ def run(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> 
         if after is None or time.monotonic() >= ending:
             break
     words = {"retry": "back in the queue", "discard": "discarded", "cancel": "cancelled"}[action]
-    lines = [f"{changed:,} of {named:,} {described(filters)} {words}."]
+    lines = [f"{changed:,} of {named:,} {described(filters, markup=False)} {words}."]
     if named > changed:
         lines.append(f"{named - changed:,} had moved on meanwhile, or stayed (see the job's page).")
-    if after is not None:
-        more = form(request, action, filters, after, "Go on")
-        lines.append(f"It worked for {BULK_SECONDS:g} s and stopped: more may match. {more}")
+    if after is None:  # done: back to the list, saying so
+        back_to = lists.list_address(lists.address(filters))
+        return back.redirect(dashboard.keys, request, " ".join(lines), back_to, dashboard.serves, to=back_to)
+    more = form(request, action, filters, after, "Go on")
+    lines = [escaped(line) for line in lines] + [
+        f"It worked for {BULK_SECONDS:g} s and stopped: more may match. {more}"
+    ]
     body = (
         html.note("<br>".join(lines))
         + f"<p>{html.link(request, '/jobs', 'Back to the list', **lists.address(filters))}</p>"
     )
-    return Answer(html.page(request, f"{action.capitalize()}: done" if after is None else action.capitalize(), body))
+    return Answer(html.page(request, action.capitalize(), body))
 
 
 def acted(db: psycopg.Connection[Any], action: str, ids: list[int]) -> int:
@@ -84,17 +90,19 @@ def acted(db: psycopg.Connection[Any], action: str, ids: list[int]) -> int:
     return len(control.cancelled(db, *ids))
 
 
-def described(filters: Filters) -> str:
-    """The jobs a set names, in words: "failed jobs of name note on mail"."""
+def described(filters: Filters, *, markup: bool = True) -> str:
+    """The jobs a set names, in words: "failed jobs named note on mail"; HTML (its values escaped) unless `markup`
+    is False."""
+    said = escaped if markup else str
     words = f"{listing.STATE_NAMES[filters.state].lower()} jobs"
     if filters.name:
-        words += f" named {escaped(filters.name)}"
+        words += f" named {said(filters.name)}"
     if filters.queue:
-        words += f" on {escaped(filters.queue)}"
+        words += f" on {said(filters.queue)}"
     if filters.worker:
         words += f" held by worker {filters.worker}"
     if filters.value:
-        words += f" with an argument {escaped(filters.value)}"
+        words += f" with an argument {said(filters.value)}"
     return words
 
 

@@ -20,10 +20,11 @@ mount the dashboard; an app that has sessions binds the token to them.
 import hashlib
 import hmac
 import secrets
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
+from wsgiref.types import WSGIEnvironment
 
-if TYPE_CHECKING:  # wsgi.py imports this module
-    from .wsgi import Dashboard, Request
+from .request import Request
 
 COOKIE = "jobs_csrf"  # the cookie that holds the nonce
 FIELD = "csrf"  # the form field that holds the nonce and its HMAC
@@ -31,29 +32,38 @@ TOKEN_BYTES = 32  # random bytes of a nonce, and of the secret made when the app
 SALT = b"jobs.web csrf"  # what sets the dashboard's HMACs apart from anything else the app's secret signs
 
 
-def token(dashboard: "Dashboard", request: "Request") -> tuple[str, str | None]:
+@dataclass(frozen=True)
+class Keys:
+    """What the tokens of one dashboard are made with: `jobs.web.app`'s secret, session and origin."""
+
+    secret: bytes
+    session: Callable[[WSGIEnvironment], str] | None = None
+    origin: str | None = None
+
+
+def token(keys: Keys, request: Request) -> tuple[str, str | None]:
     """The page's token for its forms, and the Set-Cookie header value that gives a new nonce (None when it has one)."""
     nonce = request.cookies.get(COOKIE, "")
     cookie = None
     if len(nonce) < TOKEN_BYTES:
         nonce = secrets.token_urlsafe(TOKEN_BYTES)
-        secure = "; Secure" if origin(dashboard, request).startswith("https://") else ""
+        secure = "; Secure" if origin(keys, request).startswith("https://") else ""
         cookie = f"{COOKIE}={nonce}; Path={request.root or '/'}; HttpOnly; SameSite=Strict{secure}"
-    return f"{nonce}.{signature(dashboard, request, nonce)}", cookie
+    return f"{nonce}.{signature(keys, request, nonce)}", cookie
 
 
-def passed(dashboard: "Dashboard", request: "Request") -> bool:
+def passed(keys: Keys, request: Request) -> bool:
     """Whether a POST's form carries the cookie's nonce, signed for this session."""
     held = request.cookies.get(COOKIE, "")
     nonce, _, signed = request.form.get(FIELD, [""])[0].partition(".")
     return (
         len(held) >= TOKEN_BYTES
         and hmac.compare_digest(held.encode(), nonce.encode())
-        and hmac.compare_digest(signed.encode(), signature(dashboard, request, nonce).encode())
+        and hmac.compare_digest(signed.encode(), signature(keys, request, nonce).encode())
     )
 
 
-def same_site(dashboard: "Dashboard", request: "Request") -> bool:
+def same_site(keys: Keys, request: Request) -> bool:
     """Whether a POST comes from the dashboard's own site, as far as the browser says (a client that says nothing
     does).
 
@@ -63,20 +73,20 @@ def same_site(dashboard: "Dashboard", request: "Request") -> bool:
     """
     sent: str = request.environ.get("HTTP_ORIGIN", "null")
     if sent != "null":
-        return sent == origin(dashboard, request)
+        return sent == origin(keys, request)
     return request.environ.get("HTTP_SEC_FETCH_SITE", "same-origin") in ("same-origin", "none")
 
 
-def origin(dashboard: "Dashboard", request: "Request") -> str:
+def origin(keys: Keys, request: Request) -> str:
     """The site's origin as browsers see it: the one the app declared, else the request's own scheme and Host."""
-    if dashboard.origin:
-        return dashboard.origin
+    if keys.origin:
+        return keys.origin
     environ = request.environ
     return f"{environ.get('wsgi.url_scheme', 'http')}://{environ.get('HTTP_HOST') or environ.get('SERVER_NAME', '')}"
 
 
-def signature(dashboard: "Dashboard", request: "Request", nonce: str) -> str:
+def signature(keys: Keys, request: Request, nonce: str) -> str:
     """The HMAC of `nonce` and the visitor's session under the app's secret."""
-    bound = dashboard.session(request.environ) if dashboard.session else ""
+    bound = keys.session(request.environ) if keys.session else ""
     message = SALT + b"\x00" + nonce.encode() + b"\x00" + str(bound).encode()
-    return hmac.new(dashboard.secret, message, hashlib.sha256).hexdigest()
+    return hmac.new(keys.secret, message, hashlib.sha256).hexdigest()

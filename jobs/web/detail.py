@@ -16,7 +16,14 @@ from ..store.shelf import runs  # as the command line splits reasons by run
 from . import html, params
 from .html import escaped
 from .pages import queries
-from .wsgi import Answer, Dashboard, Refused, Request
+from .request import Answer, Refused, Request
+from .wsgi import Dashboard
+
+# What the page can say of when each attempt ran: the table keeps no moment per attempt.
+KEPT = (
+    "Each attempt shows how long it ran; the table keeps no moment of its own for each. The last shows when the job "
+    "failed for good, or when its next attempt is due; the job's first attempt began after it was queued."
+)
 
 
 def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:
@@ -45,9 +52,7 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
         ("Queued at", html.moment(found["queued_at"]) if found["queued_at"] else "- (queued before the table kept it)"),
         (
             "Failed at" if found["state"] == "failed" else "Held by" if held else "Run at",
-            html.link(request, "/jobs", f"worker {found['worker']}", state="in_work", worker=found["worker"])
-            if held
-            else html.moment(found["run_at"]),
+            html.worker_link(request, found["worker"]) if held else html.moment(found["run_at"]),
         ),
         ("Concurrency key", escaped(found["key"] or "-")),
         ("Unique key", escaped(found["unique_key"] or "-")),
@@ -58,7 +63,8 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
     if found["state"] == "failed":
         body += [
             html.button(request, "retry", "Retry", {"id": id}),
-            html.button(request, "discard", "Discard", {"id": id}, danger=True),
+            # a job discarded is gone: its page would answer 404, so the shelf is where the operator lands
+            html.button(request, "discard", "Discard", {"id": id}, danger=True, back_to="/failed"),
         ]
     else:
         if found["state"] == "scheduled":
@@ -66,18 +72,35 @@ def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_
         body.append(html.button(request, "cancel", "Cancel", {"id": id}, danger=True))
     body.append("</div>")
     if found["reasons"]:
-        body.append(
-            "<h2>Failed attempts</h2>" + reasons_by_run(found["reasons"], found["retries"] or [], found["ran"] or {})
-        )
+        body.append(failed_attempts(found))
     if found["traceback"]:
         body.append(f"<h2>Traceback of the last failure</h2><pre>{escaped(found['traceback'])}</pre>")
     return Answer(html.page(request, f"Job {id}: {found['name']}", "".join(body)))
 
 
-def reasons_by_run(reasons: list[str], retries: list[int], ran: dict[str, int | None]) -> str:
-    """A job's reasons, each with how long its attempt ran when known, a list per run when it was retried from
-    the shelf (tables.runs)."""
-    items = [f"<li>{escaped(reason)}{took(ran.get(str(index)))}</li>" for index, reason in enumerate(reasons)]
+def failed_attempts(found: dict[str, Any]) -> str:
+    """The section of a job's failed attempts: each one's reason, how long it ran, and the moment kept of the last."""
+    listed = reasons_by_run(found["reasons"], found["retries"] or [], found["ran"] or {}, last_moment(found))
+    return f'<h2>Failed attempts</h2>{listed}<p class="muted">{KEPT}</p>'
+
+
+def last_moment(found: dict[str, Any]) -> str:
+    """The moment the table keeps of a job's last failed attempt, in words: when it failed for good, or when the
+    next attempt is due; "" when it keeps none (the job is due or in work again)."""
+    if found["state"] == "failed":
+        return f"failed for good at {html.moment(found['run_at'])}"
+    if found["state"] == "scheduled":
+        return f"next attempt due at {html.moment(found['run_at'])}"
+    return ""
+
+
+def reasons_by_run(reasons: list[str], retries: list[int], ran: dict[str, int | None], last: str = "") -> str:
+    """A job's reasons, each with how long its attempt ran when known and the last with `last` (its moment), a list
+    per run when it was retried from the shelf (tables.runs)."""
+    items = [
+        f"<li>{escaped(reason)}{took(ran.get(str(index)), last if index == len(reasons) - 1 else '')}</li>"
+        for index, reason in enumerate(reasons)
+    ]
     listed = ["<ol>" + "".join(run) + "</ol>" for run in runs(items, retries)]
     if not retries:
         return listed[0]
@@ -85,12 +108,9 @@ def reasons_by_run(reasons: list[str], retries: list[int], ran: dict[str, int | 
     return "".join(f"<h3>{head}</h3>{items}" for head, items in zip(heads, listed, strict=True))
 
 
-def took(ms: int | None) -> str:
-    """How long an attempt ran, as a note after its reason; nothing when that is not known (step 11 of schema.sql)."""
-    if ms is None:
-        return ""
-    return (
-        f' <span class="muted">(ran {ms} ms)</span>'
-        if ms < 1000
-        else f' <span class="muted">(ran {ms / 1000:.1f} s)</span>'
-    )
+def took(ms: int | None, moment: str = "") -> str:
+    """How long an attempt ran and `moment`, as a note after its reason; nothing when neither is known (ran: step 11
+    of schema.sql)."""
+    said = [] if ms is None else [f"ran {ms} ms" if ms < 1000 else f"ran {ms / 1000:.1f} s"]
+    said += [moment] if moment else []
+    return f' <span class="muted">({escaped(", ".join(said))})</span>' if said else ""

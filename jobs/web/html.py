@@ -9,13 +9,10 @@ by the dashboard itself.
 import html
 from datetime import UTC, datetime
 from string import Template
-from typing import TYPE_CHECKING
 
 from ..store.shelf import age as age  # as the command line says a duration (pages.py calls html.age)
-from . import csrf
-
-if TYPE_CHECKING:  # wsgi.py imports this module
-    from .wsgi import Request
+from . import back, csrf
+from .request import Request
 
 LAYOUT = Template("""<!doctype html>
 <html lang="en">
@@ -45,10 +42,11 @@ def escaped(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
-def page(request: "Request", title: str, body: str, *, refreshing: bool = False) -> str:
+def page(request: Request, title: str, body: str, *, refreshing: bool = False) -> str:
     """A whole page: the layout around `body` (HTML already), with the refresh script when asked."""
     script = f'<script src="{escaped(request.root)}/refresh.js"></script>' if refreshing else ""
-    return LAYOUT.substitute(title=escaped(title), root=escaped(request.root), body=body, script=script)
+    said = note(escaped(request.said)) if request.said else ""
+    return LAYOUT.substitute(title=escaped(title), root=escaped(request.root), body=said + body, script=script)
 
 
 def table(headers: list[str], rows: list[list[str]], numeric: frozenset[str] = frozenset()) -> str:
@@ -70,24 +68,52 @@ def table(headers: list[str], rows: list[list[str]], numeric: frozenset[str] = f
     return f'<div class="scroll"><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def button(request: "Request", action: str, label: str, fields: dict[str, object], *, danger: bool = False) -> str:
-    """A POST form of one button, to `action`, with hidden `fields` and the page's CSRF token."""
+def button(
+    request: Request,
+    action: str,
+    label: str,
+    fields: dict[str, object],
+    *,
+    danger: bool = False,
+    back_to: str | None = None,
+) -> str:
+    """A POST form of one button, to `action`, with hidden `fields`, the page's CSRF token, and the page the action
+    returns to: `back_to` (a path below the mount), else this one."""
     hidden = "".join(f'<input type="hidden" name="{escaped(k)}" value="{escaped(v)}">' for k, v in fields.items())
     style = ' class="danger"' if danger else ""
     return (
-        f'<form class="inline" method="post" action="{escaped(request.root)}/{action}">{token_field(request)}'
+        f'<form class="inline" method="post" action="{escaped(request.root)}/{action}">{token_field(request, back_to)}'
         f'{hidden}<button type="submit"{style}>{escaped(label)}</button></form>'
     )
 
 
-def token_field(request: "Request") -> str:
-    """The hidden field that carries the page's CSRF token in a form."""
-    return f'<input type="hidden" name="{csrf.FIELD}" value="{escaped(request.csrf)}">'
+def token_field(request: Request, back_to: str | None = None) -> str:
+    """The hidden fields of a form: the page's CSRF token, and the page its action returns to (`back_to`, a path
+    below the mount, else this one)."""
+    return (
+        f'<input type="hidden" name="{csrf.FIELD}" value="{escaped(request.csrf)}">'
+        f'<input type="hidden" name="next" value="{escaped(back_to or back.here(request))}">'
+    )
 
 
-def link(request: "Request", path: str, text: object, **params: object) -> str:
+def link(request: Request, path: str, text: object, **params: object) -> str:
     """A link to a page of the dashboard."""
     return f'<a href="{escaped(request.url(path, **params))}">{escaped(text)}</a>'
+
+
+SHORT_ID = 6  # last digits of a worker's id a page shows; the whole id is in the title, and in every link
+
+
+def short_id(id: int) -> str:
+    """A worker's id (chosen at random, up to 19 digits) as its last SHORT_ID digits, the whole id on hover."""
+    text = str(id)
+    shown = text if len(text) <= SHORT_ID else "…" + text[-SHORT_ID:]
+    return f'<span title="{escaped(text)}">{escaped(shown)}</span>'
+
+
+def worker_link(request: Request, id: int) -> str:
+    """A link to the jobs a worker holds, naming the worker by its short id."""
+    return f'<a href="{escaped(request.url("/jobs", state="in_work", worker=id))}">worker {short_id(id)}</a>'
 
 
 def note(text: str, *, error: bool = False) -> str:

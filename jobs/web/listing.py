@@ -95,10 +95,17 @@ def counted(db: psycopg.Connection[Any], filters: Filters, walk: int, now: int) 
     return matched, walked
 
 
+# The entries of each state whose walk on every queue names the queues first (lists.sql's queues).
+ENTRIES = {"due": "ready", "scheduled": "scheduled_entry"}
+
+
 def walk_of(filters: Filters, walk: int) -> sql.Composed:
     """The walk of the list's state over `walk` jobs: on one queue, or on every queue (merged by the statement)."""
-    name = filters.state if filters.queue is not None or filters.state == "in_work" else f"{filters.state}_everywhere"
-    return sql.SQL(statements[name]).format(walk=sql.Literal(walk))
+    everywhere = filters.queue is None and filters.state != "in_work"
+    given: dict[str, sql.Composable] = {"walk": sql.Literal(walk)}
+    if everywhere and filters.state in ENTRIES:
+        given["queues"] = sql.SQL(statements["queues"]).format(entry=sql.SQL(statements[ENTRIES[filters.state]]))
+    return sql.SQL(statements[f"{filters.state}_everywhere" if everywhere else filters.state]).format(**given)
 
 
 def parameters(filters: Filters, after: tuple[int, ...] | None, now: int) -> dict[str, object]:

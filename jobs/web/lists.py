@@ -1,4 +1,5 @@
-"""The lists of jobs: by state (GET /jobs: due, scheduled, in work, failed, filtered and paged), and a batch's.
+"""The lists of jobs: by state (GET /jobs: due, scheduled, in work; GET /failed, the one failed view), filtered and
+paged, and a batch's.
 
 The state lists read their filters and keyset from the address (params.py), so a view
 can be shared as a link, and their page through listing.py; a batch's page reads its
@@ -8,17 +9,19 @@ names secret are never searched (redaction.py).
 """
 
 from typing import Any
+from urllib.parse import urlencode
 
 import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
 from ..store import claims
-from . import html, listing, params
+from . import failed, html, listing, params
 from .html import escaped
 from .listing import Filters
 from .pages import queries
-from .wsgi import Answer, Dashboard, Refused, Request
+from .request import Answer, Refused, Request
+from .wsgi import Dashboard
 
 # The bulk actions (bulk.py), and the states whose lists offer each.
 ACTS_ON = {"retry": ("failed",), "discard": ("failed",), "cancel": ("due", "scheduled", "in_work")}
@@ -57,16 +60,31 @@ def address(chosen: Filters, **changed: object) -> dict[str, object]:
     return given | changed
 
 
+# Where each state's list is: the failed jobs' at /failed, the shelf the header names.
+WHERE = {"failed": "/failed"}
+
+
+def failed_list(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
+    """The one failed view (GET /failed): the failed state's list, with tick boxes to retry or discard."""
+    return state_list(request, db, filters(request.query | {"state": ["failed"]}))
+
+
 def jobs_list(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
-    """A page of the jobs in one state, filtered by queue, name, worker or an argument's value."""
-    chosen = filters(request.query)
+    """A page of the jobs in one state (GET /jobs), filtered by queue, name, worker or an argument's value."""
+    return state_list(request, db, filters(request.query))
+
+
+def state_list(request: Request, db: psycopg.Connection[Any], chosen: Filters) -> Answer:
+    """A page of the jobs of `chosen`'s state that match its filters, with the tabs, the filters and what to do."""
     after = params.keyset(request.query, len(listing.KEYS[chosen.state]))
     limit = params.optional(request.query, "limit", "limit", largest=params.PAGE_MAX) or listing.PAGE
     now = claims.now_ms()
     page = listing.listed(db, chosen, after, limit, now)
     title = f"{listing.STATE_NAMES[chosen.state]} jobs" + (f" on {chosen.queue}" if chosen.queue else "")
     body = [tabs(request, chosen), filter_form(request, chosen), by_id(request, db, chosen.value, now)]
-    if page.jobs:
+    if page.jobs and chosen.state == "failed":
+        body.append(failed.shelf_form(request, db, page.jobs) + bulk_links(request, chosen))
+    elif page.jobs:
         body.append(jobs_table(request, chosen.state, page.jobs) + bulk_links(request, chosen))
     elif not page.ran_out:
         body.append(f"<p>{EMPTY[chosen.state]}" + (" None matches the filters." if chosen.narrowing() else "") + "</p>")
@@ -75,12 +93,25 @@ def jobs_list(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any
             f"Searched {page.walked:,} jobs from here and found {len(page.jobs)}: narrow the filter by queue or name, "
             "or "
         )
-        onwards = html.link(request, "/jobs", "search on →", **address(chosen, after=keyed(page.next)))
+        onwards = list_link(request, "search on →", address(chosen, after=keyed(page.next)))
         body.append(f'<p class="muted">{searched}{onwards}</p>')
     elif page.next is not None:
-        onwards = html.link(request, "/jobs", "Next page →", **address(chosen, after=keyed(page.next)))
+        onwards = list_link(request, "Next page →", address(chosen, after=keyed(page.next)))
         body.append(f"<p>{onwards}</p>")
     return Answer(html.page(request, title, "".join(body)))
+
+
+def list_link(request: Request, text: str, given: dict[str, object]) -> str:
+    """A link to the list `given` names by its state and filters."""
+    return f'<a href="{escaped(request.root + list_address(given))}">{escaped(text)}</a>'
+
+
+def list_address(given: dict[str, object]) -> str:
+    """The address below the mount of the list `given` names: /failed for the failed jobs, /jobs for the rest."""
+    state = str(given.get("state"))
+    path, shown = (WHERE[state], {**given, "state": None}) if state in WHERE else ("/jobs", given)
+    query = {name: value for name, value in shown.items() if value is not None}
+    return path + (f"?{urlencode(query)}" if query else "")
 
 
 def bulk_links(request: Request, chosen: Filters) -> str:
@@ -105,7 +136,7 @@ def tabs(request: Request, chosen: Filters) -> str:
         if state == chosen.state:
             links.append(f'<strong aria-current="page">{escaped(name)}</strong>')
         else:
-            links.append(html.link(request, "/jobs", name, **address(chosen, state=state)))
+            links.append(list_link(request, name, address(chosen, state=state)))
     return f'<nav class="tabs" aria-label="States">{" ".join(links)}</nav>'
 
 
@@ -120,14 +151,14 @@ def filter_form(request: Request, chosen: Filters) -> str:
         )
 
     return (
-        f'<form class="actions filters" method="get" action="{escaped(request.root)}/jobs">'
+        f'<form class="actions filters" method="get" action="{escaped(request.url(WHERE.get(chosen.state, "/jobs")))}">'
         f'<input type="hidden" name="state" value="{escaped(chosen.state)}">'
         + field("Queue", "queue", chosen.queue)
         + field("Name", "name", chosen.name)
         + field("Worker", "worker", chosen.worker)
         + field("Job id or argument's value", "q", chosen.value, "search")
         + '<button type="submit">Filter</button> '
-        + html.link(request, "/jobs", "Clear", state=chosen.state)
+        + list_link(request, "Clear", {"state": chosen.state})
         + "</form>"
     )
 
@@ -148,9 +179,10 @@ def by_id(request: Request, db: psycopg.Connection[Any], searched: str | None, n
 
 
 def jobs_table(request: Request, state: str, rows: list[dict[str, Any]]) -> str:
-    """The jobs of a page, with what their state makes worth reading: when due, who holds it, why it failed."""
-    moment = {"due": "Due since", "scheduled": "Runs at", "in_work": "Held by", "failed": "Failed at"}[state]
-    headers = ["Job", "Queue", "Name", "Priority", "Attempts", moment] + (["Reason"] if state == "failed" else [])
+    """The jobs of a page, with what their state makes worth reading: when due, who holds it (failed.py shows the
+    failed jobs)."""
+    moment = {"due": "Due since", "scheduled": "Runs at", "in_work": "Held by"}[state]
+    headers = ["Job", "Queue", "Name", "Priority", "Attempts", moment]
     table = []
     for job in rows:
         cells = [
@@ -161,8 +193,6 @@ def jobs_table(request: Request, state: str, rows: list[dict[str, Any]]) -> str:
             f"{job['attempts']} of {job['max_attempts']}",
             held(request, job) if state == "in_work" else html.moment(job["run_at"]),
         ]
-        if state == "failed":
-            cells.append(escaped(html.first_line(job["failure"])))
         table.append(cells)
     return html.table(headers, table, frozenset({"Job", "Priority"}))
 
@@ -171,7 +201,7 @@ def held(request: Request, job: dict[str, Any]) -> str:
     """Who holds a job in work: its worker, linked to the jobs that worker holds, or its lease's end."""
     if job["worker"] is None:
         return f"a lease to {html.moment(job['run_at'])}"
-    worker = html.link(request, "/jobs", f"worker {job['worker']}", state="in_work", worker=job["worker"])
+    worker = html.worker_link(request, job["worker"])
     return worker if job["run_at"] == claims.HELD else f"{worker}, lease to {html.moment(job['run_at'])}"
 
 

@@ -58,16 +58,10 @@ SELECT *, row_number() OVER (ORDER BY priority, run_at, id) AS n FROM (
 
 -- name: due_everywhere
 -- The same walk on every queue: jobs_ready leads with the queue, so the queues are
--- named first by a loose index scan (one probe per queue, as status does), the walk
+-- named first ({queues}: the queues block below, on jobs_ready's entries), the walk
 -- runs on each (LATERAL), and the first {walk} of their merge is the page's walk: a
 -- cost of {walk} entries per queue, not of the whole backlog.
-WITH RECURSIVE queues(queue) AS (
-    (SELECT queue FROM jobs WHERE attempts < max_attempts AND NOT scheduled ORDER BY queue LIMIT 1)
-    UNION ALL
-    SELECT (SELECT queue FROM jobs WHERE attempts < max_attempts AND NOT scheduled AND queue > queues.queue
-            ORDER BY queue LIMIT 1)
-    FROM queues WHERE queues.queue IS NOT NULL
-)
+{queues}
 SELECT *, row_number() OVER (ORDER BY priority, run_at, id) AS n FROM (
     SELECT due.* FROM queues CROSS JOIN LATERAL (
         SELECT id, queue, name, args, secret, priority, run_at, attempts, max_attempts, worker, failure
@@ -99,12 +93,7 @@ SELECT *, row_number() OVER (ORDER BY run_at, id) AS n FROM (
 -- name: scheduled_everywhere
 -- The same on every queue, merged as due_everywhere merges them: jobs_scheduled (run_at),
 -- the promotion's index, has no id to page by.
-WITH RECURSIVE queues(queue) AS (
-    (SELECT queue FROM jobs WHERE scheduled ORDER BY queue LIMIT 1)
-    UNION ALL
-    SELECT (SELECT queue FROM jobs WHERE scheduled AND queue > queues.queue ORDER BY queue LIMIT 1)
-    FROM queues WHERE queues.queue IS NOT NULL
-)
+{queues}
 SELECT *, row_number() OVER (ORDER BY run_at, id) AS n FROM (
     SELECT scheduled.* FROM queues CROSS JOIN LATERAL (
         SELECT id, queue, name, args, secret, priority, run_at, attempts, max_attempts, worker, failure
@@ -118,6 +107,25 @@ SELECT *, row_number() OVER (ORDER BY run_at, id) AS n FROM (
     ORDER BY run_at, id
     LIMIT {walk}
 ) AS scheduled
+
+-- name: queues
+-- The queues that hold an entry of a state's index, whose condition is {entry} (ready
+-- or scheduled, below), named by a loose index scan: one probe of the index per
+-- queue, not one per entry, as status names them.
+WITH RECURSIVE queues(queue) AS (
+    (SELECT queue FROM jobs WHERE {entry} ORDER BY queue LIMIT 1)
+    UNION ALL
+    SELECT (SELECT queue FROM jobs WHERE {entry} AND queue > queues.queue ORDER BY queue LIMIT 1)
+    FROM queues WHERE queues.queue IS NOT NULL
+)
+
+-- name: ready
+-- An entry of jobs_ready: a job with attempts left, not waiting for a later moment.
+attempts < max_attempts AND NOT scheduled
+
+-- name: scheduled_entry
+-- An entry of jobs_scheduled_by_queue: a job waiting for a later moment.
+scheduled
 
 -- name: in_work
 -- The jobs under a live claim, or that lost their worker on their last attempt (as

@@ -16,7 +16,8 @@ import psycopg
 from ..store import shelf
 from ..store.pulse import WAIT_BUCKETS, Waits
 from ..store.shelf import has_limit
-from .wsgi import Answer, Dashboard, Request
+from .request import Answer, Request
+from .wsgi import Dashboard
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus' text exposition format
 STATES = ("due", "scheduled", "in_work", "failed")

@@ -1,4 +1,4 @@
-"""The dashboard's pages, each a GET that only reads: the failed shelf, batches, schedules, workers.
+"""The dashboard's pages, each a GET that only reads: batches, schedules, workers, and the assets.
 
 Each reads what it shows through shelf.py, control.py, schedules.py and workers_table.py (or
 web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however
@@ -15,11 +15,12 @@ from psycopg.rows import dict_row
 
 from ..core.sql import load
 from ..store import schedules as schedule_rows
-from ..store import shelf, workers_table
+from ..store import schema, shelf, workers_table
 from ..store.shelf import age  # as the command line says it
 from . import html, params
 from .html import escaped
-from .wsgi import Answer, Dashboard, Request
+from .request import Answer, Request
+from .wsgi import Dashboard
 
 queries = load(Path(__file__).with_name("queries.sql"))
 STATIC = Path(__file__).with_name("static")
@@ -28,62 +29,6 @@ ASSETS = {
     "refresh.js": "text/javascript; charset=utf-8",
     "icon.svg": "image/svg+xml",  # named by every page, so a browser asks no /favicon.ico of the app
 }
-
-
-def failed(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
-    """The failed shelf, newest first, a page at a time, with retry and discard for a selection or all shown."""
-    queue = request.query.get("queue", [""])[0] or None
-    after = params.optional(request.query, "after", "after")
-    limit = params.optional(request.query, "limit", "limit", largest=params.PAGE_MAX) or shelf.PAGE
-    page = shelf.failed(db, queue, limit=limit, after=after)
-    title = "Failed" + (f" on {queue}" if queue else "")
-    if not page:
-        return Answer(html.page(request, title, "<p>No job has failed for good here.</p>"))
-    rows = [
-        [
-            f'<input type="checkbox" name="id" value="{job["id"]}" aria-label="job {job["id"]}">',
-            html.link(request, f"/job/{job['id']}", job["id"]),
-            escaped(job["queue"]),
-            escaped(job["name"]),
-            str(job["attempts"]),
-            html.moment(job["failed_at"]),
-            reasons(job),
-        ]
-        for job in page
-    ]
-    shown = "".join(f'<input type="hidden" name="shown" value="{job["id"]}">' for job in page)
-    buttons = (
-        '<div class="actions">'
-        f'<button type="submit" formaction="{escaped(request.root)}/retry">Retry selected</button>'
-        f'<button type="submit" formaction="{escaped(request.root)}/discard" class="danger">Discard selected</button>'
-        f'<button type="submit" formaction="{escaped(request.root)}/retry" name="all_shown" value="1">'
-        f"Retry all {len(page)} shown</button>"
-        f'<button type="submit" formaction="{escaped(request.root)}/discard" name="all_shown" value="1" '
-        f'class="danger">Discard all {len(page)} shown</button></div>'
-    )
-    table = html.table(
-        ["Select", "Job", "Queue", "Name", "Attempts", "Failed at", "Reason"], rows, frozenset({"Job", "Attempts"})
-    )
-    more = ""
-    if len(page) == limit:
-        more = f"<p>{html.link(request, '/failed', 'Older failures →', queue=queue, after=page[-1]['id'])}</p>"
-    body = (
-        f'<form method="post" action="{escaped(request.root)}/retry">{html.token_field(request)}{shown}'
-        f"{buttons}{table}</form>{more}"
-    )
-    return Answer(html.page(request, title, body))
-
-
-def reasons(job: dict[str, Any]) -> str:
-    """A failed job's last reason, with its earlier reasons and its traceback behind a click."""
-    earlier = job["reasons"][:-1]
-    parts = [escaped(html.first_line(job["failure"]))]
-    if earlier:
-        items = "".join(f"<li>{escaped(reason)}</li>" for reason in earlier)
-        parts.append(f"<details><summary>{len(earlier)} earlier</summary><ol>{items}</ol></details>")
-    if job["traceback"]:
-        parts.append(f"<details><summary>traceback</summary><pre>{escaped(job['traceback'])}</pre></details>")
-    return f"<div>{''.join(parts)}</div>"
 
 
 def batches(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
@@ -154,12 +99,12 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
         return Answer(html.page(request, "Workers", "<p>No worker has run here in the last hour.</p>"))
     table = [
         [
-            str(row["id"]),
+            html.short_id(row["id"]),
             escaped(row["host"]),
             str(row["pid"]),
             escaped(", ".join(row["queues"])),
             str(row["threads"]),
-            str(row["version"]),
+            schema_step(row["version"]),
             html.moment(row["started_at"]),
             age((row["now"] - row["beat_at"]) / 1000) + " ago",
             row["state"] + (f" at {html.moment(row['ended_at'])}" if row["ended_at"] else ""),
@@ -170,12 +115,22 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
     note = (
         f'<p class="muted">A worker beats {workers_table.BEATS} times per lease; '
         f"one silent for {workers_table.SILENT:g} of its lease is taken for gone, "
-        "and the jobs it held go back to the queue.</p>"
+        "and the jobs it held go back to the queue. Its id is chosen at random when it starts: the last "
+        f"{html.SHORT_ID} digits show, the whole id on hover. Its schema step is the last step of the "
+        "queue's tables (schema.sql) its code needs: a worker behind this dashboard's code runs an older "
+        "copy of the package, as during a rolling deploy.</p>"
     )
-    headers = ["Worker", "Host", "PID", "Queues", "Threads", "Version", "Started", "Last beat", "State", "Holding"]
+    headers = ["Worker", "Host", "PID", "Queues", "Threads", "Schema step", "Started", "Last beat", "State", "Holding"]
     return Answer(
         html.page(request, "Workers", html.table(headers, table, frozenset({"PID", "Threads", "Holding"})) + note)
     )
+
+
+def schema_step(version: int) -> str:
+    """The step of the tables a worker's code needs, said against this code's (schema.VERSION)."""
+    if version == schema.VERSION:
+        return f"{version}, as this code"
+    return f"{version}, {'behind' if version < schema.VERSION else 'ahead of'} this code's {schema.VERSION}"
 
 
 def asset(dashboard: Dashboard, request: Request, db: None, name: str) -> Answer:

@@ -4,7 +4,7 @@ Each reader answers the value, or raises Refused with a 4xx status and words tha
 say which field was wrong, so a bad address or form never reaches the database.
 """
 
-from .wsgi import Refused
+from .request import Refused
 
 BIGINT_MAX = 2**63 - 1  # the largest id the jobs table can hold
 PAGE_MAX = 500  # jobs or batches a page of the dashboard shows at most

@@ -1,5 +1,6 @@
 -- The SQL of the dashboard (jobs.web) beyond what shelf.py and control.py send: a job
--- by id in any state, and the batches a page at a time. Each reads by primary key.
+-- by id in any state, and the batches a page at a time, each read by primary key; and
+-- the queues the live workers serve, from the small table of workers.
 
 -- name: job
 -- One job by id, with its state at %(now)s named as status counts it (shelf.py).
@@ -48,3 +49,19 @@ FROM jobs
 WHERE batch = %(batch)s AND id > %(after)s
 ORDER BY id
 LIMIT {limit}
+
+-- name: serving
+-- How many live workers serve each queue, and how many threads they bring: a worker
+-- is live while it works (ended_at IS NULL) and has beaten within %(silent)s of its
+-- lease, as workers_table.state_of says "working". job_workers holds a row per worker
+-- of the last hour, so the table is read whole.
+SELECT queue, count(*) AS workers, sum(threads)::integer AS threads
+FROM job_workers CROSS JOIN LATERAL unnest(queues) AS queue
+WHERE ended_at IS NULL AND {now} - beat_at <= lease * %(silent)s
+GROUP BY queue
+
+-- name: reasons
+-- Every reason and the last traceback of the jobs a page of the failed view lists, by
+-- primary key: the list's walk (lists.sql) reads the short columns alone, so a filter
+-- that walks thousands of jobs carries no traceback it will not show.
+SELECT id, reasons, traceback FROM jobs WHERE id = ANY(%(ids)s)

@@ -1,4 +1,4 @@
-"""The dashboard's WSGI plumbing: the request read from the environ, the answer, and the routing.
+"""The dashboard's WSGI plumbing: each request checked, routed to its page or action, and answered.
 
 Every request passes the same checks in order: `authorize(environ)`, the route and its
 method (GET and HEAD only read, POST only acts), and for a POST its origin and CSRF
@@ -11,23 +11,22 @@ import logging
 import re
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from http.cookies import CookieError, SimpleCookie
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, urlencode
 from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 import psycopg
 
 from ..store.schedules import Schedule
-from . import csrf, html
+from . import back, csrf, html
+from .request import Answer, Refused, Request
 
 if TYPE_CHECKING:  # a dashboard may be served with no worker in the process
     from ..runtime.worker import Worker
 
-FORM_MAX = 256 * 1024  # bytes of a POST's body the dashboard reads at most; a larger one is refused
 REASONS = {
     200: "OK",
+    303: "See Other",
     400: "Bad Request",
     403: "Forbidden",
     404: "Not Found",
@@ -42,73 +41,6 @@ log = logging.getLogger("jobs.web")
 # How the dashboard opens the connection of a request: a function answering a new psycopg
 # connection, or what a `with` ends as a pool's `connection` does (it gives the connection back).
 Opens = Callable[[], AbstractContextManager[psycopg.Connection[Any]]]
-
-
-class Refused(Exception):
-    """A request the dashboard will not answer as asked: its status and what was wrong, in words."""
-
-    def __init__(self, status: int, message: str, allow: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.message, self.allow = status, message, allow
-
-
-@dataclass
-class Request:
-    """What a page or an action needs of the WSGI environ."""
-
-    environ: WSGIEnvironment
-    method: str
-    path: str  # below the mount: "/", "/failed", "/job/7"
-    root: str  # where the dashboard is mounted (SCRIPT_NAME): "" or "/jobs"
-    query: dict[str, list[str]]
-    cookies: dict[str, str]
-    form: dict[str, list[str]] = field(default_factory=dict)
-    csrf: str = ""  # the page's CSRF token, for its forms
-
-    @classmethod
-    def read(cls, environ: WSGIEnvironment) -> "Request":
-        """The request in `environ`; its form is read later, once the request has been authorized."""
-        try:
-            jar = SimpleCookie(environ.get("HTTP_COOKIE", ""))
-        except CookieError:
-            jar = SimpleCookie()
-        return cls(
-            environ=environ,
-            method=environ.get("REQUEST_METHOD", "GET").upper(),
-            path=environ.get("PATH_INFO", "") or "/",
-            root=environ.get("SCRIPT_NAME", "").rstrip("/"),
-            query=parse_qs(environ.get("QUERY_STRING", ""), keep_blank_values=True),
-            cookies={name: morsel.value for name, morsel in jar.items()},
-        )
-
-    def read_form(self) -> None:
-        """Reads a POST's urlencoded body, refusing one that is too large or not UTF-8."""
-        try:
-            length = int(self.environ.get("CONTENT_LENGTH") or 0)
-        except ValueError:
-            raise Refused(400, "the request's Content-Length is not a number") from None
-        if length > FORM_MAX:
-            raise Refused(413, f"a form of the dashboard holds at most {FORM_MAX} bytes")
-        body = self.environ["wsgi.input"].read(length) if length > 0 else b""
-        try:
-            self.form = parse_qs(body.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
-        except UnicodeDecodeError:
-            raise Refused(400, "the form is not UTF-8 text") from None
-
-    def url(self, path: str, **params: object) -> str:
-        """The address of a page of the dashboard, with the query `params` that are not None."""
-        given = {name: value for name, value in params.items() if value is not None}
-        return self.root + path + (f"?{urlencode(given)}" if given else "")
-
-
-@dataclass
-class Answer:
-    """What the dashboard sends back."""
-
-    body: str | bytes
-    status: int = 200
-    content_type: str = "text/html; charset=utf-8"
-    headers: list[tuple[str, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -154,7 +86,7 @@ class Dashboard:
     ) -> None:
         self.connect, self.authorize, self.routes, self.worker = connect, authorize, routes, worker
         self.schedules, self.refused = schedules, refused
-        self.secret, self.session, self.origin = secret, session, origin  # the CSRF token's (csrf.py)
+        self.keys = csrf.Keys(secret, session, origin)  # what signs the forms' tokens (csrf.py)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         allowed = self.authorize(environ)
@@ -183,12 +115,13 @@ class Dashboard:
         if not allowed:
             raise Refused(403, "you may not see the queue's dashboard")
         route, groups = self.route(request)
-        request.csrf, cookie = csrf.token(self, request)
+        request.csrf, cookie = csrf.token(self.keys, request)
+        request.said = back.said(self.keys, request)
         if route.method == "POST":
-            if not csrf.same_site(self, request):
+            if not csrf.same_site(self.keys, request):
                 raise Refused(403, "the form was sent from another site")
             request.read_form()
-            if not csrf.passed(self, request):
+            if not csrf.passed(self.keys, request):
                 raise Refused(403, "the form's CSRF token is missing or does not match: reload the page and try again")
         if not route.database:
             answer = route.handler(self, request, None, *groups)
@@ -216,6 +149,10 @@ class Dashboard:
             )
         )
         raise Refused(405, f"{request.path} answers {allowed} only", allow=allowed)
+
+    def serves(self, path: str) -> bool:
+        """Whether `path` (below the mount) is a page of the dashboard: a GET route matches it."""
+        return any(route.method == "GET" and route.pattern.fullmatch(path) for route in self.routes)
 
     def refusal_page(self, request: Request, refusal: Refused) -> Answer:
         """A page saying what was wrong, with the refusal's status."""

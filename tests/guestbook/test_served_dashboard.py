@@ -128,7 +128,7 @@ def dashboard_token(visitor) -> str:
 def test_no_page_of_the_dashboard_shows_the_link_of_a_reset_letter_held_on_a_paused_queue(production, admin, db):
     served, smtp = production
     visitor, email = admin
-    assert visitor.request("/jobs/pause", {"csrf": dashboard_token(visitor), "queue": "mail"}, csrf=False)[0] == 200
+    assert visitor.request("/jobs/pause", {"csrf": dashboard_token(visitor), "queue": "mail"}, csrf=False)[0] == 303
     paused = 'jobs_worker_queue_paused{queue="mail"} 1'  # the worker beside looks every POLL_INTERVAL
     assert eventually(lambda: paused in visitor.request("/jobs/metrics")[1].splitlines())
     assert served.visitor().request("/resets/new", {"email": email})[0] == 302
@@ -139,7 +139,7 @@ def test_no_page_of_the_dashboard_shows_the_link_of_a_reset_letter_held_on_a_pau
         visitor.request(path)
         for path in ("/jobs/", "/jobs/failed", f"/jobs/job/{job}", f"/jobs/job/{job}?args=shown", "/jobs/metrics")
     ]
-    assert visitor.request("/jobs/resume", {"csrf": dashboard_token(visitor), "queue": "mail"}, csrf=False)[0] == 200
+    assert visitor.request("/jobs/resume", {"csrf": dashboard_token(visitor), "queue": "mail"}, csrf=False)[0] == 303
     token = reset_link(smtp, db, email).split("/")[2]
 
     assert [status for status, _ in pages] == [200] * len(pages)
@@ -169,7 +169,7 @@ def test_the_dashboard_s_forms_take_only_a_token_the_server_signed_from_its_own_
     assert headers["Strict-Transport-Security"].startswith("max-age=")
     assert headers["X-Frame-Options"] == "DENY"
     assert (
-        visitor.request("/jobs/pause", {"csrf": token, "queue": "mail"}, csrf=False, headers={"Origin": SITE})[0] == 200
+        visitor.request("/jobs/pause", {"csrf": token, "queue": "mail"}, csrf=False, headers={"Origin": SITE})[0] == 303
     )
 
 

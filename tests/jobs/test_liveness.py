@@ -16,6 +16,7 @@ import psycopg
 
 import jobs
 from jobs.store import schema
+from jobs.web import html
 from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
@@ -242,12 +243,14 @@ def test_the_workers_page_and_command_list_the_working_and_the_recently_gone(db,
             ]
             for row in rows
         ]  # a cell's text, inside its link or not (Holding links to the jobs the worker holds)
-        assert [dict(row)["Worker"] for row in cells] == [str(working.id), str(gone.id)]
+        shown = [re.sub(r"<[^>]*>", "", html.short_id(worker.id)) for worker in (working, gone)]
+        assert [dict(row)["Worker"] for row in cells] == shown, "the last digits of each id"
+        assert f'<span title="{working.id}">' in page.text, "the whole id on hover"
         assert dict(cells[0])["Queues"] == "default, mail" and dict(cells[0])["State"] == "working"
         assert dict(cells[0])["Holding"] == "1" and dict(cells[0])["Host"] == socket.gethostname()
         assert dict(cells[1])["State"].startswith("stopped at ")
         job_page = Client(jobs.web.app(connect, development=True)).get(f"/job/{job}")
-        assert f"worker {working.id}" in job_page.text
+        assert f"worker={working.id}" in job_page.text
         listed = cli(database_url, "workers")
         assert listed.returncode == 0, listed.stderr
         lines = listed.stdout.splitlines()

@@ -43,12 +43,28 @@ def test_a_job_s_page_says_how_long_each_failed_attempt_ran(client, db):
     id = jobs.later(db, "mail", "doomed", {}, T)
     jobs.worked(db, "mail", {"doomed": doomed}, T)
     page = get(client, f"/job/{id}").text
-    assert re.search(r"<li>[^<]*doomed[^<]*<span class=\"muted\">\(ran \d+ ms\)</span></li>", page), page
+    assert re.search(r"<li>[^<]*doomed[^<]*<span class=\"muted\">\(ran \d+ ms, failed for good at ", page), page
     again = jobs.later(db, "mail", "note", {}, T)
     (job,) = claims.claimed(db, "mail", T)
     assert job.id == again
     claims.attempt_failed(db, job, "slow and wrong", "", 60_000, 5, T, ran=2.5)
     assert '<li>slow and wrong <span class="muted">(ran 2.5 s)</span></li>' in get(client, f"/job/{again}").text
+
+
+def test_each_failed_attempt_says_the_moment_the_table_keeps_of_it(client, db):
+    now = jobs.now_ms()
+    id = jobs.later(db, "mail", "note", {}, now)
+    for reason, wait in (("first", 0), ("second", HOUR)):  # due again at once, then an hour from now
+        (job,) = claims.claimed(db, "mail", now)
+        claims.attempt_failed(db, job, reason, "", wait, 5, now, ran=0.25)
+    page = get(client, f"/job/{id}").text
+    due = html.moment(row(db, id)[0])
+    assert '<li>first <span class="muted">(ran 250 ms)</span></li>' in page
+    assert f'<li>second <span class="muted">(ran 250 ms, next attempt due at {due})</span></li>' in page
+    assert "the table keeps no moment of its own for each" in page
+    shelf = shelved(db)
+    (failed_at,) = db.execute("SELECT run_at FROM jobs WHERE id = %s", (shelf,)).fetchone()
+    assert f"failed for good at {html.moment(failed_at)})</span></li>" in get(client, f"/job/{shelf}").text
 
 
 def test_run_now_makes_a_job_for_later_due_and_the_due_list_shows_it(client, db):

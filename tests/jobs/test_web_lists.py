@@ -84,8 +84,9 @@ def test_the_filters_are_kept_in_the_address_of_every_link_of_the_list(client, d
     assert len(listed_ids(page)) == 2
     onwards = re.search(r'href="(/jobs\?[^"]*)">Next page', page).group(1)
     assert "queue=mail" in onwards and "name=note" in onwards
-    for tab in ("scheduled", "in_work", "failed"):
+    for tab in ("scheduled", "in_work"):
         assert f'href="/jobs?state={tab}&amp;queue=mail&amp;name=note"' in page, tab
+    assert 'href="/failed?queue=mail&amp;name=note"' in page, "the failed tab is the one failed view"
     assert 'name="name" value="note"' in page and 'name="queue" value="mail"' in page
 
 
@@ -132,7 +133,7 @@ def test_the_in_work_list_names_each_job_s_worker_and_links_to_the_jobs_it_holds
     claims.claimed(db, "mail", worker=8)
     page = get(client, "/jobs?state=in_work").text
     assert listed_ids(page) == [held, other]
-    assert '<a href="/jobs?state=in_work&amp;worker=7">worker 7</a>' in page
+    assert '<a href="/jobs?state=in_work&amp;worker=7">worker <span title="7">7</span></a>' in page
     assert listed_ids(get(client, "/jobs?state=in_work&worker=7").text) == [held]
 
 
@@ -175,6 +176,24 @@ def test_the_lists_are_linked_from_every_page_s_header(client, db):
     assert '<a href="/jobs">Jobs</a>' in get(client, "/failed").text
 
 
+def test_there_is_one_failed_view_the_header_s_failed_and_the_failed_tab_of_the_jobs(client, db):
+    first = shelved(db)
+    second = shelved(db, queue="reports")
+    jobs.later(db, "mail", "note", {}, T)
+    header = re.search(r'<a href="([^"]+)">Failed</a>', get(client, "/").text).group(1)
+    tab = re.search(r'<a href="([^"]+)">Failed</a>', get(client, "/jobs?state=due").text.split("</header>")[1])
+    assert header == tab.group(1) == "/failed"
+    page = get(client, "/failed").text
+    assert '<strong aria-current="page">Failed</strong>' in page, "the view is the Jobs list's Failed tab"
+    assert re.findall(r'name="id" value="(\d+)"', page) == [str(second), str(first)], "newest first, ticked to act on"
+    assert "<details><summary>traceback</summary>" in page and "Retry selected</button>" in page
+    assert 'href="/bulk?action=retry&amp;state=failed"' in page, "and the bulk actions of the list"
+    one = get(client, "/failed?queue=mail").text
+    assert re.findall(r'name="id" value="(\d+)"', one) == [str(first)]
+    same = get(client, "/jobs?state=failed&queue=mail").text
+    assert same.replace("/jobs?state=failed&amp;queue=mail", "/failed?queue=mail") == one, "one view, either address"
+
+
 def test_a_batch_s_page_lists_its_jobs_still_in_the_table(client, db):
     batch = jobs.batch(db, "reports", [("note", {}), ("note", {}), ("note", {})])
     first, *rest = [row[0] for row in db.execute("SELECT id FROM jobs WHERE batch = %s ORDER BY id", (batch,))]
@@ -206,4 +225,4 @@ def test_a_worker_s_row_and_a_held_job_s_page_link_to_the_jobs_that_worker_holds
     claims.claimed(db, "mail", worker=7)
     link = '<a href="/jobs?state=in_work&amp;worker=7">'
     assert f'data-label="Holding">{link}1</a>' in get(client, "/workers").text
-    assert f"<dt>Held by</dt><dd>{link}worker 7</a></dd>" in get(client, f"/job/{held}").text
+    assert f'<dt>Held by</dt><dd>{link}worker <span title="7">7</span></a></dd>' in get(client, f"/job/{held}").text

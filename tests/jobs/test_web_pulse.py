@@ -112,3 +112,31 @@ def test_the_metrics_give_the_worker_s_waits_as_a_histogram(connect):
     assert 'jobs_worker_wait_seconds_bucket{queue="mail",le="+Inf"} 4' in lines
     assert 'jobs_worker_wait_seconds_count{queue="mail"} 4' in lines
     assert 'jobs_worker_wait_seconds_sum{queue="mail"} 3600.037' in lines
+
+
+def test_a_series_that_stayed_at_nought_is_drawn_neutral_and_no_series_hides_under_another(rollup, client):
+    now = this_minute()
+    counted(rollup, now, "mail", queued=3, finished=3, waits={0: 3})
+    counted(rollup, now - MINUTE, "mail", queued=2, finished=2, waits={0: 2})
+    hour = re.findall(r"<figure>.*?</figure>", client.get("/", environ_base=OPERATOR).text)[0]
+    assert '<polyline class="failed"' not in hour and '<polyline class="retried"' not in hour, "nought is not red"
+    assert hour.count('<polyline class="zero"') == 2, "retried and failed, each drawn, in the neutral colour"
+    queued, finished = (
+        re.search(rf'<polyline class="{name}" points="([^"]+)"', hour).group(1) for name in ("queued", "finished")
+    )
+    assert queued != finished, "equal counts, yet each line in its own strip: neither hides the other"
+    labels = re.findall(r'<text class="label"[^>]*>([^<]+)</text>', hour)
+    assert labels[:4] == ["queued 5", "finished 5", "retried 0", "failed 0"]
+
+
+def test_each_point_s_values_show_on_hover(rollup, client):
+    now = this_minute()
+    counted(rollup, now, "mail", queued=3, finished=2, failed=1, waits={0: 3})
+    page = client.get("/", environ_base=OPERATOR).text
+    hour, day = re.findall(r"<figure>.*?</figure>", page)
+    titles = re.findall(r'<rect class="hover"[^>]*><title>([^<]+)</title></rect>', hour)
+    assert len(titles) == chart.HOUR and len(re.findall(r'<rect class="hover"', day)) == chart.DAY // chart.DAY_BIN
+    assert re.fullmatch(
+        r"\d\d:\d\d UTC, 1 min: 3 queued, 2 finished, 0 retried, 1 failed; wait median \d+ ms, p95 \d+ ms", titles[-1]
+    )
+    assert titles[0].endswith("0 queued, 0 finished, 0 retried, 0 failed; no claim")
