@@ -3,8 +3,7 @@ thread. The tables (schema.py, schema.sql), enqueueing (enqueue.py, `later`; cor
 the arguments), the claim and the settling statements (claims.py), flows, control, the shelf, limits,
 schedules, the pulse's counts, the workers' table and a claim's frontier. Their statements are named in
 queries.sql, loaded here once as `queries` (schema, schedules and the pulse load files of their own). It
-imports core/ and itself only: never runtime/, cli/ or web/, so an app that only enqueues needs core/ and
-store/.
+imports core/ and itself only: never runtime/, cli/ or web/ (tests/jobs/test_layers.py holds it to that).
 """
 
 from pathlib import Path

@@ -1,7 +1,7 @@
 """A job's page (GET /job/ID): its state, when it was queued, its attempts and their reasons, what may be done.
 
 It reads the job by its primary key (queries.sql), in any state. Its arguments show
-only when asked, and those its caller named secret (redaction.py) never show, even then.
+only when asked, and those its caller named secret (core/arguments.py) never show, even then.
 """
 
 import json

@@ -5,7 +5,7 @@ The state lists read their filters and keyset from the address (params.py), so a
 can be shared as a link, and their page through listing.py; a batch's page reads its
 jobs by the batch's own index (queries.sql). A search for a whole number also finds the
 job of that id, whatever its state. Arguments are never shown here, and those a job
-names secret are never searched (redaction.py).
+names secret are never searched (core/arguments.py).
 """
 
 from typing import Any

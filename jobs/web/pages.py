@@ -3,7 +3,7 @@
 Each reads what it shows through shelf.py, control.py, schedules.py and workers_table.py (or
 web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however
 many jobs the table holds. A job's arguments may hold secrets and show only when asked, and
-those its caller named secret (redaction.py) never show, even then.
+those its caller named secret (core/arguments.py) never show, even then.
 """
 
 from pathlib import Path
