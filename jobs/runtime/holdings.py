@@ -1,26 +1,26 @@
-"""The ledger: the one owner of the fate of every row a worker's claims hold.
+"""The claimed rows and who holds them: a work thread's Hand, the ledger that owns every row, and LetGo.
 
-A row enters it before its claim is sent (the claim's token, `claiming`) and leaves it
-only once its settlement has committed. In between it is in one of three places: a
-live Hand (hand.py) of a work thread, which runs and settles it; a claim in flight,
-whose answer has not come yet; or loose, let go with a fate (`Fate`), for the keeper
-(supervisor.py) to settle on its own connection. Every way out of a thread (a lost
-connection, a refused statement, any exception, a thread let go) moves what its Hand
-held to loose, so nothing is ever dropped. And since a path that forgets a row can
-always be written, the keeper also compares, on a timer, the rows the database says
-this worker holds with what the ledger knows, and lets go of the difference
-(`strays`): a claim whose answer was lost, or any row no place here accounts for.
+A Hand is what a work thread holds of its last claim: jobs waiting their turn, the one
+running, and quiet successes not yet deleted; a lock makes each job leave it once. The
+Ledger is the one owner of the fate of every row a worker's claims hold. A row enters
+it before its claim is sent (the claim's token, `claiming`) and leaves it only once its
+settlement has committed. In between it is in a live Hand, which runs and settles it; a
+claim in flight, whose answer has not come yet; or loose, let go with a `Fate`, for the
+supervisor to settle on its own connection. Every way out of a thread moves what its
+Hand held to loose, so nothing is ever dropped; and the supervisor also compares, on a
+timer, the rows the database says this worker holds with what the ledger knows, and
+lets go of the difference (`strays`).
 
 A row settled without its performer (let go for its timeout or at the end of a stop's
 grace, or cancelled while it runs), which Python cannot stop, leaves the ledger while the
-performer runs on: `LetGo` keeps a row of job_let_go for each such performer (its queue,
-key and slot), which the claims count in work, until it returns (Job.performing). Used on
-the listener's thread only.
+performer runs on: `LetGo` keeps a row of job_let_go for each such performer, which the
+claims count in work, until it returns (Job.performing). Used on the listener's thread only.
 """
 
 import enum
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,115 @@ import psycopg
 
 from ..core.job import FATE, Job, StoppedPastNoReturn
 from ..core.sql import queries
-from .hand import Hand
+
+
+class Hand:
+    """The jobs of one claim on their way through a work thread."""
+
+    def __init__(self, jobs: list[Job]) -> None:
+        self._lock = threading.Lock()
+        self._waiting = list(jobs)  # claimed, not started
+        self.running: Job | None = None
+        self._performing: Job | None = None  # the job started last, until its thread is back from it
+        self._started = 0.0  # when the running job started (time.monotonic())
+        self._quiet: list[Job] = []  # ran and succeeded without touching the connection; not yet deleted
+        self._quiet_since = 0.0  # when the oldest of them ended
+        self._deleting: list[Job] = []  # quiet successes whose deletion is on its way: held until it commits
+        self.claimed_at = time.monotonic()
+        self.longest = 0.0  # seconds the longest of its jobs ran, settlement included
+
+    def next(self) -> Job | None:
+        """The next job to run, now marked running; None when no job waits."""
+        with self._lock:
+            if not self._waiting:
+                return None
+            self.running, self._started = self._waiting.pop(0), time.monotonic()
+            self._performing = self.running
+            self.running.performing = True  # before the runner looks whether it was cancelled
+            return self.running
+
+    def ended(self, job: Job, quiet_success: bool) -> None:
+        """Hears that `job`, the running one, ended; a quiet success waits to be deleted with its neighbours.
+
+        A job taken out of the hand meanwhile (`emptied`) is the ledger's now: nothing is kept of it here.
+        """
+        with self._lock:
+            self.longest = max(self.longest, time.monotonic() - self._started)
+            self._returned()
+            if self.running is not job:
+                return
+            if quiet_success:
+                if not self._quiet:
+                    self._quiet_since = time.monotonic()
+                self._quiet.append(job)
+            self.running = None
+
+    def returned(self) -> None:
+        """Hears that its thread is back from whatever job it was running: no performer of it runs now."""
+        with self._lock:
+            self._returned()
+
+    def _returned(self) -> None:
+        if self._performing is not None:
+            self._performing.performing = False
+            self._performing = None
+
+    def quiet(self, older_than: float | None = None) -> list[Job]:
+        """The quiet successes to delete now: all, or none unless the oldest ended `older_than` s ago.
+
+        They are still held until `deleted` hears that their deletion committed, or `kept` that it failed.
+        """
+        with self._lock:
+            if older_than is not None and (not self._quiet or time.monotonic() - self._quiet_since < older_than):
+                return []
+            taken, self._quiet = self._quiet, []
+            self._deleting.extend(taken)
+            return taken
+
+    def deleted(self, jobs: Sequence[Job]) -> None:
+        """Hears that the deletion of quiet successes committed: the hand holds them no more."""
+        done = {job.id for job in jobs}
+        with self._lock:
+            self._deleting = [job for job in self._deleting if job.id not in done]
+
+    def kept(self, jobs: Sequence[Job]) -> None:
+        """Hears that the deletion of quiet successes failed: they wait to be deleted again."""
+        failed = {job.id for job in jobs}
+        with self._lock:
+            self._quiet[:0] = [job for job in self._deleting if job.id in failed]
+            self._deleting = [job for job in self._deleting if job.id not in failed]
+
+    def done(self) -> list[Job]:
+        """Takes the quiet successes not yet on their way to deletion, for someone else to delete."""
+        with self._lock:
+            taken, self._quiet = self._quiet, []
+            return taken
+
+    def waiting(self) -> list[Job]:
+        """Takes the jobs not yet started, to give them back."""
+        with self._lock:
+            taken, self._waiting = self._waiting, []
+            return taken
+
+    def emptied(self) -> tuple[list[Job], Job | None, list[Job]]:
+        """Takes everything it holds, as (waiting, running, quiet): from now on it gives out nothing."""
+        with self._lock:
+            taken = self._waiting, self.running, self._deleting + self._quiet
+            self._waiting, self.running, self._quiet, self._deleting = [], None, [], []
+            return taken
+
+    def running_past(self, seconds: float) -> Job | None:
+        """The running job, if it has run longer than `seconds`."""
+        with self._lock:
+            if self.running is not None and time.monotonic() - self._started > seconds:
+                return self.running
+            return None
+
+    def held(self) -> list[Job]:
+        """Every job of the claim not yet settled or given back."""
+        with self._lock:
+            running = [self.running] if self.running is not None else []
+            return self._waiting + running + self._deleting + self._quiet
 
 
 class Fate(enum.Enum):

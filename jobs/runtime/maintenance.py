@@ -1,23 +1,26 @@
-"""The chores of a worker's listener, each on a timer of its own, on the listener's connection.
+"""The maintenance on the listener's connection, and the heartbeat beside it.
 
-Every WATCH_INTERVAL, the keeper (supervisor.py): let go of what the threads cannot settle
-now, settle what the ledger holds loose, and every lease / BEATS compare the rows the
-database says the worker holds with the ledger. Every POLL_INTERVAL: promote the
-scheduled jobs whose moment has come (and wake a thread for them), queue the job of
-each due tick of the worker's schedules, read which queues are paused and which are
-limited (limits.py), look for where each queue's claims should start (frontier.py), and
-hear which jobs in hand an operator cancelled. Every PULSE_EVERY, add the worker's counts
-per minute to job_pulse (pulse.py), and once more when it stops. Every lease / BEATS, the
-reaper: take silent workers for gone and let their jobs' leases run out (workers_table.py), free
-the concurrency keys of leases that ran out, shelve the cancelled and the lost, and prune
-the rows of workers long gone and the pulse's minutes past PULSE_KEPT; its statements
-skip rows locked at that instant, so a frozen worker costs only its own jobs. The listener
-runs each alone (listener.py): one that fails or is slow is logged and holds up none of
-the others' timers. The heartbeat is not a chore: it has a thread and a connection of its
-own (heartbeat.py).
+The listener is the thread beside a worker's work threads that wakes them and does the
+chores. On a connection of its own it LISTENs for the notification `later` sends on
+commit and rings the Doorbell at once; on that connection it runs the chores, each on a
+timer of its own and each alone: one the database refuses, or one that fails, is logged
+and the others run on; a lost connection reconnects; each chore's wait on a lock is
+bounded by CHORE_LOCK_WAIT. Every WATCH_INTERVAL the supervisor; every POLL_INTERVAL the
+promotion of scheduled jobs, the schedules' due ticks, the paused and limited queues,
+where each queue's claims start, and the cancels of jobs in hand; every PULSE_EVERY the
+pulse (once more when the worker stops); every lease / BEATS the reaper, which takes
+silent workers for gone, frees keys, shelves the cancelled and the lost and prunes.
+
+The heartbeat has a thread and a connection of its own: it registers the worker in
+job_workers and moves its row's beat_at on every lease / BEATS, and does nothing else, so
+no hook, chore or lock can hold a beat up. When the worker has ended it marks the row stopped.
 """
 
 import logging
+import os
+import selectors
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,9 +33,14 @@ from ..store.frontier import Frontiers
 from ..store.limits import Limits
 from ..store.schedules import Schedule, fired
 from . import settling
+from .connections import Connect, closed, kept_running, opened
 from .holdings import Ledger, LetGo, gone_pruned
+from .refusals import Complaints, kept
 from .supervisor import WATCH_INTERVAL, Keeper
 from .work_thread import Doorbell
+
+POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
+CHORE_LOCK_WAIT = 1.0  # seconds a chore's statement may wait on a lock before it gives up, to run again later
 
 log = logging.getLogger("jobs")
 
@@ -157,3 +165,208 @@ def reaped(db: psycopg.Connection[Any]) -> None:
     workers_table.pruned(db)
     gone_pruned(db)
     pulse.pruned(db)
+
+
+class Listener:
+    """Wakes the work threads of `queues` and runs `chores` (chores.Chore) on their timers; `run` is the thread's body.
+
+    stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
+    doorbell: how the work threads are woken (work_thread.py): one ring per notification.
+    complaints: the worker's record of the database's refusals (refusals.py).
+    """
+
+    def __init__(
+        self,
+        connect: Connect,
+        queues: list[str],
+        *,
+        listen: bool,
+        chores: list[Chore],
+        stopping: threading.Event,
+        doorbell: Doorbell,
+        complaints: Complaints,
+    ) -> None:
+        self.connect, self.queues, self.listen, self.chores = connect, queues, listen, chores
+        self.stopping, self.doorbell, self.complaints = stopping, doorbell, complaints
+        read, write = os.pipe()  # a byte written here ends the wait in select
+        self._wakeup_r = read
+        self._wakeup_w: int | None = write  # None once both ends are closed
+        self._selector: selectors.BaseSelector | None = None
+        self._fd: int | None = None
+
+    def run(self) -> None:
+        """Listens and keeps the timers until the worker stops, reconnecting when cut off."""
+        with selectors.DefaultSelector() as self._selector:
+            self._selector.register(self._wakeup_r, selectors.EVENT_READ)
+            kept_running(
+                self.connect,
+                self.stopping,
+                self._step,
+                who="worker's listener",
+                complaints=self.complaints,
+                on_open=self._listening,
+                on_lost=self._unlistened,
+                on_close=self._last_chores,
+            )
+        self._left_undone()
+
+    def _last_chores(self, db: psycopg.Connection[Any]) -> None:
+        """Runs once more, each alone, the chores whose at_stop asks it, on the listener's last connection."""
+        for chore in self.chores:
+            if chore.at_stop is not None and chore.at_stop():
+                try:
+                    self._done(chore, db)
+                except psycopg.Error as error:  # the connection was lost: _done logged every other error
+                    log.error("the worker's last %s was cut off: %s", chore.name, error)
+
+    def _left_undone(self) -> None:
+        """Logs the chores that still had something to do when the listener ended (it was cut off then)."""
+        for chore in self.chores:
+            if chore.at_stop is not None and chore.at_stop():
+                log.error("the worker stopped while cut off from the database: its last %s is lost", chore.name)
+
+    def interrupted(self) -> None:
+        """Ends the listener's wait at once (it then sees `stopping`)."""
+        if self._wakeup_w is not None:
+            os.write(self._wakeup_w, b"x")
+
+    def closed(self) -> None:
+        """Closes the wake-up pipe, once the thread has ended."""
+        if self._wakeup_w is not None:
+            os.close(self._wakeup_r)
+            os.close(self._wakeup_w)
+            self._wakeup_w = None
+
+    def _listening(self, db: psycopg.Connection[Any]) -> None:
+        """On a new connection: bound its waits on locks, LISTEN, and wake a thread, as a job may have come meanwhile.
+
+        The bound is the session's: not behind PgBouncer in transaction mode (listen=False),
+        where a session's setting reaches other clients, and a chore waits as its role allows.
+        """
+        assert self._selector is not None, "run() made it"
+        if self.listen:
+            db.execute("SELECT set_config('lock_timeout', %s, false)", [f"{round(CHORE_LOCK_WAIT * 1000)}ms"])
+            db.execute("LISTEN jobs")
+            self._fd = db.fileno()
+            self._selector.register(self._fd, selectors.EVENT_READ)
+            self.doorbell.ring()
+
+    def _unlistened(self, error: BaseException | None = None) -> None:
+        assert self._selector is not None, "run() made it"
+        if self._fd is not None:
+            self._selector.unregister(self._fd)
+            self._fd = None
+
+    def _step(self, db: psycopg.Connection[Any]) -> None:
+        """Waits for a notification or the next chore's moment, then does the chores that are due."""
+        assert self._selector is not None, "run() made it"
+        timeout = max(0.0, min(chore.next_at for chore in self.chores) - time.monotonic()) if self.chores else None
+        for key, _ in self._selector.select(timeout):
+            if key.fd == self._wakeup_r:
+                os.read(self._wakeup_r, 64)  # stop() asked: kept_running's test decides
+        self._heard(db)
+        for chore in self.chores:
+            if time.monotonic() >= chore.next_at and not self.stopping.is_set():
+                self._done(chore, db)
+        self._heard(db)  # the chores' own commits: a schedule's job queued on this connection
+
+    def _done(self, chore: Chore, db: psycopg.Connection[Any]) -> None:
+        """Runs one chore alone: a refusal or a bug is logged and the next chores still run; a lost connection is
+        raised."""
+        who = f"worker's {chore.name}"
+        try:
+            chore.do(db)
+        except psycopg.Error as error:
+            if not kept(db, error):
+                raise  # the connection is gone: kept_running reconnects, and every chore runs again then
+            self.complaints.heard(error, who, chore.every)
+        except Exception:
+            log.exception("the %s hit an error; it runs again in %.1f s", who, chore.every)
+        else:
+            self.complaints.mended(who)
+        finally:
+            chore.next_at = time.monotonic() + chore.every
+
+    def _heard(self, db: psycopg.Connection[Any]) -> None:
+        """Rings once for each notification of one of the queues that has come in.
+
+        psycopg takes a notification in whenever it reads from the connection, so one
+        sent by a commit of the listener's own (the chores queue a schedule's jobs on
+        this connection) is already read, and select would not wake for it: it is
+        looked for after the chores too, or it would wait for the next timer.
+        """
+        if self.listen:
+            for notice in db.notifies(timeout=0):
+                if notice.payload in self.queues:
+                    self.doorbell.ring()
+
+
+class Heartbeat:
+    """Beats the row `registration` describes until `ended` is set; `run` is the thread's body.
+
+    on_registered() is called once the row is written, each time it is: the worker's
+    threads may claim from then on.
+    """
+
+    def __init__(
+        self,
+        connect: Connect,
+        registration: workers_table.Registration,
+        *,
+        ended: threading.Event,
+        complaints: Complaints,
+        on_registered: Callable[[], None],
+    ) -> None:
+        self.connect, self.registration, self.ended = connect, registration, ended
+        self.complaints, self.on_registered = complaints, on_registered
+        self.every = registration.lease / workers_table.BEATS
+        self._nudged = threading.Event()  # set to end a wait at once: the worker ended
+        self._next_beat = 0.0
+
+    def run(self) -> None:
+        kept_running(
+            self.connect,
+            self.ended,
+            self._step,
+            who="worker's heartbeat",
+            complaints=self.complaints,
+            on_open=self._registered,
+        )
+        self._signed_off()
+
+    def interrupted(self) -> None:
+        """Ends the heartbeat's wait at once."""
+        self._nudged.set()
+
+    def _registered(self, db: psycopg.Connection[Any]) -> None:
+        """On a new connection: records the worker (or takes its row back), then lets it claim."""
+        ended = workers_table.registered(db, self.registration)
+        if ended is not None:
+            log.warning(
+                "this worker was taken for gone (%s) while it lived: jobs it held may have gone to other "
+                "workers, and their settlement here will be refused",
+                ended,
+            )
+        self.on_registered()
+        self._next_beat = time.monotonic() + self.every
+
+    def _step(self, db: psycopg.Connection[Any]) -> None:
+        """Waits for the next beat, then beats."""
+        self._nudged.wait(max(0.0, self._next_beat - time.monotonic()))
+        self._nudged.clear()
+        if time.monotonic() < self._next_beat:
+            return  # nudged: the worker ended, and kept_running sees it
+        if not workers_table.beaten(db, self.registration.id):
+            self._registered(db)  # a reaper took this worker for gone while it lived: it says so, and is back
+        self._next_beat = time.monotonic() + self.every
+
+    def _signed_off(self) -> None:
+        """Marks the worker's row stopped, on a connection of its own (the heartbeat's may be gone)."""
+        db: psycopg.Connection[Any] | None = None
+        try:
+            db = opened(self.connect)
+            workers_table.signed_off(db, self.registration.id)
+        except Exception as error:  # its row then falls silent, and another worker's reaper marks it gone
+            log.warning("the worker could not mark its row stopped (%s); it will be taken for gone", error)
+        finally:
+            closed(db)

@@ -30,7 +30,7 @@ from ..store import flows
 from ..store.pulse import Pulse
 from .connections import Backend
 from .coroutines import awaited
-from .hand import Hand
+from .holdings import Hand
 from .refusals import described
 from .settling import Outcome, cancelled, processed, quiet_settled, recorded_failure, success_committed
 from .transaction import JobTransaction, expected_idle

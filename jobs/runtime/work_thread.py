@@ -2,7 +2,7 @@
 
 A Worker (worker.py) runs several, each on a connection of its own. What a thread claims is
 the ledger's (holdings.py) from before the claim is sent: the claim's token while its answer
-is on its way, then the thread's Hand (hand.py). Every way out of a step lets go of the whole
+is on its way, then the thread's Hand. Every way out of a step lets go of the whole
 Hand in the ledger, for the keeper (supervisor.py) to settle, and the thread carries on; one
 that ends for any other reason says why and is replaced. Its connection's backend is kept,
 so that the keeper can end the transaction of a job it must abandon.
@@ -24,8 +24,7 @@ from ..store.frontier import Frontiers
 from ..store.limits import Limits
 from ..store.pulse import Pulse
 from .connections import Backend, Connect, kept_running, pooler_told
-from .hand import Hand
-from .holdings import Fate, Ledger
+from .holdings import Fate, Hand, Ledger
 from .refusals import Complaints, lost
 from .running import Counts, JobLost, lost_attempt, performed
 from .transaction import expected_idle

@@ -1,38 +1,51 @@
-"""The worker: threads that claim due jobs, run them and wait for more.
+"""The worker, and the ways an app runs its jobs.
 
 A Worker runs `threads` work threads, each on a connection of its own, and beside them
-a listener thread (listener.py) that wakes them when jobs come and does the chores, the
-keeper among them (supervisor.py), and a heartbeat thread (heartbeat.py) that records the
-worker as alive in job_workers and does nothing else. Every row its claims hold is its
-ledger's (holdings.py) until settled. A work thread claims a batch, hands it to the
-runner (running.py) and waits when nothing is due; it never dies of a job's failure or
-of a lost connection (connections.py), and one that ends anyway is replaced. `worked`
-(starting.py) is the same step, once, for a caller's own loop; `worker` and `beside`
-(starting.py) start one.
+the listener that wakes them and does the maintenance, the supervisor among it, and a
+heartbeat that records the worker as alive in job_workers and does nothing else. Every
+row its claims hold is its ledger's until settled. A work thread never dies of a job's
+failure or of a lost connection, and one that ends anyway is replaced.
+
+`worker` starts a Worker for a process of its own, `beside` one next to a web server,
+`beside_asgi` one within an ASGI app's lifespan; `beside` and `beside_asgi` make the
+tables first and stop the worker when the server is done. `worked` is what a work
+thread does in one pass, for a script, a test or a loop of the caller's: it claims at
+most one job, with no thread and no heartbeat, and returns a line that says what became of it.
 """
 
+import asyncio
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from typing import Any, TypeVar
+
+import psycopg
 
 from ..core.job import LEASE, Job, Performer
-from ..store import claims, schema, workers_table
+from ..store import claims, limits, schema, workers_table
 from ..store.frontier import Frontiers
 from ..store.limits import Limits
 from ..store.pulse import Pulse
 from ..store.schedules import Schedule, held
 from . import maintenance
 from .connections import SILENT_AFTER, Connect
-from .heartbeat import Heartbeat
 from .holdings import Ledger, LetGo
-from .listener import POLL_INTERVAL, Listener
+from .maintenance import POLL_INTERVAL, Heartbeat, Listener
 from .refusals import Complaints
-from .running import Counts, current
+from .running import Counts, current, performed
 from .supervisor import Keeper
 from .watchdog import Watchdog
 from .work_thread import Doorbell, WorkThread
+
+UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
+T = TypeVar("T")  # what `beside`'s serve() answers
+# The ASGI callable's shape (the asgiref spec), spelled out: jobs imports no ASGI package.
+Message = MutableMapping[str, Any]
+ASGIApp = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
+]
 
 log = logging.getLogger("jobs")
 
@@ -133,7 +146,7 @@ class Worker:
         self._heartbeat_thread = threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True)
 
     def start(self) -> "Worker":
-        """Starts the threads and returns the worker; the work threads claim once it is registered (heartbeat.py)."""
+        """Starts the threads and returns the worker; the work threads claim once it is registered."""
         self._heartbeat_thread.start()
         self._listener_thread.start()
         with self._lock:
@@ -213,7 +226,7 @@ class Worker:
         return [queue for queue in self.queues if queue not in self.paused]
 
     def registered(self) -> None:
-        """Hears that the worker's row is written (heartbeat.py): once the paused queues are read too, it claims."""
+        """Hears that the worker's row is written: once the paused queues are read too, it claims."""
         self._registered = True
         self._readied()
 
@@ -286,3 +299,118 @@ class Worker:
     def grace_over(self, now: float) -> bool:
         """Whether a stop's grace period has run out at `now` (time.monotonic())."""
         return self._grace_ends is not None and now >= self._grace_ends
+
+
+def worker(
+    connect: Connect, queues: str | Iterable[str], performers: Mapping[str, Performer], **options: Any
+) -> Worker:
+    """Starts a worker on `queues` (see Worker for the options) and returns it; call .stop() to end it."""
+    return Worker(connect, queues, performers, **options).start()
+
+
+def beside(
+    connect: Connect,
+    queue: str,
+    performers: Mapping[str, Performer],
+    serve: Callable[[], T],
+    *,
+    on_start: Callable[[Worker], object] | None = None,
+    **options: Any,
+) -> T:
+    """Runs `serve()` (a web server, say) with a worker on `queue` in threads beside it.
+
+    The worker makes the jobs table first when it is missing, and works on
+    connections of its own. `on_start(worker)`, when given, is called with the running
+    worker before `serve()` (to hand it to a dashboard, say). When `serve` returns or
+    raises, the worker stops (the job in hand finishes) and `beside` returns or raises
+    what `serve` did.
+    """
+    with connect() as db:
+        schema.prepared(db)
+    running = worker(connect, [queue], performers, **options)
+    try:
+        if on_start is not None:
+            on_start(running)
+        return serve()
+    finally:
+        running.stop()
+        running.join()
+
+
+def beside_asgi(
+    app: ASGIApp, connect: Connect, queue: str, performers: Mapping[str, Performer], **options: Any
+) -> ASGIApp:
+    """`app`, an ASGI app, with a worker on `queue` in threads beside it for as long as its server runs it.
+
+    The worker starts once `app` has started (its lifespan's startup is complete). When
+    the server says to shut down (`lifespan.shutdown`), the worker stops claiming and
+    the job in hand finishes before `app` is told, so a performer may use what the app's
+    startup made until its shutdown begins; should `app` end without it, the worker
+    stops then. The waits on the database and on the threads run off the event loop
+    (asyncio.to_thread), so requests still in flight are answered meanwhile. `app`
+    must speak the lifespan protocol, as Starlette, FastAPI, Litestar and Quart apps do.
+    """
+    running: list[Worker] = []
+
+    def started() -> Worker:
+        with connect() as db:
+            schema.prepared(db)
+        return worker(connect, [queue], performers, **options)
+
+    def stopped(done: Worker) -> None:
+        done.stop()
+        done.join()
+
+    async def served(
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Message]],
+        send: Callable[[Message], Awaitable[None]],
+    ) -> None:
+        if scope["type"] != "lifespan":
+            await app(scope, receive, send)
+            return
+
+        async def received() -> Message:
+            message = await receive()
+            if message["type"] == "lifespan.shutdown" and running:
+                await asyncio.to_thread(stopped, running.pop())
+            return message
+
+        async def sent(message: Message) -> None:
+            if message["type"] == "lifespan.startup.complete":
+                running.append(await asyncio.to_thread(started))
+            await send(message)
+
+        try:
+            await app(scope, received, sent)
+        finally:
+            if running:  # the app ended its lifespan before the server said to shut down
+                await asyncio.to_thread(stopped, running.pop())
+
+    return served
+
+
+def worked(
+    db: psycopg.Connection[Any],
+    queue: str,
+    performers: Mapping[str, Performer],
+    now: int | None = None,
+    *,
+    lease: float = UNWATCHED_LEASE,
+) -> str | None:
+    """Claims one job of `queue` due at `now` (ms; the database's clock when None), runs it and settles it.
+
+    Answers what happened, as one line: "ran NAME", or "failed NAME on attempt N:
+    REASON"; None when nothing was due. `db` must not be inside a transaction: the
+    claim commits before the job runs, and the settlement commits after. No heartbeat
+    runs here, so the lease is UNWATCHED_LEASE unless `lease` says otherwise.
+    """
+    if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
+    with db.transaction():
+        claims.promoted(db, now)
+    # A limited queue's claim (limits.py) within its limit; any other's, after one read of job_limits.
+    claimed = limits.claimed(db, queue, now, lease=lease, budgets=claims.budgets_of(performers)).jobs
+    if not claimed:
+        return None
+    return performed(db, claimed, performers, now=now)[0]

@@ -8,8 +8,7 @@ import time
 import pytest
 
 import jobs
-from jobs.runtime.listener import Listener
-from jobs.runtime.maintenance import Chore
+from jobs.runtime.maintenance import Chore, Listener
 from jobs.runtime.refusals import Complaints
 from jobs.runtime.work_thread import Doorbell
 from jobs.store import claims
