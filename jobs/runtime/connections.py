@@ -29,7 +29,7 @@ from typing import Any
 import psycopg
 
 from ..core.sql import one
-from .refusals import Complaints, kept
+from .refusals import Refusals, still_usable
 
 RECONNECT_FIRST = 0.1  # seconds before the first reconnection; doubles up to RECONNECT_MAX
 RECONNECT_MAX = 5.0  # seconds between reconnections at the most
@@ -121,7 +121,7 @@ def kept_running(
     step: Callable[[psycopg.Connection[Any]], bool | None],
     *,
     who: str,
-    complaints: Complaints,
+    refusals: Refusals,
     on_open: Callable[[psycopg.Connection[Any]], None] | None = None,
     on_lost: Callable[[BaseException], None] | None = None,
     on_close: Callable[[psycopg.Connection[Any]], None] | None = None,
@@ -132,7 +132,7 @@ def kept_running(
     runs when a step (or on_open) raised, before the connection is closed; on_close(db)
     runs at the end on the connection still open, if one is (none while cut off). Any
     BaseException is caught: SystemExit raised on a thread would end it in silence. `who` names the thread
-    in the log; `complaints` (shared by a worker's threads) logs each refusal of the
+    in the log; `refusals` (shared by a worker's threads) logs each refusal of the
     database once, and a refusal keeps a connection that is still sound.
     """
     db: psycopg.Connection[Any] | None = None
@@ -147,7 +147,7 @@ def kept_running(
                 if step(db) is False:
                     return
                 pause = RECONNECT_FIRST
-                complaints.mended(who)
+                refusals.mended(who)
             except BaseException as error:
                 # Don't let a lost connection, or a bug in a policy or a hook, end the
                 # thread: what it held is let go first (on_lost), then it reconnects.
@@ -155,8 +155,8 @@ def kept_running(
                     on_lost(error)
                 if stopping.is_set():
                     return  # a thread let go (its connection ended on purpose) or stopping: no news
-                complained(who, error, pause, complaints)
-                if db is not None and not kept(db, error):
+                complained(who, error, pause, refusals)
+                if db is not None and not still_usable(db, error):
                     closed(db)
                     db, orphan = None, session
                 stopping.wait(pause)
@@ -183,10 +183,10 @@ def opened_for(
     return db, session
 
 
-def complained(who: str, error: BaseException, pause: float, complaints: Complaints) -> None:
+def complained(who: str, error: BaseException, pause: float, refusals: Refusals) -> None:
     """Logs why a thread's step failed, and when it tries again."""
     if isinstance(error, psycopg.Error):
-        complaints.heard(error, who, pause)  # a lost connection, or a refused statement
+        refusals.heard(error, who, pause)  # a lost connection, or a refused statement
     else:
         log.exception("%s hit an error outside any job; reconnecting in %.1f s", who, pause)
 

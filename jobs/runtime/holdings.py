@@ -1,18 +1,18 @@
-"""The claimed rows and who holds them: a work thread's Hand, the ledger that owns every row, and LetGo.
+"""The claimed rows and who holds them: a work thread's Hand, the worker's Holdings that own every row, and LetGo.
 
 A Hand is what a work thread holds of its last claim: jobs waiting their turn, the one
 running, and quiet successes not yet deleted; a lock makes each job leave it once. The
-Ledger is the one owner of the fate of every row a worker's claims hold. A row enters
-it before its claim is sent (the claim's token, `claiming`) and leaves it only once its
+Holdings are the one owner of the fate of every row a worker's claims hold. A row enters
+them before its claim is sent (the claim's token, `claiming`) and leaves them only once its
 settlement has committed. In between it is in a live Hand, which runs and settles it; a
 claim in flight, whose answer has not come yet; or loose, let go with a `Fate`, for the
 supervisor to settle on its own connection. Every way out of a thread moves what its
 Hand held to loose, so nothing is ever dropped; and the supervisor also compares, on a
-timer, the rows the database says this worker holds with what the ledger knows, and
+timer, the rows the database says this worker holds with what the Holdings know, and
 lets go of the difference (`strays`).
 
 A row settled without its performer (let go for its timeout or at the end of a stop's
-grace, or cancelled while it runs), which Python cannot stop, leaves the ledger while the
+grace, or cancelled while it runs), which Python cannot stop, leaves the holdings while the
 performer runs on: `LetGo` keeps a row of job_let_go for each such performer, which the
 claims count in work, until it returns (Job.performing). Used on the listener's thread only.
 """
@@ -22,12 +22,8 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import psycopg
 
 from ..core.job import FATE, Job, StoppedPastNoReturn
-from ..core.sql import queries
 
 
 class Hand:
@@ -58,7 +54,7 @@ class Hand:
     def ended(self, job: Job, quiet_success: bool) -> None:
         """Hears that `job`, the running one, ended; a quiet success waits to be deleted with its neighbours.
 
-        A job taken out of the hand meanwhile (`emptied`) is the ledger's now: nothing is kept of it here.
+        A job taken out of the hand meanwhile (`emptied`) is the holdings's now: nothing is kept of it here.
         """
         with self._lock:
             self.longest = max(self.longest, time.monotonic() - self._started)
@@ -84,7 +80,7 @@ class Hand:
     def quiet(self, older_than: float | None = None) -> list[Job]:
         """The quiet successes to delete now: all, or none unless the oldest ended `older_than` s ago.
 
-        They are still held until `deleted` hears that their deletion committed, or `kept` that it failed.
+        They are still held until `deleted` hears that their deletion committed, or `undeleted` that it failed.
         """
         with self._lock:
             if older_than is not None and (not self._quiet or time.monotonic() - self._quiet_since < older_than):
@@ -99,7 +95,7 @@ class Hand:
         with self._lock:
             self._deleting = [job for job in self._deleting if job.id not in done]
 
-    def kept(self, jobs: Sequence[Job]) -> None:
+    def undeleted(self, jobs: Sequence[Job]) -> None:
         """Hears that the deletion of quiet successes failed: they wait to be deleted again."""
         failed = {job.id for job in jobs}
         with self._lock:
@@ -140,7 +136,7 @@ class Hand:
 
 
 class Fate(enum.Enum):
-    """What the keeper does with a loose row."""
+    """What the supervisor does with a loose row."""
 
     GIVE_BACK = "give back"  # never started (or its stop's grace ran out before its point of no return): due again,
     # its attempt not counted
@@ -160,7 +156,7 @@ class Loose:
     error: BaseException | None = None  # for FAIL: why its attempt failed
 
 
-class Ledger:
+class Holdings:
     """Every row one worker holds, until its settlement commits; its methods are safe from any thread."""
 
     def __init__(self) -> None:
@@ -168,7 +164,7 @@ class Ledger:
         self._hands: set[Hand] = set()
         self._claims: set[int] = set()  # tokens of claims sent whose answer has not been read
         self._loose: dict[int, Loose] = {}
-        self._settling = False  # the keeper has taken loose rows and not yet handed back what it left
+        self._settling = False  # the supervisor has taken loose rows and not yet handed back what it left
 
     def claiming(self, token: int) -> None:
         """Hears that a claim under `token` is about to be sent: whatever it takes is held until heard."""
@@ -182,7 +178,7 @@ class Ledger:
             self._claims.discard(token)
 
     def unheard(self, token: int) -> None:
-        """Hears that a claim's answer will never be read: whatever it took is a stray, for the keeper."""
+        """Hears that a claim's answer will never be read: whatever it took is a stray, for the supervisor."""
         with self._lock:
             self._claims.discard(token)
 
@@ -209,11 +205,6 @@ class Ledger:
             self._loose.update((entry.id, entry) for entry in loose)
             return loose
 
-    def let_go(self, jobs: Iterable[Job], fate: Fate, error: BaseException | None = None) -> None:
-        """Lets go of `jobs`, taken out of their hand by the caller, for the keeper to settle as `fate` says."""
-        with self._lock:
-            self._loose.update((job.id, Loose(job.id, claim_of(job), fate, job, error)) for job in jobs)
-
     def given_back(self, hand: Hand) -> list[Job]:
         """Takes the jobs of `hand` not yet started and lets them go, to be given back; answers them."""
         with self._lock:
@@ -234,19 +225,19 @@ class Ledger:
             return waiting
 
     def hands(self) -> list[Hand]:
-        """The live hands, for the keeper and the cancels."""
+        """The live hands, for the supervisor and the cancels."""
         with self._lock:
             return list(self._hands)
 
     def loose(self) -> list[Loose]:
-        """Takes what is loose, for the keeper to settle; what it could not settle it hands back with `kept`."""
+        """Takes what is loose, for the supervisor to settle; what it could not settle it puts back."""
         with self._lock:
             taken, self._loose = list(self._loose.values()), {}
             self._settling = bool(taken)
             return taken
 
-    def kept(self, loose: Iterable[Loose]) -> None:
-        """Hands back loose rows the keeper could not settle yet: it tries again at its next look."""
+    def put_back(self, loose: Iterable[Loose]) -> None:
+        """Puts back loose rows the supervisor could not settle yet: it tries again at its next look."""
         with self._lock:
             for entry in loose:
                 self._loose.setdefault(entry.id, entry)
@@ -259,11 +250,11 @@ class Ledger:
     def strays(self, rows: Iterable[tuple[int, int]]) -> list[Loose]:
         """Of the (id, claim) rows the database says this worker holds, read just before, those nobody here holds.
 
-        Read in that order, a row the ledger does not know is never one that is on its
+        Read in that order, a row the holdings does not know is never one that is on its
         way in: its claim's token was known before the claim was sent, and it leaves
         only after its settlement committed, when the database no longer holds it so.
         A stray never started (a thread that starts a job holds it until it lets it go),
-        so it is given back; the keeper's statements are fenced by its claim.
+        so it is given back; the supervisor's statements are fenced by its claim.
         """
         with self._lock:
             held = {job.id for hand in self._hands for job in hand.held()}
@@ -296,34 +287,3 @@ def claim_of(job: Job) -> int:
     """The token of the claim that holds `job`."""
     assert job.claim is not None, "a job in a worker's hand was claimed"
     return job.claim
-
-
-class LetGo:
-    """The performers of one worker that run on after their jobs were settled without them."""
-
-    def __init__(self) -> None:
-        self._running: dict[tuple[int, int], Job] = {}  # (id, claim): the job, while its row is in job_let_go
-
-    def recorded(self, db: psycopg.Connection[Any], jobs: list[Job]) -> None:
-        """Records, on db's transaction, those of `jobs` whose performer still runs, before they are settled."""
-        running = [job for job in jobs if job.performing and job.claim is not None]
-        if running:
-            params = {"ids": [job.id for job in running], "claims": [job.claim for job in running]}
-            db.execute(queries["let_go_recorded"], params)
-            self._running.update(((job.id, job.claim), job) for job in running if job.claim is not None)
-
-    def returned(self, db: psycopg.Connection[Any]) -> set[str]:
-        """Deletes the rows of the performers that have returned; answers their queues, which have room again."""
-        done = [(key, job) for key, job in self._running.items() if not job.performing]
-        if not done:
-            return set()
-        params = {"ids": [id for (id, _), _ in done], "claims": [claim for (_, claim), _ in done]}
-        db.execute(queries["let_go_forgotten"], params)
-        for key, _ in done:
-            del self._running[key]
-        return {job.queue for _, job in done}
-
-
-def gone_pruned(db: psycopg.Connection[Any]) -> None:
-    """Deletes the rows workers gone left in job_let_go, for the reaper."""
-    db.execute(queries["let_go_pruned"])

@@ -30,14 +30,13 @@ import psycopg
 from ..core.job import FATE, Job
 from ..store import claims, control, pulse, workers_table
 from ..store.frontier import Frontiers
-from ..store.limits import Limits
 from ..store.schedules import Schedule, fired
 from . import settling
 from .connections import Connect, closed, kept_running, opened
-from .holdings import Ledger, LetGo, gone_pruned
-from .refusals import Complaints, kept
-from .supervisor import WATCH_INTERVAL, Keeper
-from .work_thread import Doorbell
+from .holdings import Holdings
+from .refusals import Refusals, still_usable
+from .supervisor import WATCH_INTERVAL, LetGo, Supervisor, gone_pruned
+from .work_thread import Doorbell, Parts, Settings
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
 CHORE_LOCK_WAIT = 1.0  # seconds a chore's statement may wait on a lock before it gives up, to run again later
@@ -60,33 +59,20 @@ class Chore:
     at_stop: Callable[[], bool] | None = None
 
 
-def timetable(
-    *,
-    queues: list[str],
-    poll: float,
-    lease: float,
-    keeper: Keeper,
-    ledger: Ledger,
-    let_go: LetGo,
-    doorbell: Doorbell,
-    frontiers: Frontiers,
-    schedules: Sequence[Schedule],
-    paused_now: Callable[[set[str]], None],
-    limits: Limits,
-    counted: pulse.Pulse,
-) -> list[Chore]:
-    """The chores of a worker on `queues`, each due at once when the listener starts."""
-    reap = lease / workers_table.BEATS
+def timetable(settings: Settings, parts: Parts, supervisor: Supervisor, schedules: Sequence[Schedule]) -> list[Chore]:
+    """The chores of a worker, each due at once when the listener starts."""
+    queues, poll, doorbell, counted = settings.queues, settings.poll, parts.doorbell, parts.tally.pulse
+    assert counted is not None, "a worker counts its pulse"
     return [
-        Chore("keeper", WATCH_INTERVAL, keeper.kept),
-        Chore("limits", poll, limits.read),  # before the pauses, whose first read lets the threads claim
-        Chore("pauses", poll, lambda db: paused_now(control.paused_queues(db))),
+        Chore("keeper", WATCH_INTERVAL, supervisor.look),
+        Chore("limits", poll, parts.limits.read),  # before the pauses, whose first read lets the threads claim
+        Chore("pauses", poll, lambda db: parts.gate.paused_now(control.paused_queues(db))),
         Chore("promotion", poll, lambda db: promoted(db, queues, doorbell)),
         Chore("schedules", poll, lambda db: fired(db, schedules)),  # the jobs of due ticks, once across workers
-        Chore("frontier", poll, lambda db: looked(db, queues, frontiers, doorbell)),
-        Chore("cancels", poll, lambda db: cancels_heard(db, ledger, let_go)),
+        Chore("frontier", poll, lambda db: looked(db, queues, parts.frontiers, doorbell)),
+        Chore("cancels", poll, lambda db: cancels_heard(db, parts.holdings, supervisor.let_go)),
         Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending),  # a failed flush keeps its counts
-        Chore("reaper", reap, reaped),
+        Chore("reaper", settings.beat_every, reaped),
     ]
 
 
@@ -102,9 +88,9 @@ def looked(db: psycopg.Connection[Any], queues: list[str], frontiers: Frontiers,
         doorbell.ring()  # a job the claims passed over is due
 
 
-def cancels_heard(db: psycopg.Connection[Any], ledger: Ledger, let_go: LetGo) -> None:
+def cancels_heard(db: psycopg.Connection[Any], holdings: Holdings, let_go: LetGo) -> None:
     """Hears which jobs in hand an operator cancelled, one claim at a time."""
-    for hand in ledger.hands():
+    for hand in holdings.hands():
         jobs = hand.held()
         if jobs:
             heard_cancelled(db, jobs, let_go)
@@ -161,7 +147,7 @@ def reaped(db: psycopg.Connection[Any]) -> None:
     claims.keys_freed(db)
     with db.transaction():
         control.cancelled_reaped(db)  # before the reaper, so a cancelled job is shelved, never run again
-    settling.reaped_settled(db)
+    settling.last_attempts_lost(db)
     workers_table.pruned(db)
     gone_pruned(db)
     pulse.pruned(db)
@@ -172,7 +158,7 @@ class Listener:
 
     stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
     doorbell: how the work threads are woken (work_thread.py): one ring per notification.
-    complaints: the worker's record of the database's refusals (refusals.py).
+    refusals: the worker's record of the database's refusals.
     """
 
     def __init__(
@@ -184,10 +170,10 @@ class Listener:
         chores: list[Chore],
         stopping: threading.Event,
         doorbell: Doorbell,
-        complaints: Complaints,
+        refusals: Refusals,
     ) -> None:
         self.connect, self.queues, self.listen, self.chores = connect, queues, listen, chores
-        self.stopping, self.doorbell, self.complaints = stopping, doorbell, complaints
+        self.stopping, self.doorbell, self.refusals = stopping, doorbell, refusals
         read, write = os.pipe()  # a byte written here ends the wait in select
         self._wakeup_r = read
         self._wakeup_w: int | None = write  # None once both ends are closed
@@ -203,7 +189,7 @@ class Listener:
                 self.stopping,
                 self._step,
                 who="worker's listener",
-                complaints=self.complaints,
+                refusals=self.refusals,
                 on_open=self._listening,
                 on_lost=self._unlistened,
                 on_close=self._last_chores,
@@ -277,13 +263,13 @@ class Listener:
         try:
             chore.do(db)
         except psycopg.Error as error:
-            if not kept(db, error):
+            if not still_usable(db, error):
                 raise  # the connection is gone: kept_running reconnects, and every chore runs again then
-            self.complaints.heard(error, who, chore.every)
+            self.refusals.heard(error, who, chore.every)
         except Exception:
             log.exception("the %s hit an error; it runs again in %.1f s", who, chore.every)
         else:
-            self.complaints.mended(who)
+            self.refusals.mended(who)
         finally:
             chore.next_at = time.monotonic() + chore.every
 
@@ -313,13 +299,13 @@ class Heartbeat:
         connect: Connect,
         registration: workers_table.Registration,
         *,
+        every: float,
         ended: threading.Event,
-        complaints: Complaints,
+        refusals: Refusals,
         on_registered: Callable[[], None],
     ) -> None:
         self.connect, self.registration, self.ended = connect, registration, ended
-        self.complaints, self.on_registered = complaints, on_registered
-        self.every = registration.lease / workers_table.BEATS
+        self.refusals, self.on_registered, self.every = refusals, on_registered, every
         self._nudged = threading.Event()  # set to end a wait at once: the worker ended
         self._next_beat = 0.0
 
@@ -329,7 +315,7 @@ class Heartbeat:
             self.ended,
             self._step,
             who="worker's heartbeat",
-            complaints=self.complaints,
+            refusals=self.refusals,
             on_open=self._registered,
         )
         self._signed_off()

@@ -22,7 +22,7 @@ from ..store import claims
 LOST_CLASS = "08"
 LOST_STATES = {"57P01", "57P02", "57P03"}  # admin_shutdown, crash_shutdown, cannot_connect_now
 READ_ONLY = "25006"  # read_only_sql_transaction: the server is a standby, or refuses writes for now
-COMPLAINT_REPEAT = 300.0  # seconds a refusal is counted in silence before it is logged again, with its count
+REFUSAL_REPEAT = 300.0  # seconds a refusal is counted in silence before it is logged again, with its count
 NOTHING_DUE = -1  # ms: the moment `refusal` claims at, before any job's run_at, so it finds nothing
 
 log = logging.getLogger("jobs")
@@ -44,7 +44,7 @@ def described(error: psycopg.Error) -> str:
     return f"{error.sqlstate or 'no SQLSTATE'} {message}"
 
 
-def kept(db: psycopg.Connection[Any] | None, error: BaseException) -> bool:
+def still_usable(db: psycopg.Connection[Any] | None, error: BaseException) -> bool:
     """Whether `db` still serves after `error`: a refusal leaves the connection idle and sound."""
     return (
         db is not None
@@ -55,7 +55,7 @@ def kept(db: psycopg.Connection[Any] | None, error: BaseException) -> bool:
     )
 
 
-class Complaints:
+class Refusals:
     """The refusals one worker has met, so that each is logged once and then counted.
 
     Its threads share it: the same refusal met by the work threads and the listener is
@@ -87,7 +87,7 @@ class Complaints:
             seen = self._refusals.get(refusal)
             if seen is not None:
                 seen[2].add(who)
-            if seen is not None and time.monotonic() - seen[1] < COMPLAINT_REPEAT:
+            if seen is not None and time.monotonic() - seen[1] < REFUSAL_REPEAT:
                 seen[0] += 1
                 return
             since = "" if seen is None else f" (seen {seen[0]} times since)"

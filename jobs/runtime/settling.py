@@ -8,7 +8,7 @@ by the claim's token and by the cancel mark: a row that is no longer ours, or th
 operator cancelled meanwhile, is not settled as the runner saw it, but goes the one way
 a cancelled job goes (`cancelled_or_lost`): on the shelf, its chain or batch told once.
 The jobs whose worker died on their last attempt, which no thread will settle, the
-listener's reaper fails for good here too (`reaped_settled`).
+listener's reaper fails for good here too (`last_attempts_lost`).
 """
 
 import contextlib
@@ -26,7 +26,7 @@ from ..core.policies import Policy
 from ..store import claims, control, flows
 from .transaction import JobTransaction
 
-NAMES_KEPT = 256  # performers' names whose success outcome is kept made (`processed`)
+NAMES_KEPT = 256  # performers' names whose success outcome is kept made (`success`)
 
 log = logging.getLogger("jobs")
 
@@ -42,7 +42,7 @@ class Outcome:
     final: bool = False  # a failure for good
 
 
-def processed(job: Job) -> Outcome:
+def success(job: Job) -> Outcome:
     """The outcome of a success: one per performer's name, as a drain has thousands of each."""
     return success_of(job.name)
 
@@ -52,12 +52,12 @@ def success_of(name: str) -> Outcome:
     return Outcome("processed", f"ran {name}")
 
 
-def cancelled(job: Job) -> Outcome:
+def cancellation(job: Job) -> Outcome:
     """The outcome of a job cancelled while held: nothing of it is kept, and it is on the shelf."""
     return Outcome("cancelled", f"cancelled {job.name}", logging.INFO, "was cancelled: its writes are undone")
 
 
-def taken_over(job: Job) -> Outcome:
+def takeover(job: Job) -> Outcome:
     """The outcome of a job that ran while another worker took it over: that worker settles it."""
     return Outcome("lease_lost", f"lease lost {job.name}", logging.WARNING, "ran, but another worker holds it now")
 
@@ -71,9 +71,9 @@ def success_committed(transaction: JobTransaction, job: Job) -> Outcome:
     db = transaction.db
     try:
         if claims.finished_one(transaction.cursor, job):
-            moved_flows_on(db, [(job, processed(job))])
+            moved_flows_on(db, [(job, success(job))])
             transaction.committed()
-            return processed(job)
+            return success(job)
         transaction.rolled_back()
     except BaseException:
         transaction.rolled_back()
@@ -93,10 +93,10 @@ def quiet_settled(db: psycopg.Connection[Any], jobs: list[Job]) -> list[tuple[Jo
     if any(job.batch or job.flow for job in jobs):
         with db.transaction():
             kept = claims.finished(db, jobs)
-            moved_flows_on(db, [(job, processed(job)) for job in jobs if job.id in kept])
+            moved_flows_on(db, [(job, success(job)) for job in jobs if job.id in kept])
     else:
         kept = claims.finished(db, jobs)
-    return [(job, processed(job) if job.id in kept else cancelled_or_lost(db, job)) for job in jobs]
+    return [(job, success(job) if job.id in kept else cancelled_or_lost(db, job)) for job in jobs]
 
 
 def cancelled_or_lost(db: psycopg.Connection[Any], job: Job) -> Outcome:
@@ -111,9 +111,9 @@ def cancelled_or_lost(db: psycopg.Connection[Any], job: Job) -> Outcome:
         shelved = control.cancellation_settled(db, job)
     if shelved or job.cancelling:
         job.cancelling = True
-        return cancelled(job)
+        return cancellation(job)
     log.warning("lease lost: another worker holds job %s (%s on %s); it is its to settle", job.id, job.name, job.queue)
-    return taken_over(job)
+    return takeover(job)
 
 
 def recorded_failure(
@@ -195,7 +195,7 @@ def moved_flows_on(db: psycopg.Connection[Any], settled: list[tuple[Job, Outcome
 LOST = Outcome("failed", "lost", logging.ERROR, "its worker stopped during the last attempt", final=True)
 
 
-def reaped_settled(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
+def last_attempts_lost(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
     """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
 
     One transaction: the jobs leave the queue and their chains and batches hear of it

@@ -1,16 +1,13 @@
 """The worker, and the ways an app runs its jobs.
 
-A Worker runs `threads` work threads, each on a connection of its own, and beside them
-the listener that wakes them and does the maintenance, the supervisor among it, and a
-heartbeat that records the worker as alive in job_workers and does nothing else. Every
-row its claims hold is its ledger's until settled. A work thread never dies of a job's
-failure or of a lost connection, and one that ends anyway is replaced.
-
-`worker` starts a Worker for a process of its own, `beside` one next to a web server,
-`beside_asgi` one within an ASGI app's lifespan; `beside` and `beside_asgi` make the
-tables first and stop the worker when the server is done. `worked` is what a work
-thread does in one pass, for a script, a test or a loop of the caller's: it claims at
-most one job, with no thread and no heartbeat, and returns a line that says what became of it.
+A Worker runs `threads` work threads (its Crew), each on a connection of its own, and
+beside them the listener that wakes them and does the maintenance, the supervisor among
+it, and a heartbeat that records the worker as alive and does nothing else. Each part is
+given the worker's Settings and the Parts it uses, never the Worker. `worker` starts a
+Worker, `beside` one next to a web server, `beside_asgi` one within an ASGI app's
+lifespan; the two make the tables first and stop the worker when the server is done.
+`worked` is a work thread's step done once in the caller's own loop, with no thread and
+no heartbeat: it claims at most one job and returns a line that says what became of it.
 """
 
 import asyncio
@@ -31,13 +28,13 @@ from ..store.pulse import Pulse
 from ..store.schedules import Schedule, held
 from . import maintenance
 from .connections import SILENT_AFTER, Connect
-from .holdings import Ledger, LetGo
+from .holdings import Holdings
 from .maintenance import POLL_INTERVAL, Heartbeat, Listener
-from .refusals import Complaints
-from .running import Counts, current, performed
-from .supervisor import Keeper
+from .refusals import Refusals
+from .running import Counts, Tally, current, performed
+from .supervisor import Crew, LetGo, Supervisor
 from .watchdog import Watchdog
-from .work_thread import Doorbell, WorkThread
+from .work_thread import Doorbell, Gate, Parts, Settings, WorkThread
 
 UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
 T = TypeVar("T")  # what `beside`'s serve() answers
@@ -79,8 +76,7 @@ class Worker:
         schedules: Iterable[Schedule] = (),
         silent_after: float = SILENT_AFTER,
     ) -> None:
-        if isinstance(queues, str):
-            queues = [queues]
+        queues = [queues] if isinstance(queues, str) else list(queues)
         if not queues or threads < 1 or lease <= 0 or (timeout is not None and not timeout > 0):
             raise ValueError(
                 "a worker needs a queue, one thread or more, a lease of more than 0 s, "
@@ -88,69 +84,63 @@ class Worker:
             )
         # Every connection the worker opens is watched, but not while a performer waits on it.
         self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
-        self.connect, self.queues, self.performers = self.watchdog.connecting(connect), list(queues), performers
-        self.threads, self.lease, self.poll, self.timeout, self.listen = threads, lease, poll, timeout, listen
-        self.id = secrets.randbits(63)  # its row in job_workers, and the mark its claims leave on the jobs they hold
-        self.version = schema.VERSION
-        self.counts = Counts()
-        self.pulse = Pulse()  # its counts per queue and minute, until the listener adds them to job_pulse
-        self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
-        self.budgets = claims.budgets_of(performers)  # the attempts each policy allows, for the claim
-        self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
-        self.ledger = Ledger()  # every row its claims hold, until settled (holdings.py)
-        self.let_go = LetGo()  # its performers that run on after their jobs were settled without them (holdings.py)
-        self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
-        self._drain = False  # stop(drain=True) asked
-        self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
-        self._stopping = threading.Event()  # nothing new is claimed once it is set
-        self._ready = threading.Event()  # set once the worker is registered and has read the paused queues
-        self._registered = self._paused_read = False
-        self._grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
-        self._said_stopped = False  # join() logs what the worker did once, when it has ended
-        self._lock = threading.Lock()
-        self._work: list[WorkThread] = []  # the work threads not abandoned
-        self.schedules = held(schedules)
-        self.paused: set[str] = set()  # the worker's queues paused when last read
-        self.limits = Limits(self.queues, self.doorbell.ring)  # its limited queues, read every poll (limits.py)
-        self.keeper = Keeper(
-            self, reconcile_every=lease / workers_table.BEATS
-        )  # settles what no thread will (supervisor.py)
-        timetable = maintenance.timetable(
-            queues=self.queues,
-            poll=poll,
+        self.settings = settings = Settings(
+            id=secrets.randbits(63),
+            connect=self.watchdog.connecting(connect),
+            queues=queues,
+            performers=performers,
+            threads=threads,
             lease=lease,
-            keeper=self.keeper,
-            ledger=self.ledger,
-            let_go=self.let_go,
-            doorbell=self.doorbell,
-            frontiers=self.frontiers,
-            schedules=self.schedules,
-            paused_now=self.paused_now,
-            limits=self.limits,
-            counted=self.pulse,
-        )
-        self._listener = Listener(
-            self.connect,
-            self.queues,
+            poll=poll,
             listen=listen,
-            chores=timetable,
+            timeout=timeout,
+            budgets=claims.budgets_of(performers),
+            beat_every=lease / workers_table.BEATS,
+        )
+        self.id, self.queues, self.counts, self.pulse = settings.id, queues, Counts(), Pulse()
+        doorbell = Doorbell(threads)
+        self.gate = Gate(queues, doorbell, threads)
+        self.parts = Parts(
+            Holdings(),
+            doorbell,
+            self.gate,
+            Tally(self.counts, self.pulse),
+            Refusals(),
+            Frontiers(),
+            Limits(queues, doorbell.ring),
+        )
+        self.frontiers = self.parts.frontiers
+        self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
+        self.crew = Crew(settings, self.parts, over=self._over)
+        supervisor = Supervisor(settings, self.parts, self.crew, LetGo())
+        chores = maintenance.timetable(settings, self.parts, supervisor, held(schedules))
+        self._listener = Listener(
+            settings.connect,
+            queues,
+            listen=listen,
+            chores=chores,
             stopping=self.ended,
-            doorbell=self.doorbell,
-            complaints=self.complaints,
+            doorbell=doorbell,
+            refusals=self.parts.refusals,
+        )
+        registration = workers_table.Registration(settings.id, queues, threads, lease, schema.VERSION)
+        self._heartbeat = Heartbeat(
+            settings.connect,
+            registration,
+            every=settings.beat_every,
+            ended=self.ended,
+            refusals=self.parts.refusals,
+            on_registered=self.gate.registered,
         )
         self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
-        registration = workers_table.Registration(self.id, self.queues, threads, lease, self.version)
-        self._heartbeat = Heartbeat(
-            self.connect, registration, ended=self.ended, complaints=self.complaints, on_registered=self.registered
-        )
         self._heartbeat_thread = threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True)
+        self._said_stopped = False  # join() logs what the worker did once, when it has ended
 
     def start(self) -> "Worker":
         """Starts the threads and returns the worker; the work threads claim once it is registered."""
         self._heartbeat_thread.start()
         self._listener_thread.start()
-        with self._lock:
-            self._work = [WorkThread(self, n).start() for n in range(self.threads)]
+        self.crew.start()
         return self
 
     def stop(self, drain: bool = False, grace: float | None = None) -> None:
@@ -161,18 +151,19 @@ class Worker:
         the queue at once, their settlement fenced off, and their threads let go (a second
         stop with grace=0 gives everything back now). Not from a signal handler: it takes the lock join holds.
         """
+        gate = self.gate
         if grace is not None:
-            self._grace_ends = time.monotonic() + grace
+            gate.grace_ends = time.monotonic() + grace
         if drain:
-            self._drain = True  # each work thread ends when it finds nothing due, once it may claim
+            gate.drain = True  # each work thread ends when it finds nothing due, once it may claim
             self.frontiers.drained()  # due means due: a drain's claims start at the front
-            if self._ready.is_set():
-                self.doorbell.ring_everyone()  # else registered() does, once the threads may claim
+            if gate.ready.is_set():
+                gate.doorbell.ring_everyone()  # else the gate does, once the threads may claim
         else:
-            self._stopping.set()
-            for work in self._work_threads():
+            gate.stopped.set()
+            for work in self.crew.threads():
                 work.ending.set()
-            self.doorbell.ring_everyone()
+            gate.doorbell.ring_everyone()
 
     def join(self, timeout: float | None = None) -> bool:
         """Waits for the threads to end; True when they all have, and then logs (once) what the worker did."""
@@ -198,107 +189,47 @@ class Worker:
         For tests: what the last job did is committed when this returns.
         """
         deadline = time.monotonic() + timeout
-        with self.connect() as db:
+        with self.settings.connect() as db:
             db.autocommit = True
             while time.monotonic() < deadline:
                 if (
                     not self.batches_held()
-                    and not self.ledger.letting_go()
+                    and not self.parts.holdings.letting_go()
                     and claims.outstanding(db, self.queues) == 0
                 ):
                     return True
                 self.ended.wait(0.01)
         return False
 
-    @property
-    def draining(self) -> bool:
-        """Whether a work thread that found nothing due ends: a drain was asked, and the worker may claim."""
-        return self._drain and self._ready.is_set()
-
     def _threads(self) -> list[threading.Thread]:
-        return [work.thread for work in self._work_threads()] + [self._listener_thread, self._heartbeat_thread]
+        return [work.thread for work in self.crew.threads()] + [self._listener_thread, self._heartbeat_thread]
+
+    def _over(self) -> None:
+        """Hears from the crew that the last work thread has ended: the listener and the heartbeat end too."""
+        self.ended.set()
+        self._listener.interrupted()
+        self._heartbeat.interrupted()
+
+    @property
+    def paused(self) -> set[str]:
+        """The worker's queues paused when last read."""
+        return self.gate.paused
 
     def claimable(self) -> list[str]:
-        """The queues a work thread may claim from now: those not paused; none before the worker is registered,
-        and none once it stops."""
-        if self._stopping.is_set() or not self._ready.is_set():
-            return []
-        return [queue for queue in self.queues if queue not in self.paused]
-
-    def registered(self) -> None:
-        """Hears that the worker's row is written: once the paused queues are read too, it claims."""
-        self._registered = True
-        self._readied()
-
-    def _readied(self) -> None:
-        """Lets the threads claim, and wakes them, once the worker is registered and knows the paused queues."""
-        if self._registered and self._paused_read and not self._ready.is_set():
-            self._ready.set()
-            for _ in range(self.threads):
-                self.doorbell.ring()
-            if self._drain:
-                self.doorbell.ring_everyone()
-
-    def paused_now(self, paused: set[str]) -> None:
-        """Hears which queues are paused now (maintenance.py, every POLL_INTERVAL); a resumed one wakes a thread."""
-        mine = paused & set(self.queues)
-        resumed = self.paused - mine
-        self.paused = mine
-        if resumed:
-            self.doorbell.ring()
-        self._paused_read = True
-        self._readied()
-
-    def thread_ended(self, work: WorkThread) -> None:
-        """Hears that a work thread ended; when the last has, the listener ends too."""
-        with self._lock:
-            if work in self._work:
-                self._work.remove(work)
-            last = not self._work
-        if last:
-            self.ended.set()
-            self._listener.interrupted()
-            self._heartbeat.interrupted()
-
-    def _work_threads(self) -> list[WorkThread]:
-        with self._lock:
-            return list(self._work)
-
-    def work_threads(self) -> list[WorkThread]:
-        """The work threads not let go."""
-        return self._work_threads()
-
-    def batches_held(self) -> list[list[Job]]:
-        """The jobs each work thread holds now (claimed, not yet settled or let go)."""
-        return [held for held in (hand.held() for hand in self.ledger.hands()) if held]
-
-    def thread_died(self, work: WorkThread, error: BaseException) -> None:
-        """Hears that a work thread ended of `error`: it says so, and another takes its place unless stopping."""
-        log.error("a work thread ended of %r; another takes its place", error, exc_info=error)
-        if self.replaced(work):
-            self.thread_ended(work)
+        """The queues a work thread may claim from now (none before the worker is registered, none once it stops)."""
+        return self.gate.claimable()
 
     def stopping(self) -> bool:
         """Whether the worker claims nothing new any more."""
-        return self._stopping.is_set()
+        return self.gate.stopped.is_set()
 
-    def replaced(self, work: WorkThread) -> bool | None:
-        """Takes thread `work` out and, unless stopping, starts a thread in its place at once (the keeper lets it go).
+    def work_threads(self) -> list[WorkThread]:
+        """The work threads not let go."""
+        return self.crew.threads()
 
-        Answers whether it was the last one (the worker then ends once its jobs are
-        let go), or None when it was taken out already.
-        """
-        with self._lock:
-            if work not in self._work:
-                return None
-            self._work.remove(work)
-            if not self._stopping.is_set():
-                self._work.append(WorkThread(self, work.n).start())
-            return not self._work
-
-    def grace_over(self, now: float) -> bool:
-        """Whether a stop's grace period has run out at `now` (time.monotonic())."""
-        return self._grace_ends is not None and now >= self._grace_ends
+    def batches_held(self) -> list[list[Job]]:
+        """The jobs each work thread holds now (claimed, not yet settled or let go)."""
+        return [held for held in (hand.held() for hand in self.parts.holdings.hands()) if held]
 
 
 def worker(

@@ -93,8 +93,8 @@ def transaction_time(url: str, commit: str) -> float:
 def idle_claims(url: str) -> tuple[float, float]:
     """Median seconds of a work thread's claim on the empty queue, and of the bare claim statement, in turns."""
     worker = jobs.Worker(database.connector(url), [database.QUEUE], queue.PERFORMERS)
-    thread = WorkThread(worker, 0)
-    params = claims.claim_params(database.QUEUE, None, None, worker=worker.id, budgets=worker.budgets)
+    thread = WorkThread(0, worker.settings, worker.parts, lambda work, error: None)
+    params = claims.claim_params(database.QUEUE, None, None, worker=worker.id, budgets=worker.settings.budgets)
     statement = claims.claim_statement(1)
     ours: list[float] = []
     bare: list[float] = []
