@@ -67,8 +67,9 @@ from .core.policies import NO_RETRY, Policy, exponential, intervals, policy, pol
 from .core.sql import load as load_queries
 from .runtime.connections import SILENT_AFTER, keepalives
 from .runtime.maintenance import POLL_INTERVAL
-from .runtime.running import Counts, current_job
-from .runtime.worker import Worker, beside, beside_asgi, worked, worker
+from .runtime.running import current_job, worked
+from .runtime.settling import Counts
+from .runtime.worker import Worker, beside, beside_asgi, worker
 from .store.claims import listed, now_ms
 from .store.control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .store.enqueue import later, later_many

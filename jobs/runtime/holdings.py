@@ -27,7 +27,7 @@ from ..core.job import FATE, Job, StoppedPastNoReturn
 
 
 class Hand:
-    """The jobs of one claim on their way through a work thread."""
+    """The jobs of one claim on their way through a work thread; each leaves it once: run, given back or settled."""
 
     def __init__(self, jobs: list[Job]) -> None:
         self._lock = threading.Lock()
@@ -52,10 +52,8 @@ class Hand:
             return self.running
 
     def ended(self, job: Job, quiet_success: bool) -> None:
-        """Hears that `job`, the running one, ended; a quiet success waits to be deleted with its neighbours.
-
-        A job taken out of the hand meanwhile (`emptied`) is the holdings's now: nothing is kept of it here.
-        """
+        """Hears that `job`, the running one, ended (unless it was taken out meanwhile); a quiet success waits to be
+        deleted with its neighbours."""
         with self._lock:
             self.longest = max(self.longest, time.monotonic() - self._started)
             self._returned()
@@ -78,10 +76,8 @@ class Hand:
             self._performing = None
 
     def quiet(self, older_than: float | None = None) -> list[Job]:
-        """The quiet successes to delete now: all, or none unless the oldest ended `older_than` s ago.
-
-        They are still held until `deleted` hears that their deletion committed, or `undeleted` that it failed.
-        """
+        """The quiet successes to delete now (all, or none before the oldest is `older_than` s old), held until
+        `deleted` or `undeleted` hears how their deletion went."""
         with self._lock:
             if older_than is not None and (not self._quiet or time.monotonic() - self._quiet_since < older_than):
                 return []
@@ -197,19 +193,23 @@ class Holdings:
         with self._lock:
             self._hands.discard(hand)
             waiting, running, quiet = hand.emptied()
-            loose = [Loose(job.id, claim_of(job), Fate.GIVE_BACK, job) for job in waiting]
-            loose += [Loose(job.id, claim_of(job), Fate.DELETE, job) for job in quiet]
+            loose = self._let_go(waiting, Fate.GIVE_BACK) + self._let_go(quiet, Fate.DELETE)
             if running is not None:
                 fate, error = past_no_return(running, fate or (Fate.GIVE_BACK if error is None else Fate.FAIL), error)
-                loose.append(Loose(running.id, claim_of(running), fate, running, error))
-            self._loose.update((entry.id, entry) for entry in loose)
+                loose += self._let_go([running], fate, error)
             return loose
+
+    def _let_go(self, jobs: list[Job], fate: Fate, error: BaseException | None = None) -> list[Loose]:
+        """Lets go of `jobs` (the lock held), for the supervisor to settle as `fate` says; answers them as Loose."""
+        loose = [Loose(job.id, claim_of(job), fate, job, error) for job in jobs]
+        self._loose.update((entry.id, entry) for entry in loose)
+        return loose
 
     def given_back(self, hand: Hand) -> list[Job]:
         """Takes the jobs of `hand` not yet started and lets them go, to be given back; answers them."""
         with self._lock:
             waiting = hand.waiting()
-            self._loose.update((job.id, Loose(job.id, claim_of(job), Fate.GIVE_BACK, job)) for job in waiting)
+            self._let_go(waiting, Fate.GIVE_BACK)
             return waiting
 
     def handed_on(self, hand: Hand) -> list[Job]:
@@ -219,9 +219,9 @@ class Holdings:
         rather than after it: a crash meanwhile would run them (and send their letters) again.
         """
         with self._lock:
-            waiting, done = hand.waiting(), hand.done()
-            self._loose.update((job.id, Loose(job.id, claim_of(job), Fate.GIVE_BACK, job)) for job in waiting)
-            self._loose.update((job.id, Loose(job.id, claim_of(job), Fate.DELETE, job)) for job in done)
+            waiting = hand.waiting()
+            self._let_go(waiting, Fate.GIVE_BACK)
+            self._let_go(hand.done(), Fate.DELETE)
             return waiting
 
     def hands(self) -> list[Hand]:
@@ -250,11 +250,10 @@ class Holdings:
     def strays(self, rows: Iterable[tuple[int, int]]) -> list[Loose]:
         """Of the (id, claim) rows the database says this worker holds, read just before, those nobody here holds.
 
-        Read in that order, a row the holdings does not know is never one that is on its
-        way in: its claim's token was known before the claim was sent, and it leaves
-        only after its settlement committed, when the database no longer holds it so.
-        A stray never started (a thread that starts a job holds it until it lets it go),
-        so it is given back; the supervisor's statements are fenced by its claim.
+        Read in that order, a row unknown here is never one on its way in: its claim's token
+        was known before the claim was sent, and it leaves only once its settlement committed.
+        A stray never started (a thread holds a job it starts until it lets it go), so it is
+        given back, fenced by its claim.
         """
         with self._lock:
             held = {job.id for hand in self._hands for job in hand.held()}

@@ -1,4 +1,4 @@
-"""The maintenance on the listener's connection, and the heartbeat beside it.
+"""The maintenance on the listener's connection: the listener, and the chores it runs on their timers.
 
 The listener is the thread beside a worker's work threads that wakes them and does the
 chores. On a connection of its own it LISTENs for the notification `later` sends on
@@ -10,10 +10,6 @@ promotion of scheduled jobs, the schedules' due ticks, the paused and limited qu
 where each queue's claims start, and the cancels of jobs in hand; every PULSE_EVERY the
 pulse (once more when the worker stops); every lease / BEATS the reaper, which takes
 silent workers for gone, frees keys, shelves the cancelled and the lost and prunes.
-
-The heartbeat has a thread and a connection of its own: it registers the worker in
-job_workers and moves its row's beat_at on every lease / BEATS, and does nothing else, so
-no hook, chore or lock can hold a beat up. When the worker has ended it marks the row stopped.
 """
 
 import logging
@@ -32,9 +28,10 @@ from ..store import claims, control, pulse, workers_table
 from ..store.frontier import Frontiers
 from ..store.schedules import Schedule, fired
 from . import settling
-from .connections import Connect, closed, kept_running, opened
+from .connections import Connect, kept_running
 from .holdings import Holdings
 from .refusals import Refusals, still_usable
+from .settling import named
 from .supervisor import WATCH_INTERVAL, LetGo, Supervisor, gone_pruned
 from .work_thread import Doorbell, Parts, Settings
 
@@ -120,12 +117,7 @@ def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetGo 
                 if let_go is not None:
                     let_go.recorded(db, [job])
                 control.cancellation_settled(db, job)
-            log.warning(
-                "job %s (%s on %s) was cancelled while in hand: it is on the shelf, and not retried",
-                job.id,
-                job.name,
-                job.queue,
-            )
+            log.warning("job %s was cancelled while in hand: it is on the shelf, and not retried", named(job))
 
 
 def too_late_told(job: Job) -> None:
@@ -133,10 +125,7 @@ def too_late_told(job: Job) -> None:
     if not job.cancel_too_late:
         job.cancel_too_late = True
         log.warning(
-            "job %s (%s on %s) was cancelled past its point of no return: it runs on, and a success is not shelved",
-            job.id,
-            job.name,
-            job.queue,
+            "job %s was cancelled past its point of no return: it runs on, and a success is not shelved", named(job)
         )
 
 
@@ -285,74 +274,3 @@ class Listener:
             for notice in db.notifies(timeout=0):
                 if notice.payload in self.queues:
                     self.doorbell.ring()
-
-
-class Heartbeat:
-    """Beats the row `registration` describes until `ended` is set; `run` is the thread's body.
-
-    on_registered() is called once the row is written, each time it is: the worker's
-    threads may claim from then on.
-    """
-
-    def __init__(
-        self,
-        connect: Connect,
-        registration: workers_table.Registration,
-        *,
-        every: float,
-        ended: threading.Event,
-        refusals: Refusals,
-        on_registered: Callable[[], None],
-    ) -> None:
-        self.connect, self.registration, self.ended = connect, registration, ended
-        self.refusals, self.on_registered, self.every = refusals, on_registered, every
-        self._nudged = threading.Event()  # set to end a wait at once: the worker ended
-        self._next_beat = 0.0
-
-    def run(self) -> None:
-        kept_running(
-            self.connect,
-            self.ended,
-            self._step,
-            who="worker's heartbeat",
-            refusals=self.refusals,
-            on_open=self._registered,
-        )
-        self._signed_off()
-
-    def interrupted(self) -> None:
-        """Ends the heartbeat's wait at once."""
-        self._nudged.set()
-
-    def _registered(self, db: psycopg.Connection[Any]) -> None:
-        """On a new connection: records the worker (or takes its row back), then lets it claim."""
-        ended = workers_table.registered(db, self.registration)
-        if ended is not None:
-            log.warning(
-                "this worker was taken for gone (%s) while it lived: jobs it held may have gone to other "
-                "workers, and their settlement here will be refused",
-                ended,
-            )
-        self.on_registered()
-        self._next_beat = time.monotonic() + self.every
-
-    def _step(self, db: psycopg.Connection[Any]) -> None:
-        """Waits for the next beat, then beats."""
-        self._nudged.wait(max(0.0, self._next_beat - time.monotonic()))
-        self._nudged.clear()
-        if time.monotonic() < self._next_beat:
-            return  # nudged: the worker ended, and kept_running sees it
-        if not workers_table.beaten(db, self.registration.id):
-            self._registered(db)  # a reaper took this worker for gone while it lived: it says so, and is back
-        self._next_beat = time.monotonic() + self.every
-
-    def _signed_off(self) -> None:
-        """Marks the worker's row stopped, on a connection of its own (the heartbeat's may be gone)."""
-        db: psycopg.Connection[Any] | None = None
-        try:
-            db = opened(self.connect)
-            workers_table.signed_off(db, self.registration.id)
-        except Exception as error:  # its row then falls silent, and another worker's reaper marks it gone
-            log.warning("the worker could not mark its row stopped (%s); it will be taken for gone", error)
-        finally:
-            closed(db)

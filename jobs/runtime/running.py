@@ -1,7 +1,8 @@
 """Running claimed jobs and settling them: the step between one claim and the next.
 
 A work thread's Runner runs each claimed batch in order, taking each job from the
-thread's Hand; `performed` does the same for one batch of a caller's. A job whose
+thread's Hand; `performed` does the same for one batch of a caller's, and `worked` claims
+and runs one job in a caller's own loop, with no thread and no heartbeat. A job whose
 performer touches the connection runs on a transaction of its own, on which its row is
 then deleted or its failure recorded, and which commits at once: its writes and its
 settlement commit together, exactly once, and never wait on another job. Successes that
@@ -26,69 +27,23 @@ import psycopg
 
 from ..core.job import Job, Performer
 from ..core.policies import DEFAULT, NO_RETRY, Policy, policy_of
-from ..store import flows
-from ..store.pulse import Pulse
+from ..store import claims, flows, limits
 from .connections import Backend
 from .coroutines import awaited
 from .holdings import Hand
-from .refusals import described
-from .settling import Outcome, cancellation, quiet_settled, recorded_failure, success, success_committed
-from .transaction import JobTransaction, expected_idle
+from .refusals import JobLost, expected_idle, reason_of
+from .settling import Counts, Outcome, Tally, cancellation, quiet_settled, recorded_failure, success, success_committed
+from .transaction import JobTransaction
 
 COMMIT_AFTER = 0.005  # seconds a success that wrote nothing waits to be deleted with the ones after it
+UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
 
 log = logging.getLogger("jobs")
 current: contextvars.ContextVar[Job] = contextvars.ContextVar("current job")
 
 
-@dataclass
-class Counts:
-    """What one worker process has done since it started."""
-
-    processed: int = 0  # jobs that ran and succeeded
-    rescheduled: int = 0  # failures that will be tried again
-    failed: int = 0  # failures for good
-    dropped: int = 0  # attempts that found no performer for the job's name
-    lease_lost: int = 0  # settlements refused because another worker held the job
-    timed_out: int = 0  # attempts that ran past their timeout (counted as rescheduled or failed too)
-    cancelled: int = 0  # jobs an operator cancelled while the worker held them
-    given_back: int = 0  # jobs it held that went back to the queue unrun, or due again after it was cut off
-
-    def add(self, kind: str) -> None:
-        setattr(self, kind, getattr(self, kind) + 1)
-
-    def said(self) -> str:
-        """The counts an operator looks for when a worker stops, as a line of the log."""
-        return (
-            f"{self.processed} job(s) done, {self.failed} failed for good, {self.rescheduled} to be tried again, "
-            f"{self.given_back} given back to the queue"
-        )
-
-
 class TransactionEnded(RuntimeError):
     """A performer ended its job's transaction by a way the worker could not refuse (its raw connection)."""
-
-
-class JobLost(RuntimeError):
-    """An attempt whose end its thread could not settle: the connection was lost, or the settlement refused."""
-
-
-def lost_attempt(error: BaseException) -> JobLost:
-    """The failure a job's attempt is recorded with when its thread could not settle it, `error` being why."""
-    if isinstance(error, psycopg.Error) and error.__cause__ is not None:
-        return JobLost(f"{reason_of(error.__cause__)} (and recording it was refused: {described(error)})")
-    if isinstance(error, psycopg.Error):
-        return JobLost(f"its worker's connection was lost while it ran ({described(error)})")
-    return JobLost(f"its work thread was lost while it ran ({reason_of(error)})")
-
-
-def reason_of(error: BaseException) -> str:
-    """How a failed attempt's reason reads: the error's message, or its type's name; a BaseException names its type."""
-    if isinstance(error, psycopg.Error) and error.sqlstate:
-        return described(error)  # the server's word, with its SQLSTATE
-    if not isinstance(error, Exception):
-        return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
-    return str(error) or type(error).__name__
 
 
 Kind = tuple[Policy, bool]  # a performer's policy, and whether it is `async def`
@@ -100,22 +55,6 @@ def current_job() -> Job:
     Raises LookupError outside a performer.
     """
     return current.get()
-
-
-@dataclass(frozen=True)
-class Tally:
-    """What a worker counts of the jobs it settles: in all (Counts), and per queue and minute (Pulse, if any)."""
-
-    counts: Counts
-    pulse: Pulse | None = None
-
-    def add(self, settled: list[tuple[Job, Outcome]]) -> None:
-        """Counts the outcomes of settled jobs, and logs each."""
-        for job, outcome in settled:
-            self.counts.add(outcome.kind)
-            log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
-        if self.pulse is not None:
-            self.pulse.settled([(job.queue, outcome.kind, outcome.final) for job, outcome in settled])
 
 
 def performed(
@@ -136,6 +75,32 @@ def performed(
     runner = Runner(performers, Tally(counts if counts is not None else Counts()), patience=patience, now=now)
     lines = runner.batch(db, Hand(jobs))
     return [lines[job.id] for job in jobs if job.id in lines]
+
+
+def worked(
+    db: psycopg.Connection[Any],
+    queue: str,
+    performers: Mapping[str, Performer],
+    now: int | None = None,
+    *,
+    lease: float = UNWATCHED_LEASE,
+) -> str | None:
+    """Claims one job of `queue` due at `now` (ms; the database's clock when None), runs it and settles it.
+
+    Answers what happened, as one line: "ran NAME", or "failed NAME on attempt N:
+    REASON"; None when nothing was due. `db` must not be inside a transaction: the
+    claim commits before the job runs, and the settlement commits after. No heartbeat
+    runs here, so the lease is UNWATCHED_LEASE unless `lease` says otherwise.
+    """
+    if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+        raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
+    with db.transaction():
+        claims.promoted(db, now)
+    # A limited queue's claim (limits.py) within its limit; any other's, after one read of job_limits.
+    claimed = limits.claimed(db, queue, now, lease=lease, budgets=claims.budgets_of(performers)).jobs
+    if not claimed:
+        return None
+    return performed(db, claimed, performers, now=now)[0]
 
 
 @dataclass

@@ -24,11 +24,36 @@ from ..core import redaction
 from ..core.job import Job
 from ..core.policies import Policy
 from ..store import claims, control, flows
+from ..store.pulse import Pulse
 from .transaction import JobTransaction
 
 NAMES_KEPT = 256  # performers' names whose success outcome is kept made (`success`)
 
 log = logging.getLogger("jobs")
+
+
+@dataclass
+class Counts:
+    """What one worker process has done since it started."""
+
+    processed: int = 0  # jobs that ran and succeeded
+    rescheduled: int = 0  # failures that will be tried again
+    failed: int = 0  # failures for good
+    dropped: int = 0  # attempts that found no performer for the job's name
+    lease_lost: int = 0  # settlements refused because another worker held the job
+    timed_out: int = 0  # attempts that ran past their timeout (counted as rescheduled or failed too)
+    cancelled: int = 0  # jobs an operator cancelled while the worker held them
+    given_back: int = 0  # jobs it held that went back to the queue unrun, or due again after it was cut off
+
+    def add(self, kind: str) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+
+    def said(self) -> str:
+        """The counts an operator looks for when a worker stops, as a line of the log."""
+        return (
+            f"{self.processed} job(s) done, {self.failed} failed for good, {self.rescheduled} to be tried again, "
+            f"{self.given_back} given back to the queue"
+        )
 
 
 @dataclass(frozen=True)
@@ -40,6 +65,22 @@ class Outcome:
     level: int = logging.INFO
     message: str = ""
     final: bool = False  # a failure for good
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a worker counts of the jobs it settles: in all (Counts), and per queue and minute (Pulse, if any)."""
+
+    counts: Counts
+    pulse: Pulse | None = None
+
+    def add(self, settled: list[tuple[Job, Outcome]]) -> None:
+        """Counts the outcomes of settled jobs, and logs each."""
+        for job, outcome in settled:
+            self.counts.add(outcome.kind)
+            log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
+        if self.pulse is not None:
+            self.pulse.settled([(job.queue, outcome.kind, outcome.final) for job, outcome in settled])
 
 
 def success(job: Job) -> Outcome:
@@ -205,7 +246,10 @@ def last_attempts_lost(db: psycopg.Connection[Any], now: int | None = None) -> l
         lost = claims.reaped(db, now)
         moved_flows_on(db, [(job, LOST) for job in lost])
     for job in lost:
-        log.error(
-            "job %s (%s on %s) failed for good: its worker stopped during the last attempt", job.id, job.name, job.queue
-        )
+        log.error("job %s failed for good: its worker stopped during the last attempt", named(job))
     return lost
+
+
+def named(job: Job) -> str:
+    """How the log names a job: "7 (deliver on mail)"."""
+    return f"{job.id} ({job.name} on {job.queue})"

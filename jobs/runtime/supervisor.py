@@ -1,19 +1,11 @@
-"""The supervisor: the work threads' crew, and the chore that settles every row no thread will.
+"""The supervisor: it starts the work threads, replaces them, and settles every row no thread will.
 
-The Crew starts the work threads, and replaces at once one that died or was let go,
-unless the worker stops; when the last has ended, it says so, once. Every
-WATCH_INTERVAL, on the listener's connection, the Supervisor looks at the threads: one
-whose job ran past its timeout, or that still works when a stop's grace ends, is let go
-(replaced, its server session ended, its Hand let go: the overdue job fails with its
-timeout, the rest goes back, and a job past its point of no return is shelved, never
-given back), and a Hand whose running job is slow, or whose worker stops, has its
-waiting jobs let go, for another thread to start. Then it settles what the Holdings hold
-loose, whoever let it go: given back, deleted, or failed with its reason; a statement
-that fails leaves the rest loose for the next look. A performer that runs on after its
-job was settled without it is recorded first (LetGo), and its record deleted once it
-returns. Every lease / BEATS it compares the rows the database says the worker holds
-with the Holdings and lets go of the difference. A policy's on_error hook runs on a
-thread of its own, never here.
+A work thread that dies or is let go is replaced at once, unless the worker stops. Every
+WATCH_INTERVAL the Supervisor lets go of a thread whose job ran past its timeout or the
+stop's grace (its session ended from the server side), and of jobs waiting behind a slow
+one; settles what the Holdings hold loose (given back, deleted or failed); and every beat
+compares the rows the database says the worker holds with the Holdings. LetGo records the
+performers that run on after their jobs were settled without them, until they return.
 """
 
 import logging
@@ -30,8 +22,8 @@ from ..core.sql import queries
 from ..store import claims, flows
 from .connections import ended
 from .holdings import Fate, Loose
-from .running import reason_of
-from .settling import quiet_settled, recorded_failure
+from .refusals import reason_of
+from .settling import named, quiet_settled, recorded_failure
 from .work_thread import BATCH_TIME, Parts, Settings, WorkThread
 
 WATCH_INTERVAL = 0.1  # seconds between the supervisor's looks at the threads and the loose rows
@@ -40,11 +32,16 @@ TERMINATE_WAIT = 1.0  # seconds the supervisor waits for the server to end a let
 log = logging.getLogger("jobs")
 
 
-class Crew:
-    """The work threads of one worker; `over()` is called once, when the last has ended."""
+class Supervisor:
+    """Starts the work threads and replaces them; `look(db)` settles what they will not, reconciling every beat.
 
-    def __init__(self, settings: Settings, parts: Parts, over: Callable[[], None]) -> None:
-        self.settings, self.parts, self.over = settings, parts, over
+    over(): called once, when the last work thread has ended.
+    """
+
+    def __init__(self, settings: Settings, parts: Parts, let_go: "LetGo", over: Callable[[], None]) -> None:
+        self.settings, self.parts, self.let_go, self.over = settings, parts, let_go, over
+        self.grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
+        self._next_reconcile = 0.0
         self._lock = threading.Lock()
         self._threads: list[WorkThread] = []  # the work threads not let go
 
@@ -74,11 +71,8 @@ class Crew:
             self.over()
 
     def replaced(self, work: WorkThread) -> bool | None:
-        """Takes thread `work` out and, unless stopping, starts a thread in its place at once.
-
-        Answers whether it was the last one (the worker then ends once its jobs are
-        let go), or None when it was taken out already.
-        """
+        """Takes thread `work` out and, unless stopping, starts another in its place; answers whether it was the last
+        (the worker then ends once its jobs are let go), or None when it was taken out already."""
         with self._lock:
             if work not in self._threads:
                 return None
@@ -86,14 +80,6 @@ class Crew:
             if not self.parts.gate.stopped.is_set():
                 self._threads.append(self._new(work.n))
             return not self._threads
-
-
-class Supervisor:
-    """Settles the rows of `crew` no thread will; `look(db)` is one look, reconciling at most every beat."""
-
-    def __init__(self, settings: Settings, parts: Parts, crew: Crew, let_go: "LetGo") -> None:
-        self.settings, self.parts, self.crew, self.let_go = settings, parts, crew, let_go
-        self._next_reconcile = 0.0
 
     def look(self, db: psycopg.Connection[Any]) -> None:
         """Lets go of what the threads cannot settle now, settles what is loose, and reconciles when due."""
@@ -108,8 +94,8 @@ class Supervisor:
     def _watched(self, db: psycopg.Connection[Any]) -> None:
         """Lets go of threads past their job's timeout or the grace, and of jobs waiting behind a slow one."""
         parts, now = self.parts, time.monotonic()
-        grace_over = parts.gate.grace_over(now)
-        for work in self.crew.threads():
+        grace_over = self.grace_ends is not None and now >= self.grace_ends
+        for work in self.threads():
             hand = work.hand
             job = hand.running
             if job is not None and job.deadline is not None and job.deadline <= now:
@@ -130,15 +116,13 @@ class Supervisor:
 
     def _let_go(self, db: psycopg.Connection[Any], work: WorkThread, error: BaseException | None) -> None:
         """Replaces thread `work` and lets go of its Hand: its running job fails with `error`, or goes back (None)."""
-        last = self.crew.replaced(work)
+        last = self.replaced(work)
         if last is None:
             return
         work.abandon()
         loose = self.parts.holdings.dropped(work.hand, error)
         try:
-            # The thread's session is ended from the server side, so whatever its stuck
-            # performer wrote is rolled back and nothing of it can commit later; it is gone
-            # before the performer is told, so the performer finds nothing to commit on.
+            # Ended from the server side, before the performer is told: nothing it wrote can commit.
             if work.backend is not None and not ended(db, work.backend, round(TERMINATE_WAIT * 1000)):
                 log.warning(
                     "the server process of a let-go thread did not end within %g s; its jobs go back anyway",
@@ -148,33 +132,22 @@ class Supervisor:
             for entry in loose:
                 if entry.job is not None:
                     entry.job.cancelled.set()
-            for entry in [entry for entry in loose if entry.fate is Fate.FAIL and entry.job is not None]:
-                self._told_let_go(entry)
+                    if entry.fate is Fate.FAIL:
+                        self._said_why(entry)
             back = [entry.id for entry in loose if entry.fate is Fate.GIVE_BACK]
             if back:
                 log.warning("jobs %s were in hand when their thread was let go; they go back to the queue", back)
             if last:
-                self.crew.ended(work)
+                self.ended(work)
 
-    def _told_let_go(self, entry: Loose) -> None:
+    def _said_why(self, entry: Loose) -> None:
         """Logs why the running job of a thread let go fails: its timeout, or its point of no return."""
         job = entry.job
         assert job is not None, "a running job is let go with its Job"
         if timed_out(entry.error):
-            log.warning(
-                "job %s (%s on %s) ran past its timeout of %g s; its thread is let go",
-                job.id,
-                job.name,
-                job.queue,
-                self._limit_of(job),
-            )
+            log.warning("job %s ran past its timeout of %g s; its thread is let go", named(job), self._limit_of(job))
         if isinstance(entry.error, StoppedPastNoReturn):
-            log.warning(
-                "job %s (%s on %s) was let go past its point of no return: it is shelved, not tried again",
-                job.id,
-                job.name,
-                job.queue,
-            )
+            log.warning("job %s was let go past its point of no return: it is shelved, not tried again", named(job))
 
     def _settled(self, db: psycopg.Connection[Any]) -> None:
         """Settles the loose rows: gives back, deletes, or fails each; what a failed statement leaves stays loose."""
@@ -222,9 +195,8 @@ class Supervisor:
         """Records the failed attempt of a job let go while it ran, as its policy says, and counts it."""
         job, error = entry.job, entry.error
         assert job is not None and error is not None, "only a job that ran is let go to fail"
-        policy = (
-            NO_RETRY if isinstance(error, StoppedPastNoReturn) else policy_of(self.settings.performers.get(job.name))
-        )
+        past = isinstance(error, StoppedPastNoReturn)
+        policy = NO_RETRY if past else policy_of(self.settings.performers.get(job.name))
         outcome = recorded_failure(db, job, policy, error, reason_of(error), "", None, hooks=on_a_thread)
         if outcome.kind != "lease_lost":
             if timed_out(error):

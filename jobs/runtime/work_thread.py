@@ -1,17 +1,11 @@
 """A work thread: the loop that claims a batch of due jobs, runs it, and waits for its Doorbell.
 
-A Worker runs several, each on a connection of its own. A thread is given the worker's
-Settings and the Parts its threads share, never the Worker; what it must tell its owner
-is one thing, that it ended, said through one callback. What it claims is the ledger's
-from before the claim is sent: the claim's token while its answer is on its way, then
-the thread's Hand. Every way out of a step lets go of the whole Hand, for the supervisor
-to settle, and the thread carries on. Its connection's backend is kept, so that the
-supervisor can end the transaction of a job it must abandon.
-
-One ring of the Doorbell wakes one thread: waking every idle thread for every notification
-made a herd of empty claims. The listener rings once per notification or promotion, and a
-thread that claimed a full batch rings again, since more may be due. The Gate says when
-the threads may claim, and from which queues.
+A Worker runs several, each on a connection of its own, given the worker's Settings and
+the Parts its threads share, never the Worker; it tells its owner one thing, that it
+ended. What it claims is the Holdings' from before the claim is sent, then its Hand's;
+every way out of a step lets go of the whole Hand, for the supervisor to settle. One ring
+of the Doorbell wakes one thread (waking every idle one for each notification made a herd
+of empty claims); the Gate says when the threads may claim, and from which queues.
 """
 
 import threading
@@ -27,9 +21,9 @@ from ..store.frontier import Frontiers
 from ..store.limits import Limits
 from .connections import Backend, Connect, kept_running, pooler_told
 from .holdings import Fate, Hand, Holdings
-from .refusals import Refusals, lost
-from .running import JobLost, Runner, Tally, lost_attempt
-from .transaction import expected_idle
+from .refusals import JobLost, Refusals, expected_idle, lost, lost_attempt
+from .running import Runner
+from .settling import Tally
 
 BATCH_MAX = 100  # jobs one claim may take at the most
 BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back (or a claim
@@ -104,7 +98,6 @@ class Gate:
         self.ready = threading.Event()  # set once the worker is registered and has read the paused queues
         self.stopped = threading.Event()  # nothing new is claimed once it is set
         self.drain = False  # stop(drain=True) asked
-        self.grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
         self._registered = self._paused_read = False
 
     def claimable(self) -> list[str]:
@@ -139,10 +132,6 @@ class Gate:
                 self.doorbell.ring()
             if self.drain:
                 self.doorbell.ring_everyone()
-
-    def grace_over(self, now: float) -> bool:
-        """Whether a stop's grace period has run out at `now` (time.monotonic())."""
-        return self.grace_ends is not None and now >= self.grace_ends
 
 
 @dataclass(frozen=True, eq=False)
@@ -217,11 +206,8 @@ class WorkThread:
         pooler_told(self.parts, self.backend, listen=self.settings.listen, poll=self.settings.poll)
 
     def _lost(self, error: BaseException) -> None:
-        """Lets go of what the thread held when a step raised.
-
-        Its running job lapses when the connection was lost (its writes went with it, and
-        it is due again at once), and fails with the reason when a settlement was refused.
-        """
+        """Lets go of what the thread held when a step raised: its running job lapses when the connection was lost
+        (its writes went with it), and fails with the reason when a settlement was refused."""
         cut_off = isinstance(error, JobLost) or (isinstance(error, psycopg.Error) and lost(error))
         self.hand.returned()
         self.parts.holdings.dropped(self.hand, lost_attempt(error), Fate.LAPSE if cut_off else Fate.FAIL)
@@ -284,13 +270,9 @@ class WorkThread:
         return jobs
 
     def _ran_batch(self, db: psycopg.Connection[Any]) -> int:
-        """Runs the claimed batch in the thread's Hand and returns how many jobs the next claim may take.
-
-        Batches grow while their jobs are quick, and fall back to one job as soon as one
-        takes longer than BATCH_TIME: the jobs claimed after a slower one are given back
-        (by the supervisor while it runs, or after BATCH_TIME while another thread idles,
-        and by the runner once it returned), so none waits on a slow job beside an idle thread.
-        """
+        """Runs the claimed batch in the thread's Hand and returns how many jobs the next claim may take: batches grow
+        while their jobs are quick, and fall back to one as soon as one takes longer than BATCH_TIME (the jobs
+        claimed after it are given back), so none waits on a slow job beside an idle thread."""
         hand = self.hand
         claimed = len(hand.held())
         self.runner.batch(db, hand)

@@ -1,13 +1,12 @@
 """The worker, and the ways an app runs its jobs.
 
-A Worker runs `threads` work threads (its Crew), each on a connection of its own, and
+A Worker runs `threads` work threads (started and replaced by its supervisor), each on a connection of its own, and
 beside them the listener that wakes them and does the maintenance, the supervisor among
 it, and a heartbeat that records the worker as alive and does nothing else. Each part is
 given the worker's Settings and the Parts it uses, never the Worker. `worker` starts a
 Worker, `beside` one next to a web server, `beside_asgi` one within an ASGI app's
 lifespan; the two make the tables first and stop the worker when the server is done.
-`worked` is a work thread's step done once in the caller's own loop, with no thread and
-no heartbeat: it claims at most one job and returns a line that says what became of it.
+(`worked`, in running.py, is a work thread's step done once in a caller's own loop.)
 """
 
 import asyncio
@@ -18,10 +17,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any, TypeVar
 
-import psycopg
-
 from ..core.job import LEASE, Job, Performer
-from ..store import claims, limits, schema, workers_table
+from ..store import claims, schema, workers_table
 from ..store.frontier import Frontiers
 from ..store.limits import Limits
 from ..store.pulse import Pulse
@@ -29,14 +26,14 @@ from ..store.schedules import Schedule, held
 from . import maintenance
 from .connections import SILENT_AFTER, Connect
 from .holdings import Holdings
-from .maintenance import POLL_INTERVAL, Heartbeat, Listener
+from .maintenance import POLL_INTERVAL, Listener
 from .refusals import Refusals
-from .running import Counts, Tally, current, performed
-from .supervisor import Crew, LetGo, Supervisor
-from .watchdog import Watchdog
+from .running import current
+from .settling import Counts, Tally
+from .supervisor import LetGo, Supervisor
+from .watchdog import Heartbeat, Watchdog
 from .work_thread import Doorbell, Gate, Parts, Settings, WorkThread
 
-UNWATCHED_LEASE = 300.0  # seconds `worked` leases a job for: no worker beats to keep it
 T = TypeVar("T")  # what `beside`'s serve() answers
 # The ASGI callable's shape (the asgiref spec), spelled out: jobs imports no ASGI package.
 Message = MutableMapping[str, Any]
@@ -85,35 +82,28 @@ class Worker:
         # Every connection the worker opens is watched, but not while a performer waits on it.
         self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
         self.settings = settings = Settings(
-            id=secrets.randbits(63),
-            connect=self.watchdog.connecting(connect),
-            queues=queues,
-            performers=performers,
-            threads=threads,
-            lease=lease,
-            poll=poll,
-            listen=listen,
-            timeout=timeout,
+            secrets.randbits(63),
+            self.watchdog.connecting(connect),
+            queues,
+            performers,
+            threads,
+            lease,
+            poll,
+            listen,
+            timeout,
             budgets=claims.budgets_of(performers),
             beat_every=lease / workers_table.BEATS,
         )
         self.id, self.queues, self.counts, self.pulse = settings.id, queues, Counts(), Pulse()
         doorbell = Doorbell(threads)
         self.gate = Gate(queues, doorbell, threads)
-        self.parts = Parts(
-            Holdings(),
-            doorbell,
-            self.gate,
-            Tally(self.counts, self.pulse),
-            Refusals(),
-            Frontiers(),
-            Limits(queues, doorbell.ring),
-        )
-        self.frontiers = self.parts.frontiers
+        tally, limits = Tally(self.counts, self.pulse), Limits(queues, doorbell.ring)
+        self.parts = parts = Parts(Holdings(), doorbell, self.gate, tally, Refusals(), Frontiers(), limits)
+        self.frontiers = parts.frontiers
         self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
-        self.crew = Crew(settings, self.parts, over=self._over)
-        supervisor = Supervisor(settings, self.parts, self.crew, LetGo())
-        chores = maintenance.timetable(settings, self.parts, supervisor, held(schedules))
+        self.supervisor = Supervisor(settings, parts, LetGo(), over=self._over)
+        chores = maintenance.timetable(settings, parts, self.supervisor, held(schedules))
+        refusals = parts.refusals
         self._listener = Listener(
             settings.connect,
             queues,
@@ -121,39 +111,33 @@ class Worker:
             chores=chores,
             stopping=self.ended,
             doorbell=doorbell,
-            refusals=self.parts.refusals,
+            refusals=refusals,
         )
-        registration = workers_table.Registration(settings.id, queues, threads, lease, schema.VERSION)
-        self._heartbeat = Heartbeat(
-            settings.connect,
-            registration,
-            every=settings.beat_every,
-            ended=self.ended,
-            refusals=self.parts.refusals,
-            on_registered=self.gate.registered,
-        )
-        self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
-        self._heartbeat_thread = threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True)
+        self._heartbeat = Heartbeat(settings, self.ended, refusals, on_registered=self.gate.registered)
+        self._beside = [
+            threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True),
+            threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True),
+        ]
         self._said_stopped = False  # join() logs what the worker did once, when it has ended
 
     def start(self) -> "Worker":
         """Starts the threads and returns the worker; the work threads claim once it is registered."""
-        self._heartbeat_thread.start()
-        self._listener_thread.start()
-        self.crew.start()
+        for thread in self._beside:
+            thread.start()
+        self.supervisor.start()
         return self
 
     def stop(self, drain: bool = False, grace: float | None = None) -> None:
         """Asks the worker to stop: nothing new is claimed, and the jobs in hand finish and settle.
 
-        With drain=True it first works on until nothing is due on its queues. With
-        `grace` (seconds), jobs still running when it has passed are given back to
-        the queue at once, their settlement fenced off, and their threads let go (a second
-        stop with grace=0 gives everything back now). Not from a signal handler: it takes the lock join holds.
+        With drain=True it first works on until nothing is due on its queues. With `grace`
+        (seconds), jobs still running when it has passed are given back to the queue at once,
+        their settlement fenced off, and their threads let go (a second stop with grace=0 gives
+        everything back now). Not from a signal handler: it takes the lock join holds.
         """
         gate = self.gate
         if grace is not None:
-            gate.grace_ends = time.monotonic() + grace
+            self.supervisor.grace_ends = time.monotonic() + grace
         if drain:
             gate.drain = True  # each work thread ends when it finds nothing due, once it may claim
             self.frontiers.drained()  # due means due: a drain's claims start at the front
@@ -161,7 +145,7 @@ class Worker:
                 gate.doorbell.ring_everyone()  # else the gate does, once the threads may claim
         else:
             gate.stopped.set()
-            for work in self.crew.threads():
+            for work in self.supervisor.threads():
                 work.ending.set()
             gate.doorbell.ring_everyone()
 
@@ -184,28 +168,21 @@ class Worker:
         return True
 
     def wait_until_empty(self, timeout: float) -> bool:
-        """Waits until no job is due or in work on the worker's queues; True if that happened in time.
-
-        For tests: what the last job did is committed when this returns.
-        """
-        deadline = time.monotonic() + timeout
+        """For tests: waits until no job is due or in work on its queues, the last one committed; True if in time."""
+        deadline, holdings = time.monotonic() + timeout, self.parts.holdings
         with self.settings.connect() as db:
             db.autocommit = True
             while time.monotonic() < deadline:
-                if (
-                    not self.batches_held()
-                    and not self.parts.holdings.letting_go()
-                    and claims.outstanding(db, self.queues) == 0
-                ):
+                if not self.batches_held() and not holdings.letting_go() and not claims.outstanding(db, self.queues):
                     return True
                 self.ended.wait(0.01)
         return False
 
     def _threads(self) -> list[threading.Thread]:
-        return [work.thread for work in self.crew.threads()] + [self._listener_thread, self._heartbeat_thread]
+        return [work.thread for work in self.supervisor.threads()] + self._beside
 
     def _over(self) -> None:
-        """Hears from the crew that the last work thread has ended: the listener and the heartbeat end too."""
+        """Hears from the supervisor that the last work thread ended: the listener and the heartbeat end too."""
         self.ended.set()
         self._listener.interrupted()
         self._heartbeat.interrupted()
@@ -225,7 +202,7 @@ class Worker:
 
     def work_threads(self) -> list[WorkThread]:
         """The work threads not let go."""
-        return self.crew.threads()
+        return self.supervisor.threads()
 
     def batches_held(self) -> list[list[Job]]:
         """The jobs each work thread holds now (claimed, not yet settled or let go)."""
@@ -319,29 +296,3 @@ def beside_asgi(
                 await asyncio.to_thread(stopped, running.pop())
 
     return served
-
-
-def worked(
-    db: psycopg.Connection[Any],
-    queue: str,
-    performers: Mapping[str, Performer],
-    now: int | None = None,
-    *,
-    lease: float = UNWATCHED_LEASE,
-) -> str | None:
-    """Claims one job of `queue` due at `now` (ms; the database's clock when None), runs it and settles it.
-
-    Answers what happened, as one line: "ran NAME", or "failed NAME on attempt N:
-    REASON"; None when nothing was due. `db` must not be inside a transaction: the
-    claim commits before the job runs, and the settlement commits after. No heartbeat
-    runs here, so the lease is UNWATCHED_LEASE unless `lease` says otherwise.
-    """
-    if db.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
-        raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
-    with db.transaction():
-        claims.promoted(db, now)
-    # A limited queue's claim (limits.py) within its limit; any other's, after one read of job_limits.
-    claimed = limits.claimed(db, queue, now, lease=lease, budgets=claims.budgets_of(performers)).jobs
-    if not claimed:
-        return None
-    return performed(db, claimed, performers, now=now)[0]
