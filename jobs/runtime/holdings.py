@@ -1,20 +1,11 @@
-"""The claimed rows and who holds them: a work thread's Hand, the worker's Holdings that own every row, and LetGo.
+"""The claimed rows and who holds them: a work thread's Hand, the worker's Holdings, and what becomes of a row let go.
 
-A Hand is what a work thread holds of its last claim: jobs waiting their turn, the one
-running, and quiet successes not yet deleted; a lock makes each job leave it once. The
-Holdings are the one owner of the fate of every row a worker's claims hold. A row enters
-them before its claim is sent (the claim's token, `claiming`) and leaves them only once its
-settlement has committed. In between it is in a live Hand, which runs and settles it; a
-claim in flight, whose answer has not come yet; or loose, let go with a `Fate`, for the
-supervisor to settle on its own connection. Every way out of a thread moves what its
-Hand held to loose, so nothing is ever dropped; and the supervisor also compares, on a
-timer, the rows the database says this worker holds with what the Holdings know, and
-lets go of the difference (`strays`).
-
-A row settled without its performer (let go for its timeout or at the end of a stop's
-grace, or cancelled while it runs), which Python cannot stop, leaves the holdings while the
-performer runs on: `LetGo` keeps a row of job_let_go for each such performer, which the
-claims count in work, until it returns (Job.performing). Used on the listener's thread only.
+A Hand is what a work thread holds of its last claim. The Holdings are the one owner of
+every row a worker's claims hold, from before its claim is sent until its settlement
+commits: in a live Hand, in a claim whose answer has not come, or loose, let go with a
+`Fate` for the supervisor to settle. Every way out of a thread moves what its Hand held to
+loose, and the supervisor also lets go of the rows the database says the worker holds
+and the Holdings do not know (`strays`).
 """
 
 import enum

@@ -1,15 +1,9 @@
 """The maintenance on the listener's connection: the listener, and the chores it runs on their timers.
 
-The listener is the thread beside a worker's work threads that wakes them and does the
-chores. On a connection of its own it LISTENs for the notification `later` sends on
-commit and rings the Doorbell at once; on that connection it runs the chores, each on a
-timer of its own and each alone: one the database refuses, or one that fails, is logged
-and the others run on; a lost connection reconnects; each chore's wait on a lock is
-bounded by CHORE_LOCK_WAIT. Every WATCH_INTERVAL the supervisor; every POLL_INTERVAL the
-promotion of scheduled jobs, the schedules' due ticks, the paused and limited queues,
-where each queue's claims start, and the cancels of jobs in hand; every PULSE_EVERY the
-pulse (once more when the worker stops); every lease / BEATS the reaper, which takes
-silent workers for gone, frees keys, shelves the cancelled and the lost and prunes.
+The listener LISTENs for the notification `later` sends on commit and rings the Doorbell
+at once. On the same connection it runs each chore on its own timer and alone (`timetable`
+says which, how often): one refused or failing is logged and the others run on; a lost
+connection reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT.
 """
 
 import logging
@@ -69,7 +63,7 @@ def timetable(settings: Settings, parts: Parts, supervisor: Supervisor, schedule
         Chore("frontier", poll, lambda db: looked(db, queues, parts.frontiers, doorbell)),
         Chore("cancels", poll, lambda db: cancels_heard(db, parts.holdings, supervisor.let_go)),
         Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending),  # a failed flush keeps its counts
-        Chore("reaper", settings.beat_every, reaped),
+        Chore("reaper", settings.beat_every, reaper),
     ]
 
 
@@ -80,7 +74,7 @@ def promoted(db: psycopg.Connection[Any], queues: list[str], doorbell: Doorbell)
 
 
 def looked(db: psycopg.Connection[Any], queues: list[str], frontiers: Frontiers, doorbell: Doorbell) -> None:
-    """Looks where each queue's claims start, past dead index entries (frontier.py)."""
+    """Looks where each queue's claims start, past dead index entries."""
     if frontiers.looked(db, queues):
         doorbell.ring()  # a job the claims passed over is due
 
@@ -90,18 +84,16 @@ def cancels_heard(db: psycopg.Connection[Any], holdings: Holdings, let_go: LetGo
     for hand in holdings.hands():
         jobs = hand.held()
         if jobs:
-            heard_cancelled(db, jobs, let_go)
+            cancelled_in_hand(db, jobs, let_go)
 
 
-def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetGo | None = None) -> None:
+def cancelled_in_hand(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetGo | None = None) -> None:
     """Settles at once, as cancelled, the jobs of one claim an operator cancelled while held, and tells them.
 
-    Their performer may run on (it sees `current_job().cancelled`), but whatever it
-    does, the job stays on the shelf as cancelled: the runner knows by `cancelling`.
-    One that runs is recorded in `let_go` on the same transaction, so it counts against
-    its queue's limit and its key until it returns.
-    A job past its point of no return (Job.point_of_no_return) is left to end as its
-    performer ends it: shelved now, a success already done could be done again by a retry.
+    A performer may run on (it sees `current_job().cancelled`), but its job stays on the
+    shelf (the runner knows by `cancelling`); one that runs is recorded in `let_go` on the
+    same transaction, so it counts against its limits until it returns. A job past its
+    point of no return is left to end as its performer ends it: a retry could redo it.
     """
     cancelled = control.cancelled_among(db, jobs)
     for job in jobs:
@@ -110,7 +102,7 @@ def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetGo 
                 too_late = job.irrevocable
                 job.cancelling = not too_late
             if too_late:
-                too_late_told(job)
+                said_too_late(job)
                 continue
             job.cancelled.set()
             with db.transaction():
@@ -120,7 +112,7 @@ def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetGo 
             log.warning("job %s was cancelled while in hand: it is on the shelf, and not retried", named(job))
 
 
-def too_late_told(job: Job) -> None:
+def said_too_late(job: Job) -> None:
     """Logs, once, that a job was cancelled past its point of no return, and so runs on."""
     if not job.cancel_too_late:
         job.cancel_too_late = True
@@ -129,7 +121,7 @@ def too_late_told(job: Job) -> None:
         )
 
 
-def reaped(db: psycopg.Connection[Any]) -> None:
+def reaper(db: psycopg.Connection[Any]) -> None:
     """The reaper: jobs of workers gone come back, keys of leases that ran out are freed, the lost are shelved."""
     for job, worker_id in workers_table.orphans_lapsed(db):
         log.warning("job %s was held by worker %s, which stopped beating: its lease runs out now", job, worker_id)
@@ -143,12 +135,8 @@ def reaped(db: psycopg.Connection[Any]) -> None:
 
 
 class Listener:
-    """Wakes the work threads of `queues` and runs `chores` (chores.Chore) on their timers; `run` is the thread's body.
-
-    stopping: set when the last work thread has ended; `interrupted` ends a wait at once.
-    doorbell: how the work threads are woken (work_thread.py): one ring per notification.
-    refusals: the worker's record of the database's refusals.
-    """
+    """Wakes the work threads of `queues` (one ring per notification) and runs `chores` on their timers until
+    `stopping` is set (`interrupted` ends a wait at once); `run` is the thread's body."""
 
     def __init__(
         self,
@@ -215,8 +203,8 @@ class Listener:
     def _listening(self, db: psycopg.Connection[Any]) -> None:
         """On a new connection: bound its waits on locks, LISTEN, and wake a thread, as a job may have come meanwhile.
 
-        The bound is the session's: not behind PgBouncer in transaction mode (listen=False),
-        where a session's setting reaches other clients, and a chore waits as its role allows.
+        Not behind PgBouncer in transaction mode (listen=False), where a session's setting
+        reaches other clients: a chore then waits as its role allows.
         """
         assert self._selector is not None, "run() made it"
         if self.listen:
@@ -265,10 +253,9 @@ class Listener:
     def _heard(self, db: psycopg.Connection[Any]) -> None:
         """Rings once for each notification of one of the queues that has come in.
 
-        psycopg takes a notification in whenever it reads from the connection, so one
-        sent by a commit of the listener's own (the chores queue a schedule's jobs on
-        this connection) is already read, and select would not wake for it: it is
-        looked for after the chores too, or it would wait for the next timer.
+        psycopg reads a notification in with any answer, so one sent by the listener's own
+        commit (a schedule's job) is read already and select would not wake for it: it is
+        looked for after the chores too.
         """
         if self.listen:
             for notice in db.notifies(timeout=0):

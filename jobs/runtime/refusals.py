@@ -23,7 +23,7 @@ from ..store import claims
 LOST_CLASS = "08"
 LOST_STATES = {"57P01", "57P02", "57P03"}  # admin_shutdown, crash_shutdown, cannot_connect_now
 READ_ONLY = "25006"  # read_only_sql_transaction: the server is a standby, or refuses writes for now
-REFUSAL_REPEAT = 300.0  # seconds a refusal is counted in silence before it is logged again, with its count
+COMPLAINT_REPEAT = 300.0  # seconds a refusal is counted in silence before it is logged again, with its count
 IDLE = TransactionStatus.IDLE  # libpq's, read before every claim: looked up once
 NOTHING_DUE = -1  # ms: the moment `refusal` claims at, before any job's run_at, so it finds nothing
 
@@ -128,7 +128,7 @@ class Refusals:
             seen = self._refusals.get(refusal)
             if seen is not None:
                 seen[2].add(who)
-            if seen is not None and time.monotonic() - seen[1] < REFUSAL_REPEAT:
+            if seen is not None and time.monotonic() - seen[1] < COMPLAINT_REPEAT:
                 seen[0] += 1
                 return
             since = "" if seen is None else f" (seen {seen[0]} times since)"

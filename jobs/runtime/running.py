@@ -1,16 +1,12 @@
 """Running claimed jobs and settling them: the step between one claim and the next.
 
-A work thread's Runner runs each claimed batch in order, taking each job from the
-thread's Hand; `performed` does the same for one batch of a caller's, and `worked` claims
-and runs one job in a caller's own loop, with no thread and no heartbeat. A job whose
-performer touches the connection runs on a transaction of its own, on which its row is
-then deleted or its failure recorded, and which commits at once: its writes and its
-settlement commit together, exactly once, and never wait on another job. Successes that
-never touched the connection are deleted together, in one statement, once COMMIT_AFTER
-has passed or the batch is done ("A job's transaction" in the README). However a
-performer ends (any BaseException included) that is its job's outcome; a settlement the
-server refuses is the attempt's failure; only what leaves the connection unusable leaves
-the Runner, and the thread then lets go of its whole Hand.
+A work thread's Runner runs each claimed batch in order, from the thread's Hand;
+`performed` runs one batch of a caller's, `worked` claims and runs one job in a caller's
+own loop. A job that touches the connection runs on a transaction of its own, on which it
+is settled and committed at once: its writes and its settlement commit together, exactly
+once. Successes that never touched it are deleted together once COMMIT_AFTER has passed.
+However a performer ends (any BaseException) is its job's outcome; only what leaves the
+connection unusable leaves the Runner, and the thread lets go of its whole Hand.
 """
 
 import contextvars
@@ -107,12 +103,10 @@ def worked(
 class Runner:
     """How one thread runs its claimed batches: `batch(db, hand)` runs and settles them, and answers a line each.
 
-    timeout: seconds a job may run when its policy names none (None: no limit); the
-    supervisor enforces it. patience: see `performed`. backend: which server process runs
-    each job's transaction, behind a pooler. stopping(): once true, the jobs not started
-    go back to the queue untouched. give_back(hand): gives back the jobs of `hand` not
-    yet started; a Worker's holdings let them go for its supervisor; by default they go
-    back on the batch's connection at once.
+    timeout: seconds a job may run when its policy names none (the supervisor enforces it).
+    backend: the server process of each job's transaction, behind a pooler. stopping(): once
+    true, the jobs not started go back. give_back(hand): gives back the jobs of `hand` not
+    started (a Worker's holdings let them go); by default on the batch's connection at once.
     """
 
     performers: Mapping[str, Performer]
@@ -154,12 +148,8 @@ class Runner:
     def settled_quietly(
         self, db: psycopg.Connection[Any], hand: Hand, lines: dict[int, str], older_than: float | None = None
     ) -> None:
-        """Deletes the quiet successes of `hand` together (all, or none before the oldest is `older_than` s old).
-
-        The hand holds them until the deletion commits, and keeps them when it fails: the
-        connection was found outside any transaction just before (`expected_idle`), so the
-        deletion has committed when it returns.
-        """
+        """Deletes the quiet successes of `hand` together (all, or none before the oldest is `older_than` s old); the
+        hand holds them until the deletion commits (the connection was idle just before), and keeps them if it fails."""
         jobs = hand.quiet(older_than)
         if not jobs:
             return
@@ -180,16 +170,12 @@ class Runner:
         return kind
 
     def ran(self, db: psycopg.Connection[Any], job: Job, cursor: psycopg.Cursor[Any]) -> tuple[Outcome, bool, float]:
-        """Performs one job and settles it, unless it is a quiet success; answers its outcome, whether it is a
-        quiet success, and the seconds its performer ran.
+        """Performs one job and settles it, unless it is a quiet success: (its outcome, quiet, seconds it ran).
 
-        A quiet success ran without touching the connection, and waits to be deleted with
-        its neighbours. Whatever the performer raised, BaseException included, is its
-        attempt's failure, and so is a settlement the server refused (a deferred constraint
-        at COMMIT, a deadlock, a statement timeout): its writes are rolled back and its
-        reason recorded. A job an operator cancelled while it was held (settled on the
-        shelf already) does not start, or if it ran, keeps none of its writes. Raises only
-        when the connection is lost, or the failure's record itself refused.
+        Whatever the performer raised, BaseException included, is its attempt's failure, and so
+        is a settlement the server refused: its writes are rolled back and its reason recorded.
+        A job cancelled while held does not start, or if it ran, keeps none of its writes.
+        Raises only when the connection is lost, or the failure's record itself refused.
         """
         if job.cancelling:
             return cancellation(job), False, 0.0

@@ -241,13 +241,13 @@ class WorkThread:
 
     def _claimed(self, db: psycopg.Connection[Any], queue: str) -> list[Job]:
         """Claims a batch of `queue` into a new Hand; the holdings hold the claim from before it is sent."""
-        settings, parts = self.settings, self.parts
+        settings, holdings, limited = self.settings, self.parts.holdings, self.parts.limits
         expected_idle(db, "a claim")  # else the claim would never commit
         claim = claims.new_claim()
-        parts.holdings.claiming(claim)
-        lease, worker, budgets, after = settings.lease, settings.id, settings.budgets, parts.frontiers.bound(queue)
+        holdings.claiming(claim)
+        lease, worker, budgets = settings.lease, settings.id, settings.budgets
+        after, known = self.parts.frontiers.bound(queue), limited.known.get(queue)
         try:
-            known = parts.limits.known.get(queue)
             if known is None:
                 jobs = claims.claimed(
                     db, queue, limit=self.limit, after=after, lease=lease, worker=worker, budgets=budgets, claim=claim
@@ -257,16 +257,19 @@ class WorkThread:
                     db, queue, after=after, known=known, lease=lease, worker=worker, budgets=budgets, claim=claim
                 )
                 if within.room_in is not None:
-                    parts.limits.has_room_in(within.room_in)  # one thread is woken then, not every idle one
+                    limited.has_room_in(within.room_in)  # one thread is woken then, not every idle one
                     self.room_in = within.room_in if self.room_in is None else min(self.room_in, within.room_in)
                 jobs = within.jobs
         except BaseException:
-            parts.holdings.unheard(claim)  # whatever it took is a stray now: the supervisor gives it back
+            holdings.unheard(claim)  # whatever it took is a stray now: the supervisor gives it back
             raise
+        if not jobs:
+            holdings.unheard(claim)  # it took nothing: the usual answer of an idle worker's claim
+            return jobs
         self.hand = Hand(jobs)
-        parts.holdings.heard(claim, self.hand)
-        if parts.tally.pulse is not None:
-            parts.tally.pulse.claimed(jobs)
+        holdings.heard(claim, self.hand)
+        if self.parts.tally.pulse is not None:
+            self.parts.tally.pulse.claimed(jobs)
         return jobs
 
     def _ran_batch(self, db: psycopg.Connection[Any]) -> int:
