@@ -23,14 +23,16 @@ How a job travels, file by file:
   runtime/maintenance.py a Worker's listener hears the notification and wakes a work
                         thread; it also promotes scheduled jobs and reaps, each chore
                         alone, and bounds where claims start (store/frontier.py).
-  runtime/supervisor.py among the chores, the keeper settles every row no thread will:
-                        the ledger (holdings.py) owns each claimed row until it is
-                        settled, and the keeper lets go of threads past their timeout.
-                        Beside it, the heartbeat records the worker in job_workers and
+  runtime/supervisor.py among the chores, the supervisor settles every row no thread
+                        will: the holdings (holdings.py) own each claimed row until it
+                        is settled; it starts the work threads, and lets go of and
+                        replaces one past its job's timeout.
+  runtime/watchdog.py   beside them, the heartbeat records the worker in job_workers and
                         beats its row (store/workers_table.py), and does nothing else.
   runtime/worker.py     a Worker's work threads (work_thread.py) claim batches of due
                         jobs and run them; `worker` starts one, `beside` one beside a
-                        server; `worked` does a thread's step once, for a caller's loop.
+                        server; `worked` (running.py) does a thread's step once, for a
+                        caller's loop.
   runtime/connections.py the loop that keeps each of those threads' connections open,
                         and notices one gone silent (with watchdog.py); refusals.py
                         says why when the database refuses a statement.

@@ -1,28 +1,20 @@
 """The connections of a worker's long-lived threads, and the loop that keeps one open.
 
-Each work thread and the listener runs its steps through `kept_running`: a step that
-loses the connection (or hits a bug outside any job) is logged, the connection is
-closed, and after a wait that doubles from RECONNECT_FIRST up to RECONNECT_MAX a new
-one is opened. A statement the server refused is logged once (refusals.py) and the
-connection kept. So a thread never dies of the database; it says why in the log.
-
-A connection that goes silent is lost too, within SILENT_AFTER: `keepalives` are the
-options that make the kernel drop one whose packets go unanswered, and the worker's
-watchdog (watchdog.py) cuts one whose answer does not come. The server may not know
-the connection is gone, and would keep its session, and the locks of a transaction
-left open, for hours: so the first thing a thread does on its new connection is end
-the session of the one it lost, if it still runs (`ORPHAN_ENDED`).
-
-A job past its timeout, or still running when a stop's grace ends, has its transaction
-ended by the supervisor from the server side, so nothing it wrote can commit: `Backend` is
-the server process to end. Behind a pooler (PgBouncer) it is read inside the job's own
-transaction, with the moment that began, and ended only while it still runs it.
+Each thread runs its steps through `kept_running`: a step that loses the connection (or
+hits a bug outside any job) is logged, and a new connection opened after a wait that
+doubles from RECONNECT_FIRST up to RECONNECT_MAX; a refused statement is logged once and
+the connection kept. A silent connection is lost too, within SILENT_AFTER (`keepalives`,
+and the watchdog); the server may keep its session and its locks for hours, so a thread's
+new connection first ends the session of the one it lost (`ORPHAN_ENDED`). `Backend` is
+the server process the supervisor ends under a job past its timeout or a stop's grace;
+behind a pooler it is read inside the job's transaction, and ended only while it runs it.
 """
 
 import logging
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -115,26 +107,30 @@ def closed(db: psycopg.Connection[Any] | None) -> None:
             pass
 
 
+@dataclass(frozen=True)
+class Reconnecting:
+    """How a thread keeps its connection: its name in the log (`who`), the refusals its worker's threads share
+    (each logged once; a refusal keeps a sound connection), and what it does on a new connection (on_open, before
+    the first step), a lost one (on_lost(error), before it is closed), and the last one still open (on_close)."""
+
+    who: str
+    refusals: Refusals
+    on_open: Callable[[psycopg.Connection[Any]], None] | None = None
+    on_lost: Callable[[BaseException], None] | None = None
+    on_close: Callable[[psycopg.Connection[Any]], None] | None = None
+
+
 def kept_running(
     connect: Connect,
     stopping: threading.Event,
     step: Callable[[psycopg.Connection[Any]], bool | None],
-    *,
-    who: str,
-    refusals: Refusals,
-    on_open: Callable[[psycopg.Connection[Any]], None] | None = None,
-    on_lost: Callable[[BaseException], None] | None = None,
-    on_close: Callable[[psycopg.Connection[Any]], None] | None = None,
+    thread: Reconnecting,
 ) -> None:
-    """Calls `step(db)` until it answers False or `stopping` is set, reconnecting when cut off.
+    """Calls `step(db)` until it answers False or `stopping` is set, reconnecting when cut off, as `thread` says.
 
-    on_open(db) runs on each new connection before the first step on it; on_lost(error)
-    runs when a step (or on_open) raised, before the connection is closed; on_close(db)
-    runs at the end on the connection still open, if one is (none while cut off). Any
-    BaseException is caught: SystemExit raised on a thread would end it in silence. `who` names the thread
-    in the log; `refusals` (shared by a worker's threads) logs each refusal of the
-    database once, and a refusal keeps a connection that is still sound.
+    Any BaseException is caught: SystemExit raised on a thread would end it in silence.
     """
+    who, refusals, on_lost = thread.who, thread.refusals, thread.on_lost
     db: psycopg.Connection[Any] | None = None
     orphan: Session | None = None
     pause = RECONNECT_FIRST
@@ -142,7 +138,7 @@ def kept_running(
         while not stopping.is_set():
             try:
                 if db is None:
-                    db, session = opened_for(connect, on_open, orphan)
+                    db, session = opened_for(connect, thread.on_open, orphan)
                     orphan = None
                 if step(db) is False:
                     return
@@ -162,8 +158,8 @@ def kept_running(
                 stopping.wait(pause)
                 pause = min(pause * 2, RECONNECT_MAX)
     finally:
-        if db is not None and on_close is not None and not (db.broken or db.closed):
-            on_close(db)
+        if db is not None and thread.on_close is not None and not (db.broken or db.closed):
+            thread.on_close(db)
         closed(db)
 
 

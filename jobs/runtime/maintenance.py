@@ -22,7 +22,7 @@ from ..store import claims, control, pulse, workers_table
 from ..store.frontier import Frontiers
 from ..store.schedules import Schedule, fired
 from . import settling
-from .connections import Connect, kept_running
+from .connections import Connect, Reconnecting, kept_running
 from .holdings import Holdings
 from .refusals import Refusals, still_usable
 from .settling import named
@@ -37,11 +37,8 @@ log = logging.getLogger("jobs")
 
 @dataclass
 class Chore:
-    """A chore of the listener: its name in the log, how often it runs (seconds), and what it does on a connection.
-
-    at_stop: asked once the worker has stopped; when it answers True, the chore runs once
-    more, on a connection of its own (None: never).
-    """
+    """A chore of the listener: its name in the log, how often it runs (seconds), what it does on a connection,
+    and at_stop(), asked once the worker has stopped: when it answers True, the chore runs once more."""
 
     name: str
     every: float
@@ -161,32 +158,28 @@ class Listener:
         """Listens and keeps the timers until the worker stops, reconnecting when cut off."""
         with selectors.DefaultSelector() as self._selector:
             self._selector.register(self._wakeup_r, selectors.EVENT_READ)
-            kept_running(
-                self.connect,
-                self.stopping,
-                self._step,
-                who="worker's listener",
-                refusals=self.refusals,
-                on_open=self._listening,
-                on_lost=self._unlistened,
-                on_close=self._last_chores,
+            thread = Reconnecting(
+                "worker's listener", self.refusals, self._listening, self._unlistened, self._last_chores
             )
+            kept_running(self.connect, self.stopping, self._step, thread)
         self._left_undone()
 
     def _last_chores(self, db: psycopg.Connection[Any]) -> None:
         """Runs once more, each alone, the chores whose at_stop asks it, on the listener's last connection."""
-        for chore in self.chores:
-            if chore.at_stop is not None and chore.at_stop():
-                try:
-                    self._done(chore, db)
-                except psycopg.Error as error:  # the connection was lost: _done logged every other error
-                    log.error("the worker's last %s was cut off: %s", chore.name, error)
+        for chore in self._left():
+            try:
+                self._done(chore, db)
+            except psycopg.Error as error:  # the connection was lost: _done logged every other error
+                log.error("the worker's last %s was cut off: %s", chore.name, error)
 
     def _left_undone(self) -> None:
         """Logs the chores that still had something to do when the listener ended (it was cut off then)."""
-        for chore in self.chores:
-            if chore.at_stop is not None and chore.at_stop():
-                log.error("the worker stopped while cut off from the database: its last %s is lost", chore.name)
+        for chore in self._left():
+            log.error("the worker stopped while cut off from the database: its last %s is lost", chore.name)
+
+    def _left(self) -> list[Chore]:
+        """The chores whose at_stop asks them to run once more."""
+        return [chore for chore in self.chores if chore.at_stop is not None and chore.at_stop()]
 
     def interrupted(self) -> None:
         """Ends the listener's wait at once (it then sees `stopping`)."""
@@ -202,10 +195,7 @@ class Listener:
 
     def _listening(self, db: psycopg.Connection[Any]) -> None:
         """On a new connection: bound its waits on locks, LISTEN, and wake a thread, as a job may have come meanwhile.
-
-        Not behind PgBouncer in transaction mode (listen=False), where a session's setting
-        reaches other clients: a chore then waits as its role allows.
-        """
+        Not with listen=False (behind PgBouncer in transaction mode a session's setting reaches other clients)."""
         assert self._selector is not None, "run() made it"
         if self.listen:
             db.execute("SELECT set_config('lock_timeout', %s, false)", [f"{round(CHORE_LOCK_WAIT * 1000)}ms"])
@@ -251,12 +241,8 @@ class Listener:
             chore.next_at = time.monotonic() + chore.every
 
     def _heard(self, db: psycopg.Connection[Any]) -> None:
-        """Rings once for each notification of one of the queues that has come in.
-
-        psycopg reads a notification in with any answer, so one sent by the listener's own
-        commit (a schedule's job) is read already and select would not wake for it: it is
-        looked for after the chores too.
-        """
+        """Rings once for each notification of one of the queues that has come in; looked for after the chores too,
+        as psycopg reads in the one the listener's own commit sent (a schedule's job), and select would not wake."""
         if self.listen:
             for notice in db.notifies(timeout=0):
                 if notice.payload in self.queues:

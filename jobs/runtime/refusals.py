@@ -60,6 +60,15 @@ def reason_of(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
+def timed_out(error: BaseException | None) -> bool:
+    """Whether a let-go job's `error` is its timeout, past its point of no return or not."""
+    return isinstance(error, TimeoutError) or isinstance(getattr(error, "__cause__", None), TimeoutError)
+
+
+class TransactionEnded(RuntimeError):
+    """A performer ended its job's transaction by a way the worker could not refuse (its raw connection)."""
+
+
 class JobLost(RuntimeError):
     """An attempt whose end its thread could not settle: the connection was lost, or the settlement refused."""
 

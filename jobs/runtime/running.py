@@ -1,12 +1,10 @@
 """Running claimed jobs and settling them: the step between one claim and the next.
 
-A work thread's Runner runs each claimed batch in order, from the thread's Hand;
-`performed` runs one batch of a caller's, `worked` claims and runs one job in a caller's
-own loop. A job that touches the connection runs on a transaction of its own, on which it
-is settled and committed at once: its writes and its settlement commit together, exactly
-once. Successes that never touched it are deleted together once COMMIT_AFTER has passed.
-However a performer ends (any BaseException) is its job's outcome; only what leaves the
-connection unusable leaves the Runner, and the thread lets go of its whole Hand.
+A work thread's Runner runs each claimed batch in order, from the thread's Hand (`performed`
+one batch of a caller's, `worked` one job in a caller's loop). A job that touches the
+connection is settled on its own transaction, its writes and settlement committed together
+once; quiet successes are deleted together after COMMIT_AFTER. However a performer ends is
+its job's outcome; only a connection made unusable leaves the Runner, the Hand let go.
 """
 
 import contextvars
@@ -24,11 +22,12 @@ import psycopg
 from ..core.job import Job, Performer
 from ..core.policies import DEFAULT, NO_RETRY, Policy, policy_of
 from ..store import claims, flows, limits
+from . import settling
 from .connections import Backend
 from .coroutines import awaited
 from .holdings import Hand
-from .refusals import JobLost, expected_idle, reason_of
-from .settling import Counts, Outcome, Tally, cancellation, quiet_settled, recorded_failure, success, success_committed
+from .refusals import JobLost, TransactionEnded, expected_idle, reason_of
+from .settling import Counts, Failure, Outcome, Tally
 from .transaction import JobTransaction
 
 COMMIT_AFTER = 0.005  # seconds a success that wrote nothing waits to be deleted with the ones after it
@@ -38,18 +37,11 @@ log = logging.getLogger("jobs")
 current: contextvars.ContextVar[Job] = contextvars.ContextVar("current job")
 
 
-class TransactionEnded(RuntimeError):
-    """A performer ended its job's transaction by a way the worker could not refuse (its raw connection)."""
-
-
 Kind = tuple[Policy, bool]  # a performer's policy, and whether it is `async def`
 
 
 def current_job() -> Job:
-    """The job being performed, for a performer that wants its id, attempt, queue or `final`.
-
-    Raises LookupError outside a performer.
-    """
+    """The job being performed, for a performer that wants its id, attempt, queue or `final` (LookupError outside)."""
     return current.get()
 
 
@@ -64,9 +56,8 @@ def performed(
 ) -> list[str]:
     """Runs claimed `jobs` in order on `db` and settles them; returns one outcome line each.
 
-    `now` fixes the moment failures are scheduled from (for tests); else the database's
-    clock. After a performer that ran longer than `patience` seconds (None: however long),
-    the jobs not yet started go back to the queue: they could have waited that long for any thread.
+    `now` fixes the moment failures are scheduled from (None: the database's clock). After a
+    performer that ran longer than `patience` seconds, the jobs not started go back to the queue.
     """
     runner = Runner(performers, Tally(counts if counts is not None else Counts()), patience=patience, now=now)
     lines = runner.batch(db, Hand(jobs))
@@ -103,10 +94,9 @@ def worked(
 class Runner:
     """How one thread runs its claimed batches: `batch(db, hand)` runs and settles them, and answers a line each.
 
-    timeout: seconds a job may run when its policy names none (the supervisor enforces it).
-    backend: the server process of each job's transaction, behind a pooler. stopping(): once
-    true, the jobs not started go back. give_back(hand): gives back the jobs of `hand` not
-    started (a Worker's holdings let them go); by default on the batch's connection at once.
+    timeout: for a job whose policy names none. backend: the server process of each job's
+    transaction, behind a pooler. stopping(): once true, the jobs not started go back, by
+    give_back(hand) (a Worker's holdings let them go; by default they go back on `db` at once).
     """
 
     performers: Mapping[str, Performer]
@@ -154,7 +144,7 @@ class Runner:
         if not jobs:
             return
         try:
-            settled = quiet_settled(db, jobs)
+            settled = settling.quiet_settled(db, jobs)
         except BaseException:
             hand.undeleted(jobs)
             raise
@@ -172,36 +162,37 @@ class Runner:
     def ran(self, db: psycopg.Connection[Any], job: Job, cursor: psycopg.Cursor[Any]) -> tuple[Outcome, bool, float]:
         """Performs one job and settles it, unless it is a quiet success: (its outcome, quiet, seconds it ran).
 
-        Whatever the performer raised, BaseException included, is its attempt's failure, and so
-        is a settlement the server refused: its writes are rolled back and its reason recorded.
-        A job cancelled while held does not start, or if it ran, keeps none of its writes.
-        Raises only when the connection is lost, or the failure's record itself refused.
+        Whatever the performer raised (BaseException too), or a settlement the server refused, is its
+        attempt's failure, its writes rolled back; a job cancelled while held keeps none. Raises only
+        when the connection is lost, or the failure's record itself refused.
         """
         if job.cancelling:
-            return cancellation(job), False, 0.0
+            return settling.cancellation(job), False, 0.0
         perform = self.performers.get(job.name)
         if perform is None:
             reason = f"no performer is named {job.name}"
-            failed = recorded_failure(db, job, DEFAULT, LookupError(reason), reason, "", self.now, "dropped")
+            failed = settling.recorded_failure(
+                db, job, DEFAULT, Failure(LookupError(reason), reason, kind="dropped"), self.now
+            )
             return failed, False, 0.0
         policy, is_async = self.kind_of(job.name, perform)
         transaction = JobTransaction(db, self.backend, cursor)
         began = time.monotonic()
-        error = self.performed_one(job, perform, policy, is_async, transaction)
+        error = self.called(job, perform, policy, is_async, transaction)
         seconds = time.monotonic() - began
         if error is None and not job.cancelling:
             if not transaction.begun:
-                return success(job), True, seconds
+                return settling.success(job), True, seconds
             try:
-                return success_committed(transaction, job), False, seconds
+                return settling.success_committed(transaction, job), False, seconds
             except psycopg.Error as refused:
                 error = refused  # rolled back: the job's writes are gone, and its attempt failed
         return self.failed(db, job, policy, error, transaction, seconds), False, seconds
 
-    def performed_one(
-        self, job: Job, perform: Performer, policy: Policy, is_async: bool, transaction: JobTransaction
+    def called(
+        self, job: Job, perform: Performer, policy: Policy, is_async: bool, on: JobTransaction
     ) -> BaseException | None:
-        """Calls the performer of `job` under its deadline; answers how it failed, or None."""
+        """Calls the performer of `job` under its deadline, `on` its transaction; answers how it failed, or None."""
         job.final = policy.is_last(job.attempt)
         limit = policy.timeout if policy.timeout is not None else self.timeout
         job.deadline = None if limit is None else time.monotonic() + limit
@@ -209,12 +200,12 @@ class Runner:
         try:
             if is_async:
                 coroutine = cast(Callable[..., Coroutine[Any, Any, object]], perform)  # is_async: inspect said so
-                awaited(coroutine, transaction.for_job(), job.args, job)  # on this thread's event loop
+                awaited(coroutine, on.for_job(), job.args, job)  # on this thread's event loop
             else:
-                perform(transaction.for_job(), job.args)
-            if transaction.left_failed():
+                perform(on.for_job(), job.args)
+            if on.left_failed():
                 return RuntimeError("a statement of the job failed and its error was not raised")
-            if transaction.left_ended():
+            if on.left_ended():
                 return TransactionEnded(
                     "the job ended the worker's transaction itself: what it wrote before is "
                     "committed, so it is not tried again"
@@ -224,7 +215,7 @@ class Runner:
             return raised
         finally:
             job.deadline = None  # it runs no more: no timeout can fall on it now
-            transaction.handed_back(job)
+            on.handed_back(job)
             current.reset(token)
 
     def failed(
@@ -244,13 +235,14 @@ class Runner:
         transaction.rolled_back()
         expected_idle(db, "recording a failure")
         if job.cancelling:
-            return cancellation(job)
+            return settling.cancellation(job)
         assert error is not None, "a job that neither succeeded nor was cancelled failed"
         if isinstance(error, TransactionEnded):
             policy = NO_RETRY  # another attempt would write again what is committed already
         trace = "".join(traceback.format_exception(error))
         try:
-            outcome = recorded_failure(db, job, policy, error, reason_of(error), trace, self.now, ran=seconds)
+            failure = Failure(error, reason_of(error), trace, ran=seconds)
+            outcome = settling.recorded_failure(db, job, policy, failure, self.now)
         except psycopg.Error as refused:
             raise refused from error  # the thread lets the job go, to be failed on the supervisor's connection
         if isinstance(error, KeyboardInterrupt) and threading.current_thread() is threading.main_thread():

@@ -1,14 +1,10 @@
 """What came of each job, and the statements that settle it: a success, a failure, a cancel or a lost lease.
 
-The runner (running.py) gives each job an Outcome and settles it here. A success that
-wrote is deleted on its own transaction, which then commits (`success_committed`);
-successes that never touched the connection are deleted together (`quiet_settled`); a
-failure is recorded with its reason (`recorded_failure`). Every settlement is fenced
-by the claim's token and by the cancel mark: a row that is no longer ours, or that an
-operator cancelled meanwhile, is not settled as the runner saw it, but goes the one way
-a cancelled job goes (`cancelled_or_lost`): on the shelf, its chain or batch told once.
-The jobs whose worker died on their last attempt, which no thread will settle, the
-listener's reaper fails for good here too (`last_attempts_lost`).
+A success that wrote is deleted on its own transaction, which then commits; successes
+that never touched the connection are deleted together (`quiet_settled`); a failure is
+recorded with its reason. Every settlement is fenced by the claim's token and by the
+cancel mark: a row no longer ours, or cancelled meanwhile, goes the way a cancelled job
+goes (`cancelled_or_lost`). The reaper fails here the jobs whose worker died on their last attempt.
 """
 
 import contextlib
@@ -123,31 +119,22 @@ def success_committed(transaction: JobTransaction, job: Job) -> Outcome:
 
 
 def quiet_settled(db: psycopg.Connection[Any], jobs: list[Job]) -> list[tuple[Job, Outcome]]:
-    """Deletes successes that never touched the connection, in one statement; answers (job, Outcome) each.
-
-    They wrote nothing, so there is nothing to commit with them but their deletion, and
-    one statement deletes them all in one round trip. Only when a chain or batch must
-    move on do they share a transaction, which holds nothing but their settlement.
-    """
+    """Deletes successes that never touched the connection, in one statement (a transaction only when a chain or
+    batch moves on); answers (job, Outcome) each."""
     if not jobs:
         return []
     if any(job.batch or job.flow for job in jobs):
         with db.transaction():
-            kept = claims.finished(db, jobs)
-            moved_flows_on(db, [(job, success(job)) for job in jobs if job.id in kept])
+            ours = claims.finished(db, jobs)
+            moved_flows_on(db, [(job, success(job)) for job in jobs if job.id in ours])
     else:
-        kept = claims.finished(db, jobs)
-    return [(job, success(job) if job.id in kept else cancelled_or_lost(db, job)) for job in jobs]
+        ours = claims.finished(db, jobs)
+    return [(job, success(job) if job.id in ours else cancelled_or_lost(db, job)) for job in jobs]
 
 
 def cancelled_or_lost(db: psycopg.Connection[Any], job: Job) -> Outcome:
-    """Settles a job whose row refused its settlement: cancelled by an operator, or taken by another worker.
-
-    A row still under our claim but marked cancelled goes on the shelf as cancelled, and
-    its chain or batch hears that it ended (control.cancellation_settled); one the
-    listener shelved already (job.cancelling) is cancelled too. Any other row is
-    another worker's now, and stays its to settle.
-    """
+    """Settles a job whose row refused its settlement: cancelled by an operator (on the shelf, its chain or batch
+    told), or shelved by the listener already (job.cancelling), or another worker's now, and its to settle."""
     with db.transaction():
         shelved = control.cancellation_settled(db, job)
     if shelved or job.cancelling:
@@ -157,67 +144,74 @@ def cancelled_or_lost(db: psycopg.Connection[Any], job: Job) -> Outcome:
     return takeover(job)
 
 
+@dataclass(frozen=True)
+class Failure:
+    """A failed attempt: its error, the reason and traceback to keep, the seconds it ran, and its counter (a
+    field of Counts) when not the policy's "rescheduled" or "failed"."""
+
+    error: BaseException
+    reason: str
+    trace: str = ""
+    ran: float | None = None
+    kind: str | None = None
+
+
 def recorded_failure(
     db: psycopg.Connection[Any],
     job: Job,
     policy: Policy,
-    error: BaseException,
-    reason: str,
-    trace: str,
-    now: int | None,
-    kind: str | None = None,
+    failure: Failure,
+    now: int | None = None,
     hooks: Callable[[Callable[[], object]], object] | None = None,
-    ran: float | None = None,
 ) -> Outcome:
     """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job.
 
     One statement, or one transaction with the chain or batch of a job that failed for good.
-    Then the policy's on_error hook is called, by `hooks(call)` when given (the keeper runs
-    it on a thread of its own), else here; whatever it raises is logged. `ran` is the
-    seconds the attempt ran, kept beside its reason for the dashboard.
+    Then the policy's on_error hook is called, by `hooks(call)` when given (the supervisor
+    runs it on a thread of its own), else here; whatever it raises is logged.
     """
-    secret = claims.secret_of(db, job)  # none of their values is written or logged (redaction.py)
-    reason, trace = (
-        written(redaction.redacted(reason, job.args, secret)),
-        written(redaction.redacted(trace, job.args, secret)),
-    )
-    wait = policy.wait_after(job.attempt, error)
-    if wait is None:
-        after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index
-    else:
-        after, max_attempts = round(wait * 1000), max(policy.attempts, job.attempt + 1)
+    secret = claims.secret_of(db, job)  # none of their values is written or logged
+    reason = written(redaction.redacted(failure.reason, job.args, secret))
+    trace = written(redaction.redacted(failure.trace, job.args, secret))
+    wait = policy.wait_after(job.attempt, failure.error)
     line = f"failed {job.name} on attempt {job.attempt}: {reason}"
     if wait is None:
-        outcome = Outcome(
-            kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}", True
-        )
+        after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index
+        why = f"failed for good on attempt {job.attempt}: {reason}"
+        outcome = Outcome(failure.kind or "failed", line, logging.ERROR, why, True)
     else:
-        outcome = Outcome(
-            kind or "rescheduled",
-            line,
-            logging.WARNING,
-            f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}",
-        )
+        after, max_attempts = round(wait * 1000), max(policy.attempts, job.attempt + 1)
+        why = f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}"
+        outcome = Outcome(failure.kind or "rescheduled", line, logging.WARNING, why)
     with db.transaction() if outcome.final and (job.batch or job.flow) else contextlib.nullcontext():
-        recorded = claims.attempt_failed(db, job, reason, trace, after, max_attempts, now, ran)
+        recorded = claims.attempt_failed(db, job, reason, trace, after, max_attempts, now, failure.ran)
         if recorded:
             moved_flows_on(db, [(job, outcome)])
     if not recorded:
         return cancelled_or_lost(db, job)
     if policy.on_error is not None:
-        hook = policy.on_error
-
-        def call() -> None:
-            try:
-                hook(job, error)
-            except BaseException:  # SystemExit too: a hook's error ends no thread of the worker
-                log.exception("on_error of job %s (%s on %s) raised", job.id, job.name, job.queue)
-
-        if hooks is None:
-            call()
-        else:
-            hooks(call)
+        hooked(policy.on_error, job, failure.error, hooks)
     return outcome
+
+
+def hooked(
+    hook: Callable[[Job, BaseException], object],
+    job: Job,
+    error: BaseException,
+    hooks: Callable[[Callable[[], object]], object] | None,
+) -> None:
+    """Calls an on_error `hook`, by `hooks(call)` when given, else here; whatever it raises is logged."""
+
+    def call() -> None:
+        try:
+            hook(job, error)
+        except BaseException:  # SystemExit too: a hook's error ends no thread of the worker
+            log.exception("on_error of job %s raised", named(job))
+
+    if hooks is None:
+        call()
+    else:
+        hooks(call)
 
 
 def written(text: str) -> str:
@@ -237,11 +231,8 @@ LOST = Outcome("failed", "lost", logging.ERROR, "its worker stopped during the l
 
 
 def last_attempts_lost(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
-    """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
-
-    One transaction: the jobs leave the queue and their chains and batches hear of it
-    together, as they do of any failure the runner records.
-    """
+    """Fails for good, with their chains and batches on one transaction, the jobs whose worker died on their last
+    attempt."""
     with db.transaction():
         lost = claims.reaped(db, now)
         moved_flows_on(db, [(job, LOST) for job in lost])

@@ -1,11 +1,10 @@
 """The supervisor: it starts the work threads, replaces them, and settles every row no thread will.
 
-A work thread that dies or is let go is replaced at once, unless the worker stops. Every
-WATCH_INTERVAL the Supervisor lets go of a thread whose job ran past its timeout or the
-stop's grace (its session ended from the server side), and of jobs waiting behind a slow
-one; settles what the Holdings hold loose (given back, deleted or failed); and every beat
-compares the rows the database says the worker holds with the Holdings. LetGo records the
-performers that run on after their jobs were settled without them, until they return.
+Every WATCH_INTERVAL it lets go of a thread whose job ran past its timeout or a stop's
+grace (replaced, its session ended from the server side), and of jobs waiting behind a
+slow one; settles what the Holdings hold loose; and every beat lets go of the rows the
+database says the worker holds that the Holdings do not know. LetGo records the performers
+that run on after their jobs were settled without them, until they return.
 """
 
 import logging
@@ -22,8 +21,8 @@ from ..core.sql import queries
 from ..store import claims, flows
 from .connections import ended
 from .holdings import Fate, Loose
-from .refusals import reason_of
-from .settling import named, quiet_settled, recorded_failure
+from .refusals import reason_of, timed_out
+from .settling import Failure, named, quiet_settled, recorded_failure
 from .work_thread import BATCH_TIME, Parts, Settings, WorkThread
 
 WATCH_INTERVAL = 0.1  # seconds between the supervisor's looks at the threads and the loose rows
@@ -109,9 +108,9 @@ class Supervisor:
             ):
                 waiting = parts.holdings.handed_on(hand)
                 if waiting:
+                    ids = [job.id for job in waiting]
                     log.info(
-                        "jobs %s, claimed behind one still running, are given back for another thread to start",
-                        [job.id for job in waiting],
+                        "jobs %s, claimed behind one still running, are given back for another thread to start", ids
                     )
 
     def _let_go(self, db: psycopg.Connection[Any], work: WorkThread, error: BaseException | None) -> None:
@@ -197,7 +196,7 @@ class Supervisor:
         assert job is not None and error is not None, "only a job that ran is let go to fail"
         past = isinstance(error, StoppedPastNoReturn)
         policy = NO_RETRY if past else policy_of(self.settings.performers.get(job.name))
-        outcome = recorded_failure(db, job, policy, error, reason_of(error), "", None, hooks=on_a_thread)
+        outcome = recorded_failure(db, job, policy, Failure(error, reason_of(error)), hooks=on_a_thread)
         if outcome.kind != "lease_lost":
             if timed_out(error):
                 self.parts.tally.counts.timed_out += 1
@@ -219,11 +218,6 @@ class Supervisor:
         limit = limit if limit is not None else self.settings.timeout
         assert limit is not None, "only a job with a timeout has a deadline to run past"
         return limit
-
-
-def timed_out(error: BaseException | None) -> bool:
-    """Whether a let-go job's `error` is its timeout, past its point of no return or not."""
-    return isinstance(error, TimeoutError) or isinstance(getattr(error, "__cause__", None), TimeoutError)
 
 
 def due_at(entry: Loose) -> int:

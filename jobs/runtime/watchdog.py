@@ -34,7 +34,7 @@ from typing import Any
 import psycopg
 
 from ..store import schema, workers_table
-from .connections import closed, kept_running, opened
+from .connections import Reconnecting, closed, kept_running, opened
 from .refusals import Refusals
 from .work_thread import Settings
 
@@ -168,14 +168,8 @@ class Heartbeat:
         self._next_beat = 0.0
 
     def run(self) -> None:
-        kept_running(
-            self.connect,
-            self.ended,
-            self._step,
-            who="worker's heartbeat",
-            refusals=self.refusals,
-            on_open=self._registered,
-        )
+        thread = Reconnecting("worker's heartbeat", self.refusals, on_open=self._registered)
+        kept_running(self.connect, self.ended, self._step, thread)
         self._signed_off()
 
     def interrupted(self) -> None:

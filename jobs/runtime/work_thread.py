@@ -19,7 +19,7 @@ from ..core.job import Job, Performer
 from ..store import claims, limits
 from ..store.frontier import Frontiers
 from ..store.limits import Limits
-from .connections import Backend, Connect, kept_running, pooler_told
+from .connections import Backend, Connect, Reconnecting, kept_running, pooler_told
 from .holdings import Fate, Hand, Holdings
 from .refusals import JobLost, Refusals, expected_idle, lost, lost_attempt
 from .running import Runner
@@ -183,15 +183,8 @@ class WorkThread:
     def _run(self) -> None:
         settings, parts = self.settings, self.parts
         try:
-            kept_running(
-                settings.connect,
-                self.ending,
-                self._claimed_and_ran,
-                who="worker",
-                refusals=parts.refusals,
-                on_open=self._opened,
-                on_lost=self._lost,
-            )
+            thread = Reconnecting("worker", parts.refusals, on_open=self._opened, on_lost=self._lost)
+            kept_running(settings.connect, self.ending, self._claimed_and_ran, thread)
         except BaseException as error:  # not one of a step's: kept_running catches those, and carries on
             self._ended(self, error)
             return

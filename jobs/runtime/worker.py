@@ -1,12 +1,10 @@
 """The worker, and the ways an app runs its jobs.
 
-A Worker runs `threads` work threads (started and replaced by its supervisor), each on a connection of its own, and
-beside them the listener that wakes them and does the maintenance, the supervisor among
-it, and a heartbeat that records the worker as alive and does nothing else. Each part is
-given the worker's Settings and the Parts it uses, never the Worker. `worker` starts a
-Worker, `beside` one next to a web server, `beside_asgi` one within an ASGI app's
-lifespan; the two make the tables first and stop the worker when the server is done.
-(`worked`, in running.py, is a work thread's step done once in a caller's own loop.)
+A Worker runs `threads` work threads, each on a connection of its own, started and replaced
+by its supervisor; beside them the listener wakes them and runs the maintenance, and the
+heartbeat records the worker as alive. Each part is given the worker's Settings and the
+Parts it uses, never the Worker. `worker` starts a Worker, `beside` one next to a web
+server, `beside_asgi` one within an ASGI app's lifespan.
 """
 
 import asyncio
@@ -14,7 +12,7 @@ import logging
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from typing import Any, TypeVar
 
 from ..core.job import LEASE, Job, Performer
@@ -37,9 +35,9 @@ from .work_thread import Doorbell, Gate, Parts, Settings, WorkThread
 T = TypeVar("T")  # what `beside`'s serve() answers
 # The ASGI callable's shape (the asgiref spec), spelled out: jobs imports no ASGI package.
 Message = MutableMapping[str, Any]
-ASGIApp = Callable[
-    [MutableMapping[str, Any], Callable[[], Awaitable[Message]], Callable[[Message], Awaitable[None]]], Awaitable[None]
-]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Message, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("jobs")
 
@@ -82,15 +80,15 @@ class Worker:
         # Every connection the worker opens is watched, but not while a performer waits on it.
         self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
         self.settings = settings = Settings(
-            secrets.randbits(63),
-            self.watchdog.connecting(connect),
-            queues,
-            performers,
-            threads,
-            lease,
-            poll,
-            listen,
-            timeout,
+            id=secrets.randbits(63),
+            connect=self.watchdog.connecting(connect),
+            queues=queues,
+            performers=performers,
+            threads=threads,
+            lease=lease,
+            poll=poll,
+            listen=listen,
+            timeout=timeout,
             budgets=claims.budgets_of(performers),
             beat_every=lease / workers_table.BEATS,
         )
@@ -102,27 +100,31 @@ class Worker:
         self.frontiers = parts.frontiers
         self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
         self.supervisor = Supervisor(settings, parts, LetGo(), over=self._over)
-        chores = maintenance.timetable(settings, parts, self.supervisor, held(schedules))
-        refusals = parts.refusals
-        self._listener = Listener(
-            settings.connect,
-            queues,
-            listen=listen,
-            chores=chores,
-            stopping=self.ended,
-            doorbell=doorbell,
-            refusals=refusals,
-        )
-        self._heartbeat = Heartbeat(settings, self.ended, refusals, on_registered=self.gate.registered)
-        self._beside = [
+        self._listener, self._heartbeat = self._beside(held(schedules))
+        self._threads_beside = [
             threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True),
             threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True),
         ]
         self._said_stopped = False  # join() logs what the worker did once, when it has ended
 
+    def _beside(self, schedules: Sequence[Schedule]) -> tuple[Listener, Heartbeat]:
+        """The listener, which runs the maintenance (`schedules` among it), and the heartbeat."""
+        settings, parts = self.settings, self.parts
+        chores = maintenance.timetable(settings, parts, self.supervisor, schedules)
+        listener = Listener(
+            settings.connect,
+            settings.queues,
+            listen=settings.listen,
+            chores=chores,
+            stopping=self.ended,
+            doorbell=parts.doorbell,
+            refusals=parts.refusals,
+        )
+        return listener, Heartbeat(settings, self.ended, parts.refusals, on_registered=self.gate.registered)
+
     def start(self) -> "Worker":
         """Starts the threads and returns the worker; the work threads claim once it is registered."""
-        for thread in self._beside:
+        for thread in self._threads_beside:
             thread.start()
         self.supervisor.start()
         return self
@@ -179,7 +181,7 @@ class Worker:
         return False
 
     def _threads(self) -> list[threading.Thread]:
-        return [work.thread for work in self.supervisor.threads()] + self._beside
+        return [work.thread for work in self.supervisor.threads()] + self._threads_beside
 
     def _over(self) -> None:
         """Hears from the supervisor that the last work thread ended: the listener and the heartbeat end too."""
@@ -233,9 +235,7 @@ def beside(
     raises, the worker stops (the job in hand finishes) and `beside` returns or raises
     what `serve` did.
     """
-    with connect() as db:
-        schema.prepared(db)
-    running = worker(connect, [queue], performers, **options)
+    running = prepared_worker(connect, queue, performers, options)
     try:
         if on_start is not None:
             on_start(running)
@@ -260,20 +260,11 @@ def beside_asgi(
     """
     running: list[Worker] = []
 
-    def started() -> Worker:
-        with connect() as db:
-            schema.prepared(db)
-        return worker(connect, [queue], performers, **options)
-
     def stopped(done: Worker) -> None:
         done.stop()
         done.join()
 
-    async def served(
-        scope: MutableMapping[str, Any],
-        receive: Callable[[], Awaitable[Message]],
-        send: Callable[[Message], Awaitable[None]],
-    ) -> None:
+    async def served(scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
             await app(scope, receive, send)
             return
@@ -286,7 +277,7 @@ def beside_asgi(
 
         async def sent(message: Message) -> None:
             if message["type"] == "lifespan.startup.complete":
-                running.append(await asyncio.to_thread(started))
+                running.append(await asyncio.to_thread(prepared_worker, connect, queue, performers, options))
             await send(message)
 
         try:
@@ -296,3 +287,12 @@ def beside_asgi(
                 await asyncio.to_thread(stopped, running.pop())
 
     return served
+
+
+def prepared_worker(
+    connect: Connect, queue: str, performers: Mapping[str, Performer], options: dict[str, Any]
+) -> Worker:
+    """Makes the tables when they are missing, then starts a worker on `queue`."""
+    with connect() as db:
+        schema.prepared(db)
+    return worker(connect, [queue], performers, **options)
