@@ -1,11 +1,9 @@
-"""The claimed rows and who holds them: a work thread's Hand, the worker's Holdings, and what becomes of a row let go.
+"""The claimed rows and who holds them: a work thread's Hand, and the worker's Holdings.
 
-A Hand is what a work thread holds of its last claim. The Holdings are the one owner of
-every row a worker's claims hold, from before its claim is sent until its settlement
-commits: in a live Hand, in a claim whose answer has not come, or loose, let go with a
-`Fate` for the supervisor to settle. Every way out of a thread moves what its Hand held to
-loose, and the supervisor also lets go of the rows the database says the worker holds
-and the Holdings do not know (`strays`).
+A Hand is what a work thread holds of its last claim. The Holdings own every row a
+worker's claims hold, from before its claim is sent until its settlement commits: in a
+live Hand, in a claim whose answer has not come, or loose, let go with a `Fate` for the
+supervisor to settle; every way out of a thread moves what its Hand held to loose.
 """
 
 import enum
@@ -68,7 +66,7 @@ class Hand:
 
     def quiet(self, older_than: float | None = None) -> list[Job]:
         """The quiet successes to delete now (all, or none before the oldest is `older_than` s old), held until
-        `deleted` or `undeleted` hears how their deletion went."""
+        `deleted` hears how their deletion went."""
         with self._lock:
             if older_than is not None and (not self._quiet or time.monotonic() - self._quiet_since < older_than):
                 return []
@@ -76,18 +74,14 @@ class Hand:
             self._deleting.extend(taken)
             return taken
 
-    def deleted(self, jobs: Sequence[Job]) -> None:
-        """Hears that the deletion of quiet successes committed: the hand holds them no more."""
-        done = {job.id for job in jobs}
+    def deleted(self, jobs: Sequence[Job], committed: bool = True) -> None:
+        """Hears how the deletion of quiet successes went: committed, the hand holds them no more; else they wait
+        to be deleted again."""
+        ids = {job.id for job in jobs}
         with self._lock:
-            self._deleting = [job for job in self._deleting if job.id not in done]
-
-    def undeleted(self, jobs: Sequence[Job]) -> None:
-        """Hears that the deletion of quiet successes failed: they wait to be deleted again."""
-        failed = {job.id for job in jobs}
-        with self._lock:
-            self._quiet[:0] = [job for job in self._deleting if job.id in failed]
-            self._deleting = [job for job in self._deleting if job.id not in failed]
+            if not committed:
+                self._quiet[:0] = [job for job in self._deleting if job.id in ids]
+            self._deleting = [job for job in self._deleting if job.id not in ids]
 
     def done(self) -> list[Job]:
         """Takes the quiet successes not yet on their way to deletion, for someone else to delete."""
@@ -175,12 +169,9 @@ class Holdings:
         self.dropped(hand, None)
 
     def dropped(self, hand: Hand, error: BaseException | None, fate: "Fate | None" = None) -> list[Loose]:
-        """Lets go of everything `hand` holds, which its thread will not settle; answers what was let go.
-
-        Its waiting jobs are given back, its quiet successes deleted, and the running one
-        meets `fate`: by default failed with `error`, or given back when `error` is None
-        (it never started, or a shutdown's grace ran out); but see `past_no_return`.
-        """
+        """Lets go of everything `hand` holds, which its thread will not settle; answers what was let go: its waiting
+        jobs given back, its quiet successes deleted, and the running one meets `fate` (by default failed with
+        `error`, or given back when `error` is None), unless it is `past_no_return`."""
         with self._lock:
             self._hands.discard(hand)
             waiting, running, quiet = hand.emptied()
@@ -204,11 +195,8 @@ class Holdings:
             return waiting
 
     def handed_on(self, hand: Hand) -> list[Job]:
-        """Lets go of what `hand` holds besides its running job: the waiting ones, to be given back; answers them.
-
-        Its quiet successes, which ran before the running one, are let go to be deleted now
-        rather than after it: a crash meanwhile would run them (and send their letters) again.
-        """
+        """Lets go of what `hand` holds besides its running job: the waiting ones, given back (answered), and the
+        quiet successes, deleted now rather than after it: a crash meanwhile would run them again."""
         with self._lock:
             waiting = hand.waiting()
             self._let_go(waiting, Fate.GIVE_BACK)

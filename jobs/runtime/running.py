@@ -146,7 +146,7 @@ class Runner:
         try:
             settled = settling.quiet_settled(db, jobs)
         except BaseException:
-            hand.undeleted(jobs)
+            hand.deleted(jobs, committed=False)
             raise
         hand.deleted(jobs)
         self.tally.add(settled)

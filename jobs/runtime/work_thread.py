@@ -161,13 +161,9 @@ class WorkThread:
         self.backend: Backend | None = None  # the server process of this thread's connection
         self.limit = 1  # how many jobs the next claim may take
         self.room_in: float | None = None  # seconds until a full window of its last pass's queues has room
+        back, ending = parts.holdings.given_back, self.ending.is_set  # the runner gives back what it did not start
         self.runner = Runner(
-            settings.performers,
-            parts.tally,
-            timeout=settings.timeout,
-            patience=BATCH_TIME,
-            stopping=self.ending.is_set,
-            give_back=parts.holdings.given_back,
+            settings.performers, parts.tally, settings.timeout, BATCH_TIME, stopping=ending, give_back=back
         )
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
 
@@ -209,9 +205,8 @@ class WorkThread:
     def _claimed_and_ran(self, db: psycopg.Connection[Any]) -> bool:
         """One pass over the queues: claim, run, settle; waits when nothing was due. False ends the thread."""
         gate, busy = self.parts.gate, False
-        # A drain ends the thread only after a pass that began once the drain was asked:
-        # a claim already under way then may still have read the bound the drain drops.
-        # Nor while rows are on their way back to the queue (loose in the holdings).
+        # A drain ends the thread only after a pass begun once it was asked (a claim under way may have read the
+        # bound the drain drops), and not while rows are on their way back to the queue (loose in the holdings).
         draining = gate.draining() and not self.parts.holdings.letting_go()
         self.room_in = None
         for queue in gate.claimable():
@@ -225,8 +220,7 @@ class WorkThread:
             if draining and self.room_in is not None:  # due jobs a full window holds back: not drained yet
                 self.ending.wait(self.room_in)
             elif draining:
-                # Due means due: scheduled jobs whose moment has come are promoted first,
-                # rather than left for the listener's next promotion after the drain ended.
+                # Due means due: scheduled jobs whose moment has come are promoted first, not after the drain.
                 return bool(set(claims.promoted(db)) & set(self.settings.queues)) and not self.abandoned
             else:
                 self.parts.doorbell.wait(self.settings.poll)

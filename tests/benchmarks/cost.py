@@ -10,7 +10,7 @@ runs per job (a Job, its performer's call, its outcome) where plain SQL's loop r
 It then times a job's transaction (BEGIN, one INSERT, COMMIT) with COMMIT alone and with
 the statements a worker sends with its COMMIT to clean the session (transaction.CLEAN), in
 turns, TRANSACTIONS of each a round. CPU figures move far less from run to run than rates.
-Last, the time around one idle claim: a work thread's claim on an empty queue (the ledger,
+Last, the time around one idle claim: a work thread's claim on an empty queue (the holdings,
 the pulse, the claim's bound and its limits around the statement) beside the same claim
 statement sent bare on one connection, in turns, CLAIMS of each a round, the median kept.
 """
