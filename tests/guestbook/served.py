@@ -20,7 +20,7 @@ from urllib.parse import urlencode
 
 from e2e.served import APPLICATION, no_stray_guestbook
 from e2e.tether import dying_with_this_thread
-from guestbook.settings import READERS
+from guestbook.settings import READERS, SECRET_KEY_MIN
 
 from ..mail.smtpd import free_port
 
@@ -145,3 +145,14 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
 def environment(**values) -> dict:
     """The test process's environment without the guestbook's settings, plus `values`."""
     return {**{k: v for k, v in os.environ.items() if k not in SETTINGS}, **values}
+
+
+SECRET = "s" * SECRET_KEY_MIN  # a SECRET_KEY long enough for production
+SITE = "https://guestbook.example"  # the BASE_URL of production runs
+
+
+def production_settings(database_url, mail_url, **more) -> dict:
+    """The environment of a production process on `database_url`, its letters to `mail_url`, plus `more`."""
+    return environment(
+        DATABASE_URL=database_url, SECRET_KEY=SECRET, BASE_URL=SITE, MAIL_URL=mail_url, PYTHONPATH=str(ROOT), **more
+    )

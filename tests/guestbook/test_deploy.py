@@ -14,8 +14,7 @@ from guestbook.health import HEALTH_WAIT
 from tests.jobs.private_pg import removed, started
 
 from ..mail.smtpd import SMTPServer
-from .served import ROOT, WAIT, Served, environment, eventually
-from .test_serve import SECRET, SITE
+from .served import WAIT, Served, eventually, production_settings
 
 # A log line of either process: time, level, logger, process id, message (jobs' LOG_FORMAT).
 LOG_LINE = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR|CRITICAL) [\w.]+ \d+ .+")
@@ -23,15 +22,8 @@ WORK = [sys.executable, "-m", "guestbook", "work"]
 SLACK = 5.0  # seconds past HEALTH_WAIT an answer of /health may take on a busy machine
 
 
-def production(database_url, mail_url, **more) -> dict:
-    """The environment of a production process on `database_url`, its letters to `mail_url`."""
-    return environment(
-        DATABASE_URL=database_url, SECRET_KEY=SECRET, BASE_URL=SITE, MAIL_URL=mail_url, PYTHONPATH=str(ROOT), **more
-    )
-
-
 def test_work_without_a_mail_url_in_production_says_so_and_exits_2(database_url, tmp_path):
-    env = production(database_url, "")
+    env = production_settings(database_url, "")
 
     done = subprocess.run(WORK, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=WAIT)
 
@@ -46,7 +38,7 @@ def test_work_without_a_mail_url_in_production_says_so_and_exits_2(database_url,
 def test_health_answers_200_while_the_worker_beside_serves_the_mail_queue_and_logs_as_jobs_does(
     database_url, db, tmp_path
 ):
-    served = Served([], production(database_url, "smtp://127.0.0.1:25"), tmp_path)
+    served = Served([], production_settings(database_url, "smtp://127.0.0.1:25"), tmp_path)
     try:
         assert eventually(lambda: served.request("/health")[0] == 200)
         monitor = served.visitor()
@@ -63,7 +55,7 @@ def test_a_server_without_its_worker_is_unhealthy_until_guestbook_work_runs_and_
     database_url, db, tmp_path
 ):
     with SMTPServer() as smtp:
-        env = production(database_url, smtp.url)
+        env = production_settings(database_url, smtp.url)
         served = Served(["--no-worker"], env, tmp_path)
         worker = None
         try:
@@ -96,7 +88,7 @@ def private_database():
 
 
 def test_health_answers_503_while_the_database_is_down_and_200_once_it_is_back(private_database, tmp_path):
-    served = Served([], production(private_database.url, "smtp://127.0.0.1:25"), tmp_path)
+    served = Served([], production_settings(private_database.url, "smtp://127.0.0.1:25"), tmp_path)
     try:
         assert eventually(lambda: served.request("/health")[0] == 200)
         private_database.stop()

@@ -11,10 +11,7 @@ from guestbook.__main__ import main
 from guestbook.settings import READERS, RETIRED, SECRET_KEY_MIN
 
 from ..mail.smtpd import SMTPServer, free_port
-from .served import ROOT, WAIT, Served, environment, eventually
-
-SECRET = "s" * SECRET_KEY_MIN  # a SECRET_KEY long enough for production
-SITE = "https://guestbook.example"  # the BASE_URL of production runs
+from .served import ROOT, SECRET, SITE, WAIT, Served, environment, eventually, production_settings
 
 
 def test_serve_refuses_to_start_outside_development_without_a_secret_and_a_database(monkeypatch, capsys):
@@ -210,7 +207,7 @@ def test_serve_refuses_a_short_secret_or_a_base_url_that_is_not_https(monkeypatc
 @pytest.mark.slow
 def test_served_signup_answers_and_the_worker_beside_sends_its_letter(database_url, db, tmp_path):
     with SMTPServer() as smtp:
-        env = environment(DATABASE_URL=database_url, SECRET_KEY=SECRET, MAIL_URL=smtp.url, BASE_URL=SITE)
+        env = production_settings(database_url, smtp.url)
         served = Served([], env, tmp_path)
         try:
             assert served.said.startswith(f"The guestbook is at {SITE}")
@@ -228,13 +225,7 @@ def test_served_signup_answers_and_the_worker_beside_sends_its_letter(database_u
 @pytest.mark.slow
 def test_a_mail_from_with_a_display_name_signs_the_letters_of_a_served_guestbook(database_url, db, tmp_path):
     with SMTPServer() as smtp:
-        env = environment(
-            DATABASE_URL=database_url,
-            SECRET_KEY=SECRET,
-            MAIL_URL=smtp.url,
-            BASE_URL=SITE,
-            MAIL_FROM="Guestbook <guestbook@example.com>",
-        )
+        env = production_settings(database_url, smtp.url, MAIL_FROM="Guestbook <guestbook@example.com>")
         served = Served([], env, tmp_path)
         try:
             address = f"served-{uuid.uuid4().hex[:8]}@example.com"

@@ -19,8 +19,7 @@ import pytest
 from guestbook import auth
 
 from ..mail.smtpd import SMTPServer, body_of
-from .served import ROOT, WAIT, Served, environment, eventually
-from .test_serve import SECRET, SITE
+from .served import ROOT, SITE, WAIT, Served, environment, eventually, production_settings
 
 OTHER_PORT = "http://127.0.0.1:8099"  # a page another user of the machine serves, on another port of 127.0.0.1
 # What Chromium sends with a page's request to the guestbook after a link on OTHER_PORT's page: the same site
@@ -83,9 +82,7 @@ def reset_link(smtp, db, to: str) -> str:
 def production(database_url, db, tmp_path):
     """A production guestbook (BASE_URL https, as behind a proxy that ends TLS), and its SMTP server."""
     with SMTPServer() as smtp:
-        served = Served(
-            [], environment(DATABASE_URL=database_url, SECRET_KEY=SECRET, MAIL_URL=smtp.url, BASE_URL=SITE), tmp_path
-        )
+        served = Served([], production_settings(database_url, smtp.url), tmp_path)
         try:
             assert served.said.startswith("The guestbook is at")
             yield served, smtp

@@ -12,8 +12,7 @@ import pytest
 from guestbook import mailer
 
 from ..mail.smtpd import SMTPServer
-from .served import Served, environment
-from .test_serve import SECRET, SITE
+from .served import Served, production_settings
 from .test_served_dashboard import RESET, address, letter_to, reset_link
 
 DELAY = 0.4  # seconds the mail server takes to answer each letter
@@ -28,11 +27,9 @@ NEW_PASSWORD = "a brand new kettle marmot"  # the victim's, chosen with her rese
 def proxied(database_url, db, tmp_path):
     """A production guestbook behind a proxy on this machine, with a reset LIFETIME, and its slow SMTP server."""
     with SMTPServer(delay=DELAY) as smtp:
-        settings = environment(
-            DATABASE_URL=database_url,
-            SECRET_KEY=SECRET,
-            MAIL_URL=smtp.url,
-            BASE_URL=SITE,
+        settings = production_settings(
+            database_url,
+            smtp.url,
             TRUSTED_PROXIES="127.0.0.1",
             RESET_TOKEN_MAX_AGE=str(LIFETIME),
         )

@@ -12,8 +12,7 @@ import pytest
 from guestbook import names
 
 from ..mail.smtpd import SMTPServer
-from .served import WAIT, Served, environment
-from .test_serve import SECRET, SITE
+from .served import WAIT, Served, production_settings
 from .test_served_dashboard import PASSWORD, SQUATTER, address, letter_to
 
 
@@ -21,9 +20,7 @@ from .test_served_dashboard import PASSWORD, SQUATTER, address, letter_to
 def production(database_url, db, tmp_path):
     """A production guestbook and its SMTP server, on tables emptied of the accounts and tries of earlier tests."""
     with SMTPServer() as smtp:
-        served = Served(
-            [], environment(DATABASE_URL=database_url, SECRET_KEY=SECRET, MAIL_URL=smtp.url, BASE_URL=SITE), tmp_path
-        )
+        served = Served([], production_settings(database_url, smtp.url), tmp_path)
         try:
             assert served.said.startswith("The guestbook is at")
             db.execute("TRUNCATE accounts, entries, sessions, client_tries RESTART IDENTITY CASCADE")

@@ -12,8 +12,8 @@ import pytest
 from guestbook import limits
 from guestbook.connections import CLIENT_CONNECTIONS
 
-from .served import Served, environment
-from .test_serve import MAIL_URL, SECRET, SITE
+from .served import Served, environment, production_settings
+from .test_serve import MAIL_URL
 from .test_server_limits import HALF_SENT, connected, open_among, status_of
 
 PROXY = "127.0.0.2"  # the trusted proxy's address
@@ -88,7 +88,7 @@ def test_the_connection_cap_holds_for_a_client_beside_the_proxy_and_not_for_the_
 @pytest.mark.slow
 @pytest.mark.parametrize("args, setting", [(["--host", LISTENED], {}), ([], {"HOST": LISTENED})])
 def test_serve_listens_on_the_host_it_is_given_only(database_url, db, tmp_path, args, setting):
-    env = environment(DATABASE_URL=database_url, SECRET_KEY=SECRET, BASE_URL=SITE, MAIL_URL=MAIL_URL, **setting)
+    env = production_settings(database_url, MAIL_URL, **setting)
     served = Served(args, env, tmp_path)
     try:
         assert served.said.startswith("The guestbook is at")

@@ -14,9 +14,26 @@ from psycopg import sql
 from psycopg.conninfo import make_conninfo
 
 import jobs
+from tests.jobs import private_pg
 from tests.jobs.helpers import APP_ROLE, PRIVATE
 from tests.jobs.performers import EFFECTS, RUNS
-from tests.jobs.private_pg import removed, started
+
+
+@pytest.fixture
+def started(connect):
+    """Starts workers for a test (`started(queues, performers, **options)`) and stops each after it,
+    whatever happened, without waiting on a job still in hand."""
+    running = []
+
+    def start(queues, performers, **options):
+        worker = jobs.worker(connect, queues, performers, **options)
+        running.append(worker)
+        return worker
+
+    yield start
+    for worker in running:
+        worker.stop(grace=0)
+        assert worker.join(10), "a worker did not stop within 10 s"
 
 
 @pytest.fixture
@@ -63,7 +80,7 @@ def dropped(db) -> None:
 @pytest.fixture
 def private_postgres():
     """A started PrivatePostgres with the jobs table and the performers' tables made; removed afterwards."""
-    server = started()
+    server = private_pg.started()
     try:
         with server.connect() as db:
             jobs.prepared(db)
@@ -71,4 +88,4 @@ def private_postgres():
             db.execute(EFFECTS)
         yield server
     finally:
-        removed(server)
+        private_pg.removed(server)

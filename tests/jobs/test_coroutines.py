@@ -20,21 +20,6 @@ def paid(db):
     return db
 
 
-@pytest.fixture
-def started(connect):
-    running = []
-
-    def start(performers, **options):
-        worker = jobs.worker(connect, ["default"], performers, **options)
-        running.append(worker)
-        return worker
-
-    yield start
-    for worker in running:
-        worker.stop(grace=0)
-        assert worker.join(10), "a worker did not stop within 10 s"
-
-
 async def pay(db, args):
     if args["n"] % 2:
         await asyncio.sleep(0.001)  # a real wait between the statements, as an HTTP call's would be
@@ -46,7 +31,7 @@ async def pay(db, args):
 
 
 def test_an_async_performer_writes_once_on_its_job_s_transaction(paid, started):
-    started({"pay": pay}, threads=2)
+    started(["default"], {"pay": pay}, threads=2)
     ok = [jobs.later(paid, "default", "pay", {"n": n}) for n in range(20)]
     failed = jobs.later(paid, "default", "pay", {"n": 99, "fail": True})
     wait_for(lambda: scalar(paid, "SELECT count(*) FROM jobs WHERE id = ANY(%s)", (ok,)) == 0, "the 20 jobs to end")
@@ -68,7 +53,7 @@ async def waiting(db, args):
 
 
 def test_an_async_performer_past_its_timeout_is_cancelled_and_its_thread_carries_on(paid, started):
-    worker = started({"stuck": stuck, "pay": pay})
+    worker = started(["default"], {"stuck": stuck, "pay": pay})
     job = jobs.later(paid, "default", "stuck", {})
     began = time.monotonic()
     wait_for(lambda: scalar(paid, "SELECT failure FROM jobs WHERE id = %s", (job,)), "the timeout")
@@ -80,7 +65,7 @@ def test_an_async_performer_past_its_timeout_is_cancelled_and_its_thread_carries
 
 
 def test_an_async_performer_an_operator_cancels_stops_and_keeps_nothing(paid, started):
-    started({"waiting": waiting})
+    started(["default"], {"waiting": waiting})
     job = jobs.later(paid, "default", "waiting", {})
     wait_for(lambda: scalar(paid, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 1, "the job to start")
     jobs.cancelled(paid, job)

@@ -26,21 +26,6 @@ def shop(db):
     return db
 
 
-@pytest.fixture
-def started(connect):
-    running = []
-
-    def start(performers):
-        worker = jobs.worker(connect, ["shop"], performers, threads=1)
-        running.append(worker)
-        return worker
-
-    yield start
-    for worker in running:
-        worker.stop(grace=0)
-        assert worker.join(10), "a worker did not stop within 10 s"
-
-
 async def order(db, args):
     async def audit():
         await asyncio.sleep(AUDIT_AFTER)
@@ -56,7 +41,7 @@ async def refund(db, args):
 
 
 def test_a_task_an_async_job_leaves_commits_with_it_and_not_with_the_failing_job_after_it(shop, started):
-    started({"order": order, "refund": refund})
+    started(["shop"], {"order": order, "refund": refund}, threads=1)
     ordered = jobs.later(shop, "shop", "order", {"n": 1})
     refused = jobs.later(shop, "shop", "refund", {"n": 1})
     wait_for(lambda: scalar(shop, "SELECT failure FROM jobs WHERE id = %s", (refused,)), "the refund to fail")
@@ -73,7 +58,7 @@ def test_quiet_async_jobs_after_one_that_left_a_task_each_run_once(shop, started
         await asyncio.sleep(AUDIT_AFTER)  # never touches the connection: a quiet success
         pinged.append(args["n"])
 
-    started({"order": order, "ping": ping})
+    started(["shop"], {"order": order, "ping": ping}, threads=1)
     ids = [jobs.later(shop, "shop", "order", {"n": 2})]
     ids += [jobs.later(shop, "shop", "ping", {"n": n}) for n in range(PINGS)]
     wait_for(lambda: scalar(shop, "SELECT count(*) FROM jobs WHERE id = ANY(%s)", (ids,)) == 0, "the jobs to end")
@@ -149,7 +134,7 @@ async def refunds(db, args):
 
 
 def test_a_task_left_running_forever_ends_at_its_job_s_timeout_and_the_thread_carries_on(shop, started):
-    worker = started({"leaves_a_loop": leaves_a_loop, "refunds": refunds})
+    worker = started(["shop"], {"leaves_a_loop": leaves_a_loop, "refunds": refunds}, threads=1)
     job = jobs.later(shop, "shop", "leaves_a_loop", {})
     wait_for(lambda: scalar(shop, "SELECT failure FROM jobs WHERE id = %s", (job,)), "the timeout")
     assert scalar(shop, "SELECT failure FROM jobs WHERE id = %s", (job,)).startswith("timed out after 0.5 s")
@@ -195,7 +180,7 @@ def test_a_connection_left_in_a_transaction_the_worker_never_began_is_given_up_a
         sent.wait(10)
         runs.append(f"quiet {args['n']}")
 
-    started({"opens_later": opens_later, "quiet": quiet})
+    started(["shop"], {"opens_later": opens_later, "quiet": quiet}, threads=1)
     ids = [jobs.later(shop, "shop", "opens_later", {})]
     ids += [jobs.later(shop, "shop", "quiet", {"n": n}) for n in range(2)]
     wait_for(lambda: scalar(shop, "SELECT count(*) FROM jobs WHERE id = ANY(%s)", (ids,)) == 0, "the jobs to end")

@@ -15,22 +15,6 @@ from jobs.store import claims
 from tests.jobs.helpers import scalar, wait_for
 
 
-@pytest.fixture
-def started(connect):
-    """Starts workers for a test and stops them after it, whatever happened."""
-    running = []
-
-    def start(queues, performers, **options):
-        worker = jobs.worker(connect, queues, performers, **options)
-        running.append(worker)
-        return worker
-
-    yield start
-    for worker in running:
-        worker.stop()
-        assert worker.join(10), "a worker did not stop within 10 s"
-
-
 def test_idle_worker_starts_a_job_well_within_the_poll_interval(db, started):
     began = []
     woken = threading.Event()
