@@ -67,9 +67,9 @@ class Hand:
     def quiet(self, older_than: float | None = None) -> list[Job]:
         """The quiet successes to delete now (all, or none before the oldest is `older_than` s old), held until
         `deleted` hears how their deletion went."""
+        if older_than is not None and (not self._quiet or time.monotonic() - self._quiet_since < older_than):
+            return []  # read without the lock: only the hand's own thread adds to them
         with self._lock:
-            if older_than is not None and (not self._quiet or time.monotonic() - self._quiet_since < older_than):
-                return []
             taken, self._quiet = self._quiet, []
             self._deleting.extend(taken)
             return taken

@@ -126,8 +126,9 @@ class Runner:
                 lines[job.id] = outcome.line
                 if not quiet:
                     self.tally.add([(job, outcome)])
-                self.settled_quietly(db, hand, lines, older_than=COMMIT_AFTER)
-            self.settled_quietly(db, hand, lines)
+                if done := hand.quiet(COMMIT_AFTER):
+                    self.settled_quietly(db, hand, done, lines)
+            self.settled_quietly(db, hand, hand.quiet(), lines)
             if self.stopping():
                 give_back(hand)
         finally:
@@ -135,12 +136,9 @@ class Runner:
                 db.autocommit = autocommit
         return lines
 
-    def settled_quietly(
-        self, db: psycopg.Connection[Any], hand: Hand, lines: dict[int, str], older_than: float | None = None
-    ) -> None:
-        """Deletes the quiet successes of `hand` together (all, or none before the oldest is `older_than` s old); the
-        hand holds them until the deletion commits (the connection was idle just before), and keeps them if it fails."""
-        jobs = hand.quiet(older_than)
+    def settled_quietly(self, db: psycopg.Connection[Any], hand: Hand, jobs: list[Job], lines: dict[int, str]) -> None:
+        """Deletes the quiet successes `jobs` of `hand` together; the hand holds them until the deletion commits (the
+        connection was idle just before), and keeps them if it fails."""
         if not jobs:
             return
         try:
@@ -203,9 +201,9 @@ class Runner:
                 awaited(coroutine, on.for_job(), job.args, job)  # on this thread's event loop
             else:
                 perform(on.for_job(), job.args)
-            if on.left_failed():
+            if on.begun and on.left_failed():
                 return RuntimeError("a statement of the job failed and its error was not raised")
-            if on.left_ended():
+            if on.begun and on.left_ended():
                 return TransactionEnded(
                     "the job ended the worker's transaction itself: what it wrote before is "
                     "committed, so it is not tried again"
