@@ -61,7 +61,9 @@ How a job travels, file by file:
                         (commands.py holds the commands that look and act on the table,
                         limit_commands.py those that set and lift limits).
 
-It needs psycopg 3 and the standard library only, so it can be copied into an app.
+It needs psycopg 3 and the standard library only, so it can be copied into an app. A copy may
+leave out web/, cli/, and store/'s limits, schedules and pulse (jobs/README.md, "Copying jobs
+into your app"); the names of limits and schedules are then absent from this face.
 """
 
 from .core.job import ATTEMPTS, LEASE, Job, JobCancelled
@@ -76,10 +78,25 @@ from .store.claims import listed, now_ms
 from .store.control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .store.enqueue import later, later_many
 from .store.flows import batch, batch_status, cancel_batch, chain, pruned
-from .store.limits import Limit, limited, unlimited
-from .store.schedules import Schedule, every
 from .store.schema import SchemaError, prepared
 from .store.shelf import PAGE, discarded, failed, retried, status
+
+
+def _left_out(missing: ModuleNotFoundError, module: str) -> bool:
+    """Whether `missing` is the optional `module` of this package, left out of a copy, and not what it imports."""
+    return missing.name == f"{__name__}.{module}"
+
+
+try:
+    from .store.limits import Limit, limited, unlimited
+except ModuleNotFoundError as missing:
+    if not _left_out(missing, "store.limits"):
+        raise
+try:
+    from .store.schedules import Schedule, every
+except ModuleNotFoundError as missing:
+    if not _left_out(missing, "store.schedules"):
+        raise
 
 __all__ = [
     "ATTEMPTS",
@@ -131,3 +148,4 @@ __all__ = [
     "worked",
     "worker",
 ]
+__all__ = [name for name in __all__ if name in globals()]  # less what a copy left out (above)

@@ -289,7 +289,7 @@ def test_every_python_block_of_a_document_is_python(document):
 SHOWN = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), ROOT / "jobs" / "README.md"]
 RUN_BY = {  # a document's own test, with the first lines of the blocks it runs
     "docs/tutorial.md": ("tests/guestbook/test_tutorial.py", re.compile(r"# [\w/]+\.py(?:, continued)?|--- a/[\w/.]+")),
-    "jobs/README.md": ("tests/jobs/test_manual.py", re.compile(r"# quickstart\.py")),
+    "jobs/README.md": ("tests/jobs/test_manual.py", re.compile(r"# (?:quickstart|dashboard)\.py")),
     "docs/operations.md": (
         "tests/guestbook/test_deploy_recipe.py",
         re.compile(r"# (?:install|start), as root, .+|# /etc/[\w/.-]+"),
