@@ -13,21 +13,23 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from ..core.job import FATE, Job
-from ..store import claims, control, pulse, workers_table
+from ..store import claims, control, workers_table
 from ..store.frontier import Frontiers
-from ..store.schedules import Schedule, fired
-from . import settling
+from . import optional, settling
 from .connections import Connect, Reconnecting, kept_running
 from .holdings import Holdings
 from .refusals import Refusals, still_usable
 from .settling import named
 from .supervisor import WATCH_INTERVAL, LetGo, Supervisor, gone_pruned
 from .work_thread import Doorbell, Parts, Settings
+
+if TYPE_CHECKING:  # a copy may leave store/schedules.py out
+    from ..store.schedules import Schedule
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
 CHORE_LOCK_WAIT = 1.0  # seconds a chore's statement may wait on a lock before it gives up, to run again later
@@ -47,21 +49,27 @@ class Chore:
     at_stop: Callable[[], bool] | None = None
 
 
-def timetable(settings: Settings, parts: Parts, supervisor: Supervisor, schedules: Sequence[Schedule]) -> list[Chore]:
-    """The chores of a worker, each due at once when the listener starts."""
+def timetable(settings: Settings, parts: Parts, supervisor: Supervisor, schedules: Sequence["Schedule"]) -> list[Chore]:
+    """The chores of a worker, each due at once when the listener starts; those of a part a copy left out, none."""
     queues, poll, doorbell, counted = settings.queues, settings.poll, parts.doorbell, parts.tally.pulse
-    assert counted is not None, "a worker counts its pulse"
-    return [
+    scheduled = optional("schedules") if schedules else None
+    pulse = optional("pulse") if counted is not None else None
+    limits = parts.limits
+    chores = [
         Chore("keeper", WATCH_INTERVAL, supervisor.look),
-        Chore("limits", poll, parts.limits.read),  # before the pauses, whose first read lets the threads claim
+        # Limits before the pauses, whose first read lets the threads claim.
+        Chore("limits", poll, limits.read) if limits is not None else None,
         Chore("pauses", poll, lambda db: parts.gate.paused_now(control.paused_queues(db))),
         Chore("promotion", poll, lambda db: promoted(db, queues, doorbell)),
-        Chore("schedules", poll, lambda db: fired(db, schedules)),  # the jobs of due ticks, once across workers
+        # The jobs of the schedules' due ticks, once across workers.
+        Chore("schedules", poll, lambda db: scheduled.fired(db, schedules)) if scheduled is not None else None,
         Chore("frontier", poll, lambda db: looked(db, queues, parts.frontiers, doorbell)),
         Chore("cancels", poll, lambda db: cancels_heard(db, parts.holdings, supervisor.let_go)),
-        Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending),  # a failed flush keeps its counts
+        # A failed flush of the pulse keeps its counts.
+        Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending) if pulse and counted else None,
         Chore("reaper", settings.beat_every, reaper),
     ]
+    return [chore for chore in chores if chore is not None]
 
 
 def promoted(db: psycopg.Connection[Any], queues: list[str], doorbell: Doorbell) -> None:
@@ -128,7 +136,8 @@ def reaper(db: psycopg.Connection[Any]) -> None:
     settling.last_attempts_lost(db)
     workers_table.pruned(db)
     gone_pruned(db)
-    pulse.pruned(db)
+    if (pulse := optional("pulse")) is not None:
+        pulse.pruned(db)
 
 
 class Listener:

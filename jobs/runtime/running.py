@@ -21,8 +21,8 @@ import psycopg
 
 from ..core.job import Job, Performer
 from ..core.policies import DEFAULT, NO_RETRY, Policy, policy_of
-from ..store import claims, flows, limits
-from . import settling
+from ..store import claims, flows
+from . import optional, settling
 from .connections import Backend
 from .coroutines import awaited
 from .holdings import Hand
@@ -83,8 +83,13 @@ def worked(
         raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
     with db.transaction():
         claims.promoted(db, now)
-    # A limited queue's claim (limits.py) within its limit; any other's, after one read of job_limits.
-    claimed = limits.claimed(db, queue, now, lease=lease, budgets=claims.budgets_of(performers)).jobs
+    # A limited queue's claim within its limit; any other's, after one read of job_limits (unless a copy left
+    # store/limits.py out: then the plain claim).
+    budgets, limits = claims.budgets_of(performers), optional("limits")
+    if limits is None:
+        claimed = claims.claimed(db, queue, now, lease=lease, budgets=budgets)
+    else:
+        claimed = limits.claimed(db, queue, now, lease=lease, budgets=budgets).jobs
     if not claimed:
         return None
     return performed(db, claimed, performers, now=now)[0]

@@ -12,7 +12,7 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -20,8 +20,10 @@ from ..core import redaction
 from ..core.job import Job
 from ..core.policies import Policy
 from ..store import claims, control, flows
-from ..store.pulse import Pulse
 from .transaction import JobTransaction
+
+if TYPE_CHECKING:  # a copy may leave store/pulse.py out
+    from ..store.pulse import Pulse
 
 NAMES_KEPT = 256  # performers' names whose success outcome is kept made (`success`)
 
@@ -68,7 +70,7 @@ class Tally:
     """What a worker counts of the jobs it settles: in all (Counts), and per queue and minute (Pulse, if any)."""
 
     counts: Counts
-    pulse: Pulse | None = None
+    pulse: "Pulse | None" = None
 
     def add(self, settled: list[tuple[Job, Outcome]]) -> None:
         """Counts the outcomes of settled jobs, and logs each."""

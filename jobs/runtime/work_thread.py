@@ -11,19 +11,21 @@ of empty claims); the Gate says when the threads may claim, and from which queue
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from ..core.job import Job, Performer
-from ..store import claims, limits
+from ..store import claims
 from ..store.frontier import Frontiers
-from ..store.limits import Limits
 from .connections import Backend, Connect, Reconnecting, kept_running, pooler_told
 from .holdings import Fate, Hand, Holdings
 from .refusals import JobLost, Refusals, expected_idle, lost, lost_attempt
 from .running import Runner
 from .settling import Tally
+
+if TYPE_CHECKING:  # a copy may leave store/limits.py out
+    from ..store.limits import Limits
 
 BATCH_MAX = 100  # jobs one claim may take at the most
 BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back (or a claim
@@ -144,7 +146,7 @@ class Parts:
     tally: Tally  # its counts, in all and per queue and minute
     refusals: Refusals  # each refusal of the database logged once, for all its threads
     frontiers: Frontiers  # where each queue's claims start
-    limits: Limits  # its limited queues, read every poll
+    limits: "Limits | None"  # its limited queues, read every poll (None: a copy without store/limits.py)
 
 
 class WorkThread:
@@ -233,17 +235,19 @@ class WorkThread:
         claim = claims.new_claim()
         holdings.claiming(claim)
         lease, worker, budgets = settings.lease, settings.id, settings.budgets
-        after, known = self.parts.frontiers.bound(queue), limited.known.get(queue)
+        after, known = self.parts.frontiers.bound(queue), limited.known.get(queue) if limited is not None else None
         try:
             if known is None:
                 jobs = claims.claimed(
                     db, queue, limit=self.limit, after=after, lease=lease, worker=worker, budgets=budgets, claim=claim
                 )
             else:
+                from ..store import limits  # here only: a copy may leave it out, and then knows no limit
+
                 within = limits.claimed(
                     db, queue, after=after, known=known, lease=lease, worker=worker, budgets=budgets, claim=claim
                 )
-                if within.room_in is not None:
+                if within.room_in is not None and limited is not None:
                     limited.has_room_in(within.room_in)  # one thread is woken then, not every idle one
                     self.room_in = within.room_in if self.room_in is None else min(self.room_in, within.room_in)
                 jobs = within.jobs

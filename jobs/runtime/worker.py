@@ -13,15 +13,12 @@ import secrets
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.job import LEASE, Job, Performer
 from ..store import claims, schema, workers_table
 from ..store.frontier import Frontiers
-from ..store.limits import Limits
-from ..store.pulse import Pulse
-from ..store.schedules import Schedule, held
-from . import maintenance
+from . import maintenance, optional
 from .connections import SILENT_AFTER, Connect
 from .holdings import Holdings
 from .maintenance import POLL_INTERVAL, Listener
@@ -31,6 +28,9 @@ from .settling import Counts, Tally
 from .supervisor import LetGo, Supervisor
 from .watchdog import Heartbeat, Watchdog
 from .work_thread import Doorbell, Gate, Parts, Settings, WorkThread
+
+if TYPE_CHECKING:  # a copy may leave store/schedules.py out
+    from ..store.schedules import Schedule
 
 T = TypeVar("T")  # what `beside`'s serve() answers
 # The ASGI callable's shape (the asgiref spec), spelled out: jobs imports no ASGI package.
@@ -68,7 +68,7 @@ class Worker:
         poll: float = POLL_INTERVAL,
         listen: bool = True,
         timeout: float | None = None,
-        schedules: Iterable[Schedule] = (),
+        schedules: Iterable["Schedule"] = (),
         silent_after: float = SILENT_AFTER,
     ) -> None:
         queues = [queues] if isinstance(queues, str) else list(queues)
@@ -92,22 +92,32 @@ class Worker:
             budgets=claims.budgets_of(performers),
             beat_every=lease / workers_table.BEATS,
         )
-        self.id, self.queues, self.counts, self.pulse = settings.id, queues, Counts(), Pulse()
+        limits, pulse = optional("limits"), optional("pulse")  # None in a copy that left them out
+        self.id, self.queues, self.counts = settings.id, queues, Counts()
+        self.pulse = pulse.Pulse() if pulse is not None else None
         doorbell = Doorbell(threads)
         self.gate = Gate(queues, doorbell, threads)
-        tally, limits = Tally(self.counts, self.pulse), Limits(queues, doorbell.ring)
-        self.parts = parts = Parts(Holdings(), doorbell, self.gate, tally, Refusals(), Frontiers(), limits)
+        tally, limited = (
+            Tally(self.counts, self.pulse),
+            limits.Limits(queues, doorbell.ring) if limits is not None else None,
+        )
+        self.parts = parts = Parts(Holdings(), doorbell, self.gate, tally, Refusals(), Frontiers(), limited)
         self.frontiers = parts.frontiers
         self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
         self.supervisor = Supervisor(settings, parts, LetGo(), over=self._over)
-        self._listener, self._heartbeat = self._beside(held(schedules))
+        schedules = list(schedules)
+        if schedules:  # a copy that left store/schedules.py out takes none
+            from ..store.schedules import held
+
+            schedules = held(schedules)
+        self._listener, self._heartbeat = self._beside(schedules)
         self._threads_beside = [
             threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True),
             threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True),
         ]
         self._said_stopped = False  # join() logs what the worker did once, when it has ended
 
-    def _beside(self, schedules: Sequence[Schedule]) -> tuple[Listener, Heartbeat]:
+    def _beside(self, schedules: Sequence["Schedule"]) -> tuple[Listener, Heartbeat]:
         """The listener, which runs the maintenance (`schedules` among it), and the heartbeat."""
         settings, parts = self.settings, self.parts
         chores = maintenance.timetable(settings, parts, self.supervisor, schedules)
