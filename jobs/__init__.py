@@ -2,7 +2,8 @@
 
 It is built in layers, each folder importing only those above it in this list (a test says so):
   core/       the ground: a claimed Job and its defaults, the loader of the named SQL,
-              retry policies, cron expressions, the redaction of secret arguments.
+              retry policies, cron expressions, the checks of a job's arguments
+              and the redaction of secret ones.
   store/      the statements: each sends SQL on the caller's connection and never starts
               a thread (the statements are named in store/queries.sql).
   runtime/    the worker's machinery: its threads, the running and settling of a job,
@@ -14,12 +15,12 @@ How a job travels, file by file:
   store/schema.py       `prepared` makes the tables, or takes the steps of schema.sql
                         they lack, without locking a current schema.
   store/enqueue.py      `later` takes the app's connection: psycopg's, async or not, or
-                        the one under a SQLAlchemy session or Django's `connection`.
-  store/arguments.py    `later` first checks the queue, name and arguments, writing
+                        the one under a SQLAlchemy session or Django's `connection`, and
+                        writes the row on its transaction, which notifies on commit.
+  core/arguments.py     `later` first checks the queue, name and arguments, writing
                         nothing if they could not survive the trip through the table.
-  store/claims.py       `later` writes the row on the caller's transaction and notifies
-                        on commit; `claimed` takes due rows under a lease, as Jobs
-                        (core/job.py); the settling statements.
+  store/claims.py       `claimed` takes due rows under a lease, as Jobs (core/job.py);
+                        the settling statements.
   runtime/maintenance.py a Worker's listener hears the notification and wakes a work
                         thread; it also promotes scheduled jobs and reaps, each chore
                         alone, and bounds where claims start (store/frontier.py).
@@ -46,7 +47,7 @@ How a job travels, file by file:
   store/schedules.py    the listener also queues the job of each due tick of a worker's
                         schedules (core/cron.py reads the expressions), once across all
                         workers.
-  core/redaction.py     the arguments a caller named secret: hidden by every viewer, and
+  core/arguments.py     the arguments a caller named secret: hidden by every viewer, and
                         taken out of a failure's reason and traceback before they are kept.
   store/pulse.py        a Worker counts its claims, waits and settlements per queue and
                         minute in memory; a chore adds them to job_pulse every few seconds.
@@ -58,8 +59,8 @@ How a job travels, file by file:
                         of its jobs, which takes turns across every worker.
   web/                  the dashboard: a WSGI app showing all of the above, with buttons.
   cli/main.py           the command line: `python -m jobs work | status | failed | ...`
-                        (commands.py holds the commands that look and act on the table,
-                        limit_commands.py those that set and lift limits).
+                        (commands.py declares the other commands and holds those that
+                        change the queue, reports.py those that print what it holds).
 
 It needs psycopg 3 and the standard library only, so it can be copied into an app. A copy may
 leave out web/, cli/, and store/'s limits, schedules and pulse (jobs/README.md, "Copying jobs
@@ -74,12 +75,12 @@ from .runtime.maintenance import POLL_INTERVAL
 from .runtime.running import current_job, worked
 from .runtime.settling import Counts
 from .runtime.worker import Worker, beside, beside_asgi, worker
-from .store.claims import listed, now_ms
+from .store.claims import now_ms
 from .store.control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .store.enqueue import later, later_many
 from .store.flows import batch, batch_status, cancel_batch, chain, pruned
 from .store.schema import SchemaError, prepared
-from .store.shelf import PAGE, discarded, failed, retried, status
+from .store.shelf import PAGE, discarded, failed, listed, retried, status
 
 
 def _left_out(missing: ModuleNotFoundError, module: str) -> bool:

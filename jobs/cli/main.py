@@ -16,7 +16,7 @@
 EXIT_DATABASE with the server's message; SIGTERM or SIGINT lets the jobs in hand finish
 and settle for up to --grace seconds (GRACE), gives back whatever still runs then, and
 exits 0; a second signal gives everything back at once. The other commands
-(commands.py) exit, for scripts: EXIT_OK (0) done, and for `failed` the shelf is empty;
+(commands.py, reports.py) exit, for scripts: EXIT_OK (0) done, and for `failed` the shelf is empty;
 EXIT_NOTICE (1) `failed` found jobs on the shelf, or `retry`/`discard`/`pause`/`resume`/
 `cancel` changed nothing; EXIT_USAGE (2) the command line was wrong or
 DATABASE_URL is unset; EXIT_DATABASE (3) the database could not be reached or refused a
@@ -40,8 +40,8 @@ from ..runtime.connections import keepalives
 from ..runtime.maintenance import POLL_INTERVAL
 from ..runtime.worker import Worker
 from ..store import schema
-from .commands import commands_added, imported
-from .limit_commands import limit_commands_added
+from .commands import Argument, commands_added
+from .reports import imported
 
 APPLICATION_NAME = "jobs worker"  # how a worker's connections show in pg_stat_activity
 COMMAND_NAME = "jobs command"  # how the connection of status, failed, retry and discard shows there
@@ -51,6 +51,13 @@ GRACE = 30.0  # seconds a SIGTERM lets the jobs in hand run on: Kubernetes' defa
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(process)d %(message)s"  # a worker's log line: time, level,
 # logger, process id, message (an app that runs workers beside its server logs alike)
 JOIN_STEP = 0.1  # seconds between the main thread's looks at the stop signals received and at the worker's end
+# The help of `work`'s options.
+LEASE_SAID = f"how long the worker may fall silent before its jobs go to others (default {LEASE:g})"
+THREADS_SAID = "jobs run at once (default 1); uses N + 2 connections"
+POLL_SAID = f"idle look-up interval (default {POLL_INTERVAL:g})"
+LISTEN_SAID = "poll only (for PgBouncer in transaction mode)"
+TIMEOUT_SAID = "how long a job may run when its policy says nothing (default: no limit)"
+GRACE_SAID = f"on SIGTERM, how long jobs in hand may run on before they are given back (default {GRACE:g})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -82,58 +89,38 @@ def parser() -> argparse.ArgumentParser:
     work = commands.add_parser(
         "work", help="run a worker until SIGTERM", description="Run a worker until SIGTERM or SIGINT."
     )
-    work.add_argument("queues", metavar="QUEUE[,QUEUE...]", type=queue_list)
-    work.add_argument(
-        "--performers",
-        required=True,
-        metavar="MODULE:ATTRIBUTE",
-        type=importable("--performers"),
-        help="the dict mapping job names to performers",
-    )
-    work.add_argument(
-        "--lease",
-        type=seconds,
-        default=LEASE,
-        metavar="SECONDS",
-        help=f"how long the worker may fall silent before its jobs go to others (default {LEASE:g})",
-    )
-    work.add_argument(
-        "--threads", type=threads, default=1, metavar="N", help="jobs run at once (default 1); uses N + 2 connections"
-    )
-    work.add_argument(
-        "--poll",
-        type=seconds,
-        default=POLL_INTERVAL,
-        metavar="SECONDS",
-        help=f"idle look-up interval (default {POLL_INTERVAL:g})",
-    )
-    work.add_argument(
-        "--no-listen", dest="listen", action="store_false", help="poll only (for PgBouncer in transaction mode)"
-    )
-    work.add_argument(
-        "--timeout",
-        type=seconds,
-        default=None,
-        metavar="SECONDS",
-        help="how long a job may run when its policy says nothing (default: no limit)",
-    )
-    work.add_argument(
-        "--grace",
-        type=grace,
-        default=GRACE,
-        metavar="SECONDS",
-        help=f"on SIGTERM, how long jobs in hand may run on before they are given back (default {GRACE:g})",
-    )
-    work.add_argument(
-        "--schedules",
-        metavar="MODULE:ATTRIBUTE",
-        type=importable("--schedules"),
-        help="a list of jobs.every(...) schedules to fire",
-    )
+    for names, options in work_arguments():
+        work.add_argument(*names, **options)
     work.set_defaults(command=work_command)
     commands_added(commands)
-    limit_commands_added(commands)
     return top
+
+
+def work_arguments() -> list[Argument]:
+    """The arguments of `work`: its queues, its performers and schedules, and how it works them."""
+    importing = {"metavar": "MODULE:ATTRIBUTE"}
+    return [
+        (("queues",), {"metavar": "QUEUE[,QUEUE...]", "type": queue_list}),
+        (
+            ("--performers",),
+            importing
+            | {
+                "required": True,
+                "type": importable("--performers"),
+                "help": "the dict mapping job names to performers",
+            },
+        ),
+        (("--lease",), {"type": seconds, "default": LEASE, "metavar": "SECONDS", "help": LEASE_SAID}),
+        (("--threads",), {"type": threads, "default": 1, "metavar": "N", "help": THREADS_SAID}),
+        (("--poll",), {"type": seconds, "default": POLL_INTERVAL, "metavar": "SECONDS", "help": POLL_SAID}),
+        (("--no-listen",), {"dest": "listen", "action": "store_false", "help": LISTEN_SAID}),
+        (("--timeout",), {"type": seconds, "default": None, "metavar": "SECONDS", "help": TIMEOUT_SAID}),
+        (("--grace",), {"type": grace, "default": GRACE, "metavar": "SECONDS", "help": GRACE_SAID}),
+        (
+            ("--schedules",),
+            importing | {"type": importable("--schedules"), "help": "a list of jobs.every(...) schedules to fire"},
+        ),
+    ]
 
 
 def work_command(args: argparse.Namespace, url: str) -> int:

@@ -1,7 +1,8 @@
-"""Reads the named statements of queries.sql, so the SQL of the queue stays in one file.
+"""Reads the named statements of a .sql file, so the SQL of each layer stays in files of its own.
 
-Each statement there starts with a line `-- name: NAME`; the comment lines under it
-say why the statement is shaped as it is and stay in the file, not in the string.
+Each layer loads its own files (store/ its queries.sql, web/ its lists.sql): each statement
+there starts with a line `-- name: NAME`; the comment lines under it say why the statement
+is shaped as it is and stay in the file, not in the string.
 Two words stand for the moment a statement works at, so that every worker on every
 machine reads one clock, the database's: `{now}` is the caller's %(now)s when it fixes
 one (tests, a caller's own loop) and else the statement's start, and `{clock}` the
@@ -16,7 +17,6 @@ import psycopg
 
 R = TypeVar("R")  # a row, as the cursor's row factory makes it
 
-QUERIES = Path(__file__).parent.parent / "store" / "queries.sql"  # the statements of store/
 # The words, and the SQL each stands for: integer ms since the epoch, rounded down as
 # now_ms() rounds (a cast would round to the nearest, half a millisecond into a future
 # that a caller's own clock has not reached).
@@ -26,7 +26,7 @@ MOMENTS = {
 }
 
 
-def load(path: Path = QUERIES) -> dict[str, str]:
+def load(path: Path) -> dict[str, str]:
     """Maps each statement's name to its text, comments left out."""
     statements: dict[str, list[str]] = {}
     lines: list[str] = []
@@ -51,6 +51,3 @@ def one(cursor: psycopg.Cursor[R]) -> R:
     if row is None:
         raise LookupError(f"a statement that always answers a row answered none ({cursor.statusmessage})")
     return row
-
-
-queries = load()

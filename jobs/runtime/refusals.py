@@ -15,8 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ..core.sql import queries
-from ..store import claims
+from ..store import claims, queries
 
 # SQLSTATEs that mean the connection is gone, not that a statement was refused: the
 # class "connection exception", and the server shutting down or not yet accepting.

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from ..core import redaction
+from ..core import arguments as redaction  # the secret arguments' part of it
 from ..core.job import Job
 from ..core.policies import Policy
 from ..store import claims, control, flows

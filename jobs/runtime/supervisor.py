@@ -17,8 +17,7 @@ import psycopg
 
 from ..core.job import Job, StoppedPastNoReturn
 from ..core.policies import NO_RETRY, policy_of
-from ..core.sql import queries
-from ..store import claims, flows
+from ..store import claims, flows, queries
 from .connections import ended
 from .holdings import Fate, Loose
 from .refusals import reason_of, timed_out

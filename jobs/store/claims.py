@@ -1,9 +1,10 @@
-"""The statements of a job's own life: queueing, claiming and settling (schema.py makes the tables).
+"""The statements of a job's life once queued: claiming and settling (enqueue.py writes the row).
 
-`later` writes a job as a row; a work thread (worker.py) calls `claimed` to take due
-rows under a lease, and the runner settles each with `finished` or `attempt_failed`.
-It speaks SQL only (queries.sql); nothing here loops, sleeps or runs a job. Chains and
-batches (flows.py) and the failed shelf (shelf.py) keep their own statements beside it.
+A work thread (runtime/work_thread.py) calls `claimed` to take due rows under a lease,
+and the runner settles each with `finished` or `attempt_failed`; a worker's maintenance
+promotes scheduled jobs, gives back what it never started and lets go of the leases of
+the gone. It speaks SQL only (queries.sql); nothing here loops, sleeps or runs a job.
+Chains and batches (flows.py) and the failed shelf (shelf.py) keep their own statements.
 """
 
 import contextlib
@@ -11,25 +12,19 @@ import functools
 import json
 import secrets
 import time
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
-from psycopg.rows import RowFactory, dict_row
+from psycopg.rows import RowFactory
 
-from ..core import redaction
-from ..core.job import ATTEMPTS, LEASE, ArgsLoader, Job, Performer, job_row
-from ..core.sql import one, queries
-from .arguments import encoded, encoded_args, named
+from ..core.job import LEASE, ArgsLoader, Job, Performer, job_row
+from ..core.sql import one
+from . import queries
 
 RAN_MAX = 2**31 - 1  # ms of an attempt's run kept at most (24 days): the integer ran holds for it
 R = TypeVar("R")  # a row of a claim's answer, as its row factory makes it
-# Statement later for a job without a unique key and for one with (queries.sql says why they differ).
-LATER = {
-    unique: queries["later"].replace("{unique}", "\n    " + queries["later_unique"] if unique else "")
-    for unique in (False, True)
-}
 HELD = 2**63 - 1  # run_at of a job a Worker holds: the largest bigint, a lease that runs out only when the worker goes
 
 
@@ -41,122 +36,6 @@ def now_ms() -> int:
     that fix a moment of their own (`at=`, `now=`).
     """
     return time.time_ns() // 1_000_000
-
-
-def later(
-    db: psycopg.Connection[Any],
-    queue: str,
-    name: str,
-    args: dict[str, Any],
-    at: int | None = None,
-    *,
-    priority: int = 0,
-    unique: str | None = None,
-    key: str | None = None,
-    batch: int | None = None,
-    flow: dict[str, Any] | None = None,
-    secret: Collection[str] | None = None,
-) -> int | None:
-    """Queues job `name` with `args` on `queue` to run at `at` (ms since the epoch) or after.
-
-    With `at` None it is due at once, by the database's clock; a later `at` waits
-    out of the claim's index until a worker promotes it.
-
-    The row is written on `db`'s current transaction: if it rolls back, the job never
-    existed, and the transaction that saves a record can be the one that queues its
-    job. A worker listening for jobs is woken when that transaction commits. Returns
-    the job's id. Refuses an empty queue or name and arguments that are not plain JSON
-    (see `encoded`) with a ValueError or TypeError, writing nothing.
-
-    priority: among due jobs, a lower number runs first (default 0).
-    unique: at most one job per unique key waits or runs; when one already does,
-    nothing is queued and the answer is None.
-    key: a concurrency key; jobs sharing one run one at a time across all workers.
-    secret: the names of the arguments that are secrets (a token, a letter's body with
-    its links): no viewer shows them, and a failure's reason and traceback are written
-    without their values (redaction.py). A name that is not an argument is a ValueError.
-    batch and flow are written by `flows` for the jobs of batches and chains.
-    """
-    params = later_params(
-        queue, name, args, at, priority=priority, unique=unique, key=key, batch=batch, flow=flow, secret=secret
-    )
-    row = db.execute(LATER[params["unique"] is not None], params).fetchone()
-    return None if row is None else row[0]
-
-
-def later_params(
-    queue: str,
-    name: str,
-    args: dict[str, Any],
-    at: int | None = None,
-    *,
-    priority: int = 0,
-    unique: str | None = None,
-    key: str | None = None,
-    batch: int | None = None,
-    flow: dict[str, Any] | None = None,
-    secret: Collection[str] | None = None,
-) -> dict[str, Any]:
-    """The parameters of statement `later` for one job (`later`'s own), checked (ValueError, TypeError) before
-    anything is sent."""
-    return {
-        "queue": queue,
-        "name": name,
-        "args": encoded(queue, name, args),
-        "run_at": at,
-        "now": None,
-        "priority": priority,
-        "max_attempts": ATTEMPTS,
-        "key": key,
-        "unique": unique,
-        "batch": batch,
-        "flow": None if flow is None else json.dumps(flow),
-        "secret": redaction.declared(name, args, secret),
-    }
-
-
-def later_many(
-    db: psycopg.Connection[Any],
-    queue: str,
-    name: str,
-    many_args: Iterable[dict[str, Any]],
-    at: int | None = None,
-    *,
-    priority: int = 0,
-    secret: Collection[str] | None = None,
-) -> int:
-    """Queues job `name` once for each dict in `many_args`, in one COPY; returns how many.
-
-    Every argument is checked before anything is written, so one bad dict refuses
-    them all; `secret` names the secret arguments of every one of them, as `later`'s
-    does. Written on `db`'s current transaction (one of its own on an autocommit
-    connection), with one notification for all of them.
-    """
-    checked = many_checked(queue, name, many_args, secret)
-    with db.transaction() if db.autocommit else contextlib.nullcontext(), db.cursor() as cursor:
-        now = one(cursor.execute(queries["now"], {"now": None}))[0]
-        with cursor.copy(queries["later_many"]) as copy:
-            for row in many_rows(queue, name, checked, at, now, priority):
-                copy.write_row(row)
-        cursor.execute(queries["notify"], {"queue": queue})
-    return len(checked)
-
-
-def many_checked(
-    queue: str, name: str, many_args: Iterable[dict[str, Any]], secret: Collection[str] | None
-) -> list[tuple[str, list[str] | None]]:
-    """Each job's arguments as JSON text, with its secret names: all checked before any is written."""
-    named(queue, name)
-    return [(encoded_args(name, args), redaction.declared(name, args, secret)) for args in list(many_args)]
-
-
-def many_rows(
-    queue: str, name: str, checked: list[tuple[str, list[str] | None]], at: int | None, now: int, priority: int
-) -> Iterable[tuple[Any, ...]]:
-    """The rows of statement `later_many`'s COPY, due at `at` or, when None, at the database's `now`."""
-    run_at, later_on = (now, False) if at is None else (at, at > now)
-    for text, hidden in checked:
-        yield (queue, name, text, run_at, later_on, priority, ATTEMPTS, hidden, now)
 
 
 def promoted(db: psycopg.Connection[Any], now: int | None = None) -> list[str]:
@@ -195,11 +74,10 @@ def claimed(
         # Two jobs of one concurrency key: twice in this batch, or taken side by side
         # by two claims. The index refused it and nothing was claimed; one job at a
         # time cannot clash with itself, and the next claim sees the key in work.
-        return (
-            []
-            if limit == 1
-            else claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker, budgets=budgets, claim=claim)
-        )  # the refused claim took nothing
+        # The refused claim took nothing: try again for one job alone.
+        if limit == 1:
+            return []
+        return claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker, budgets=budgets, claim=claim)
     return jobs
 
 
@@ -235,15 +113,9 @@ def claim_params(
     claim: int | None = None,
 ) -> dict[str, Any]:
     """The parameters of a claim (`claimed`'s, and a limited queue's in limits.py); a new token when `claim` is None."""
-    params = {
-        "queue": queue,
-        "now": now,
-        "lease": int(lease * 1000),
-        "claim": new_claim() if claim is None else claim,
-        "worker": worker,
-        "held": None if worker is None else HELD,
-        "budgets": budgets,
-    }
+    token = new_claim() if claim is None else claim
+    params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": token, "budgets": budgets}
+    params |= {"worker": worker, "held": None if worker is None else HELD}
     if after is not None:
         params["after_priority"], params["after_run_at"] = after
     return params
@@ -282,11 +154,8 @@ def finished(db: psycopg.Connection[Any], jobs: list[Job]) -> set[int]:
     """
     if not jobs:
         return set()
-    params = {
-        "ids": [job.id for job in jobs],
-        "claim": jobs[0].claim,
-        "irrevocable": [job.id for job in jobs if job.irrevocable],
-    }
+    irrevocable = [job.id for job in jobs if job.irrevocable]
+    params = {"ids": [job.id for job in jobs], "claim": jobs[0].claim, "irrevocable": irrevocable}
     return {row[0] for row in db.execute(queries["finish"], params)}
 
 
@@ -311,16 +180,8 @@ def attempt_failed(
 ) -> bool:
     """Records a failed attempt, due again `wait` ms after `now`, on db's transaction; False when the claim was
     no longer ours. `ran`: the seconds the attempt ran, kept beside its reason (None: not known)."""
-    params = {
-        "id": job.id,
-        "claim": job.claim,
-        "reason": reason,
-        "traceback": traceback,
-        "wait": wait,
-        "now": now,
-        "max_attempts": max_attempts,
-        "ran": None if ran is None else min(round(ran * 1000), RAN_MAX),
-    }
+    params = {"id": job.id, "claim": job.claim, "reason": reason, "traceback": traceback, "wait": wait, "now": now}
+    params |= {"max_attempts": max_attempts, "ran": None if ran is None else min(round(ran * 1000), RAN_MAX)}
     return db.execute(queries["fail"], params).rowcount == 1
 
 
@@ -364,16 +225,6 @@ def announced(db: psycopg.Connection[Any], queues: Iterable[str]) -> None:
 def new_claim() -> int:
     """A new claim token: random, so no two claims share one."""
     return secrets.randbits(63)
-
-
-def listed(db: psycopg.Connection[Any], queue: str | None = None) -> list[dict[str, Any]]:
-    """Every job still in the table (waiting, leased or failed for good), in the order queued.
-
-    Each is a dict with id, queue, name, args, priority, run_at, scheduled, attempts,
-    max_attempts, failure ("" when none), traceback and reasons (one per failure).
-    """
-    with db.cursor(row_factory=dict_row) as cursor:
-        return cursor.execute(queries["listed"], {"queue": queue}).fetchall()
 
 
 def outstanding(db: psycopg.Connection[Any], queues: list[str], now: int | None = None) -> int:

@@ -17,8 +17,7 @@ import psycopg
 from psycopg.rows import namedtuple_row
 
 from ..core.job import Job
-from ..core.sql import queries
-from . import flows
+from . import flows, queries
 from .shelf import job_id
 
 CANCELLED = "cancelled"  # the reason a cancelled job carries on the shelf

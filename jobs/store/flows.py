@@ -20,9 +20,10 @@ from typing import Any, Protocol
 import psycopg
 from psycopg.rows import dict_row
 
+from ..core import arguments
 from ..core.job import Job
-from ..core.sql import one, queries
-from . import arguments, claims
+from ..core.sql import one
+from . import claims, enqueue, queries
 
 Step = tuple[str, dict[str, Any]]  # a job of a chain or a batch, or a callback: (name, args)
 
@@ -54,7 +55,7 @@ def queued_step(db: psycopg.Connection[Any], queue: str, steps: Sequence[Step], 
     """Queues the first of `steps`, carrying the rest."""
     (name, args), rest = steps[0], steps[1:]
     flow = {"rest": [list(step) for step in rest], "on_failure": list(on_failure) if on_failure else None}
-    job_id = claims.later(db, queue, name, args, flow=flow)
+    job_id = enqueue.later(db, queue, name, args, flow=flow)
     assert job_id is not None, "a job without a unique key is always queued"
     return job_id
 
@@ -83,7 +84,7 @@ def batch(
     with one_transaction(db):  # the batch and its jobs, all or nothing
         batch_id: int = one(db.execute(queries["new_batch"], params))[0]
         for name, args in members:
-            claims.later(db, queue, name, args, batch=batch_id)
+            enqueue.later(db, queue, name, args, batch=batch_id)
         if not members:
             counted(db, batch_id, settled=0, failed=0)
     return batch_id
@@ -171,7 +172,7 @@ def chain_moved_on(db: psycopg.Connection[Any], job: Settled, flow: dict[str, An
         queued_step(db, job.queue, flow["rest"], flow["on_failure"])
     elif not ok and flow["on_failure"]:
         name, args = flow["on_failure"]
-        claims.later(db, job.queue, name, args)
+        enqueue.later(db, job.queue, name, args)
 
 
 def counted(db: psycopg.Connection[Any], batch_id: int, settled: int, failed: int) -> None:
@@ -190,4 +191,4 @@ def counted(db: psycopg.Connection[Any], batch_id: int, settled: int, failed: in
         earned.append(always)
     for callback in filter(None, earned):
         name, args = callback
-        claims.later(db, queue, name, args, batch=batch_id, flow={"callback": True})
+        enqueue.later(db, queue, name, args, batch=batch_id, flow={"callback": True})

@@ -5,8 +5,8 @@ claim's index for a row version that is gone. Vacuum removes them, and a scan ma
 them dead as it passes, but neither may while any transaction elsewhere still holds
 a snapshot older than the deletion: a session left open, a long report, a REPEATABLE
 READ reader. Until then every claim walks them all from the front of the queue and
-visits each one's row, in order, to find it gone: after five minutes at 500 jobs a
-second, 300,000 entries and 100 ms a claim.
+visits each one's row, in order, to find it gone: the longer the snapshot is held and
+the busier the queue, the slower every claim.
 
 So a worker looks, once per poll (maintenance.py), whether any transaction of this database
 has held a snapshot (or an xid) for longer than OLD_SNAPSHOT, as pg_stat_activity's
@@ -44,7 +44,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from ..core.sql import one, queries
+from ..core.sql import one
+from . import queries
 from .claims import BOUND
 
 OLD_SNAPSHOT = 1.0  # seconds: a snapshot held longer may keep dead entries worth seeking past

@@ -20,8 +20,7 @@ from psycopg.cursor import BaseCursor
 from psycopg.rows import RowMaker, class_row
 
 from ..core.job import LEASE, Job, job_row
-from ..core.sql import queries
-from . import claims
+from . import claims, queries
 from .control import queue_named
 
 PER_KEY_MAX = 1000  # jobs of one key a limit per key may let be in work at once: each is a slot the claim looks through

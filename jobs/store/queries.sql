@@ -7,17 +7,15 @@
 
 -- name: later
 -- The insert and the notification in one statement, one round trip. NOTIFY is
--- transactional: it is delivered when the caller's transaction commits, and never if
--- it rolls back. Notifications with the same payload in one transaction are folded
--- into one, so queueing a thousand jobs at once wakes a worker once.
--- A job with a unique key that is already waiting or in work inserts nothing, so
--- nothing comes back and nobody is notified: {unique} is later_unique for a job with a
--- unique key, and empty for one without, which no unique index can refuse. (ON CONFLICT
--- inserts speculatively, with a record more in the log: 3% of an enqueue's time.)
--- Only the id comes back: pg_notify is called in a subquery, once for each row queued,
--- and PostgreSQL neither flattens a subquery whose output calls a volatile function nor
--- drops that call when the output goes unread. Its void column, read by the caller for
--- nothing, cost the caller 2 to 4% of its CPU a job (psycopg's, async or not).
+-- transactional: it is delivered when the caller's transaction commits, and never if it
+-- rolls back; notifications with the same payload in one transaction are folded into
+-- one, so queueing a thousand jobs at once wakes a worker once.
+-- A job whose unique key is already waiting or in work inserts nothing, so nothing comes
+-- back and nobody is notified: {unique} is later_unique for a job with a unique key, and
+-- empty for one without, as ON CONFLICT inserts speculatively, a record more in the log.
+-- Only the id comes back: pg_notify is called in a subquery, once for each row queued
+-- (PostgreSQL neither flattens a subquery whose output calls a volatile function nor
+-- drops that call when the output goes unread), so the caller reads no void column.
 WITH queued AS (
     INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, max_attempts, key, unique_key, batch, flow,
         secret, queued_at)
@@ -32,67 +30,36 @@ SELECT id FROM (SELECT id, pg_notify('jobs', %(queue)s) FROM queued) AS woken
 ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL) DO NOTHING
 
 -- name: claim
--- The claim, in one statement that commits at once: the first due jobs of the queue
--- in the order priority, run_at, id, skipping rows other workers hold locked at this
--- instant (FOR UPDATE SKIP LOCKED, so no worker waits on another and none takes a row
--- twice). The same statement counts the attempt, writes the claim's token and moves
--- run_at one lease on: that is the lease. Nothing stays locked while the jobs run, so
--- a worker that dies leaves its rows to be claimed again when the lease runs out.
--- The old run_at comes back as due_at, for the worker to keep the claim's order, and
--- the statement's moment as claimed_at, for the worker's pulse to count how long each
--- job waited (pulse.py), read once for the statement as the due bound is; the columns
--- come back under the names of store.Job's fields, which are built from them.
--- A job with a concurrency key waits while any job of its key is under a claim. The
--- test reads the claimed keys once per statement (a correlated test per row cost a
--- third of the claim's time); a job whose own lease ran out still holds its key
--- until the reaper frees it (expire, below). So does a job whose performer still runs
--- after its row was settled without it (job_let_go, holdings.py), until it returns or the
--- reaper finds its worker gone (let_go_pruned): the table is all but always empty, and
--- read whole, with no look at job_workers on this hot path.
--- LIMIT is written into the statement, not passed as a parameter: a prepared
--- statement's generic plan that does not know it expects thousands of rows and joins
--- them by reading the whole table (90 ms beside a million jobs, against 0.5 ms).
--- The due bound sits in a scalar subquery, which the planner cannot see into: given
--- the moment itself, it read it against statistics taken while the queue was quiet
--- (every row then under a lease, due later than any moment since), expected no row
--- to be due, and sorted the whole backlog for every claim (a sequential scan and a
--- Sort under LockRows: 3 ms for 4 rows of 3,000, against 0.3 ms). Blind, it assumes a
--- share of the queue is due, and walks jobs_ready in order, stopping at LIMIT.
--- {bound} is empty, or while dead entries a held snapshot keeps would make the walk
--- slow, a row comparison on the index's own columns that seeks past them (frontier.py).
--- With no moment given (a worker), both moments are the database's: the due bound
--- when the statement starts, and the lease from the instant each row is updated, so
--- a claim that waited (on a lock, or on a server coming back) never commits a lease
--- that has already run out.
--- A Worker's claim records which worker holds the job (%(worker)s, its row in
--- job_workers) and moves run_at to %(held)s, HELD, the largest bigint: no lease runs
--- out while that worker beats, and nothing writes the row to keep it. When the worker
--- falls silent, another's reaper (orphans, below) lets the lease run out then. A claim
--- with no worker (`worked`, an older copy of the package) holds the job for %(lease)s.
--- The claim writes the attempts the performer's policy allows (%(budgets)s, a JSON
--- object of name: attempts for the performers whose policy says so; any other name
--- keeps the row's own), so the row knows from attempt 1 which attempt is its last: a
--- job of jobs.NO_RETRY whose worker dies is reaped, never claimed a second time, and
--- one whose policy allows more than ATTEMPTS has them all, however its attempts end.
--- A job an operator cancelled (cancelled_at) is never claimed: the heartbeat's
--- cancelled_reaped puts it on the shelf.
--- A job of a concurrency key takes its key's slot 0 (key_slot): a key's job is claimed
--- only while none of that key is in work, and jobs_key_slot_in_work refuses the second
--- of two claims side by side. Only a limited queue's claim takes other slots, up to its
--- per-key limit (claim_limited); this one writes 0 over what such a claim left.
--- A queue with a limit (job_limits) is claimed by claim_limited only: this claim takes
--- none of its jobs from the moment the limit is committed. The test reads one row of a
--- small table by its key, once per statement (a one-time filter, not a test per row).
--- The walk is a MATERIALIZED CTE, run once, and the table's side of the update finds
--- the rows it took by their ids (`= ANY` of them, an index lookup). Written as a
--- subquery in FROM, it met the first statistics of a busy table taken between bursts
--- (pages full of deleted rows, no live row counted, and so no column statistics at
--- all), and the planner chose a nested loop over the whole table that ran the walk
--- again, and took its locks again, for every row: a claim of LIMIT 1 took all 2,000
--- jobs of a backlog in 550 ms, and 32 threads claiming after a restart ran claims of
--- 6 to 35 s, past their own leases, holding locks that every settlement and heartbeat
--- waited on. Under those statistics the walk sorts the due rows instead of walking
--- jobs_ready (1 to 3 ms at 3,000), until the next ANALYZE counts them.
+-- The claim, in one statement that commits at once: the first due jobs of the queue in
+-- the order priority, run_at, id, skipping rows other workers hold locked at this instant
+-- (FOR UPDATE SKIP LOCKED: no worker waits on another, none takes a row twice). It counts
+-- the attempt, writes the claim's token and moves run_at on: that is the lease. Nothing
+-- stays locked while the jobs run, so a worker that dies leaves its rows to be claimed
+-- again when the lease runs out. The old run_at comes back as due_at (the claim's order)
+-- and the statement's moment as claimed_at (how long the job waited, pulse.py), under the
+-- names of core.Job's fields.
+-- A Worker's claim records the worker (%(worker)s, its row in job_workers) and moves
+-- run_at to %(held)s, HELD: no lease runs out while that worker beats, and nothing writes
+-- the row to keep it; when it falls silent, another's reaper (orphans) lets the lease run
+-- out. A claim with no worker (`worked`) holds the job for %(lease)s, counted from the
+-- instant the row is written ({clock}), so a claim that waited never commits a lease
+-- already run out.
+-- It writes the attempts the performer's policy allows (%(budgets)s, name: attempts), so
+-- the row knows from attempt 1 which is its last, wherever its fate is decided.
+-- A job with a concurrency key waits while a job of its key is under a claim or still
+-- runs after its row was settled without it (job_let_go); it takes its key's slot 0, and
+-- jobs_key_slot_in_work refuses the second of two claims side by side. The claimed keys
+-- and job_limits are read once per statement, not once per row. A job an operator
+-- cancelled is never claimed; a queue with a limit is claimed by claim_limited only.
+-- LIMIT is written into the text, not passed: a generic plan that does not know it
+-- expects many rows and reads the whole table. The due bound sits in a scalar subquery,
+-- which the planner cannot see into: it assumes a share of the queue is due and walks
+-- jobs_ready in order, stopping at LIMIT, where statistics taken while the queue was
+-- quiet would make it sort the whole backlog. {bound} is empty, or a row comparison on
+-- the index's columns that seeks past dead entries a held snapshot keeps (frontier.py).
+-- The walk is a MATERIALIZED CTE, run once, and the update finds its rows by id: as a
+-- subquery, a busy table's first statistics could plan a nested loop that ran the walk,
+-- and took its locks, again for every row.
 WITH due AS MATERIALIZED (
     SELECT id, run_at AS due_at
     FROM jobs
@@ -746,8 +713,8 @@ DELETE FROM job_limits WHERE queue = %(queue)s RETURNING queue
 -- The answer is a row per job taken; with none taken, one row of NULLs whose room_ms
 -- says in how many ms the window has room again when it is full (NULL otherwise); and no
 -- row at all when the queue has no limit now, so the caller claims it as any other.
--- Writing the row only when there is room, rather than locking it first and writing it
--- after, halved what a limit adds to a claim (docs/performance.md).
+-- The row is written only when there is room, not locked first and written after: one
+-- write of the queue's row per claim, not two.
 WITH due AS MATERIALIZED (
     SELECT id, run_at AS due_at
     FROM jobs
@@ -800,8 +767,8 @@ GROUP BY key HAVING count(*) >= (SELECT coalesce(max(per_key), 1) FROM job_limit
 
 -- name: per_key_slot
 -- claim_limited's {slot} for a queue with a limit per key: the first of the key's slots
--- no job of the key holds (a performer let go holds its slot as its key); none free (the limit was lowered) is 0, which one then
--- holds: refused too.
+-- no job of the key holds (a performer let go holds its slot as its key); none free (the
+-- limit was lowered) is 0, which one then holds: refused too.
 CASE WHEN jobs.key IS NULL THEN 0 ELSE coalesce((
     SELECT min(slot) FROM generate_series(0, coalesce((SELECT per_key FROM counted), 1) - 1) AS slot
     WHERE slot NOT IN (

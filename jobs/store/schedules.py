@@ -20,10 +20,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import psycopg
 from psycopg.rows import dict_row
 
+from ..core.arguments import encoded
 from ..core.cron import Cron, latest_at, next_after, parsed
 from ..core.sql import load, one
-from . import claims
-from .arguments import encoded
+from . import enqueue
 
 queries = load(Path(__file__).with_name("schedules.sql"))  # the statements of this module
 
@@ -155,9 +155,8 @@ def interval_of(key: str, every: timedelta | float) -> timedelta:
         raise TypeError(f"schedule {key!r}: every= is a timedelta or seconds, not {type(every).__name__}")
     interval = every if isinstance(every, timedelta) else timedelta(seconds=every)
     if interval < timedelta(seconds=EVERY_MIN):
-        raise ValueError(
-            f"schedule {key!r}: every= must be {EVERY_MIN:g} s or more, not {interval.total_seconds():g} s"
-        )
+        shortest = f"{EVERY_MIN:g} s or more, not {interval.total_seconds():g} s"
+        raise ValueError(f"schedule {key!r}: every= must be {shortest}")
     return interval
 
 
@@ -198,17 +197,10 @@ def fired(db: psycopg.Connection[Any], schedules: Sequence[Schedule]) -> int:
     for row in cursor.execute(queries["schedules_read"], {"keys": list(by_key)}).fetchall():
         schedule = by_key[row["key"]]
         try:
-            if row["created_at"] is None or row["fingerprint"] != schedule.fingerprint or stale(row):
-                row = one(
-                    cursor.execute(
-                        queries["schedule_seen"],
-                        {
-                            "key": schedule.key,
-                            "fingerprint": schedule.fingerprint,
-                            "definition": schedule.definition,
-                        },
-                    )
-                )
+            known = row["created_at"] is not None and row["fingerprint"] == schedule.fingerprint
+            if not known or row["now"] - row["seen_at"] > timedelta(seconds=SEEN_EVERY):  # new, changed or unseen
+                seen = {"key": schedule.key, "fingerprint": schedule.fingerprint, "definition": schedule.definition}
+                row = one(cursor.execute(queries["schedule_seen"], seen))
             queued += tick_fired(db, schedule, row)
         except Exception:
             if db.closed or db.broken:
@@ -217,12 +209,6 @@ def fired(db: psycopg.Connection[Any], schedules: Sequence[Schedule]) -> int:
             # listener's heartbeat that runs after this call.
             log.exception("schedule %s could not fire; the other schedules carry on", schedule.key)
     return queued
-
-
-def stale(row: dict[str, Any]) -> bool:
-    """Whether no worker has said it holds the schedule for SEEN_EVERY."""
-    unseen: timedelta = row["now"] - row["seen_at"]
-    return unseen > timedelta(seconds=SEEN_EVERY)
 
 
 def tick_fired(db: psycopg.Connection[Any], schedule: Schedule, row: dict[str, Any]) -> int:
@@ -237,16 +223,10 @@ def tick_fired(db: psycopg.Connection[Any], schedule: Schedule, row: dict[str, A
         if db.execute(queries["schedule_fired"], params).rowcount == 0:
             return 0  # another worker fired this tick first
         for tick in ticks:
-            claims.later(db, schedule.queue, schedule.name, schedule.args, at=ms(tick), priority=schedule.priority)
+            enqueue.later(db, schedule.queue, schedule.name, schedule.args, at=ms(tick), priority=schedule.priority)
     if row["now"] - last > timedelta(seconds=ON_TIME) or schedule.earlier_than(last, since):
-        log.info(
-            "schedule %s missed ticks between %s and %s (missed=%s): queued %d job(s)",
-            schedule.key,
-            since,
-            last,
-            schedule.missed,
-            len(ticks),
-        )
+        told = (schedule.key, since, last, schedule.missed, len(ticks))
+        log.info("schedule %s missed ticks between %s and %s (missed=%s): queued %d job(s)", *told)
     return len(ticks)
 
 

@@ -129,10 +129,9 @@ CREATE INDEX IF NOT EXISTS job_batches_finished ON job_batches (finished_at)
 --   fillfactor = 50: half of each page is left free when rows are inserted, room for
 --     one new version of each row. A claim changes run_at, which the claim's index
 --     holds, so it is never a HOT update; but with room on the page the new version is
---     written beside the old one instead of on another page. Claiming 5,000 fresh jobs
---     moved 84% of them to another page at 100, 63% at 80 and 4% at 50, for a table 31%
---     larger (python -m tests.benchmarks.fillfactor). The price: pages of jobs that stay
---     (the failed shelf) are kept half full.
+--     written beside the old one instead of on another page (python -m
+--     tests.benchmarks.fillfactor shows it). The price: pages of jobs that stay (the
+--     failed shelf) are kept half full.
 ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0, autovacuum_vacuum_threshold = 1000, fillfactor = 50);
 
 -- name: step 5
@@ -233,8 +232,8 @@ CREATE TABLE IF NOT EXISTS job_limits (
 -- default are added without rewriting a row.
 -- The scheduled jobs by queue gain the id as their last column, and replace the index of
 -- step 6 without it: the dashboard's list of scheduled jobs pages by (run_at, id), and
--- without the id every page sorted all the jobs due at one moment (a million queued by
--- one later_many with one `at`: 420 ms a page). One index for one, 8 bytes wider: what
+-- without the id every page sorted all the jobs due at one moment (those one later_many
+-- queues with one `at`). One index for one, 8 bytes wider: what
 -- `later`, the promotion and a failure's retry maintain is unchanged. Building it reads
 -- the table, as step 6 did (see Deploying in the manual).
 ALTER TABLE jobs ADD COLUMN IF NOT EXISTS queued_at bigint;

@@ -3,8 +3,9 @@
 A job that failed for good stays in the table, out of the claim's index, with its last
 reason, its traceback and every attempt's reason. `failed` reads that shelf a page at a
 time, `retried` puts jobs from it back in the queue and `discarded` deletes them;
-`status` counts each queue's jobs by state. `python -m jobs status | failed | retry |
-discard` prints them. All of it stays quick beside a million failed or waiting jobs.
+`status` counts each queue's jobs by state, and `limit_said`, `age` and `runs` say its
+figures as the command line and the dashboard both show them. `python -m jobs status |
+failed | retry | discard` prints them. All of it stays quick beside a million failed or waiting jobs.
 The shelf's statements are its own, named in queries.sql.
 """
 
@@ -17,11 +18,12 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from ..core.job import ATTEMPTS
-from ..core.sql import queries
+from . import queries
 
 PAGE = 50  # jobs a page of the shelf holds unless `limit` says otherwise
 SHELF_BATCH = 1000  # jobs each transaction of retried(every=True) or discarded(every=True) changes
 STATUS_EXACT = 10_000  # jobs of a state a queue's status counts one by one; past it, an estimate
+MINUTE, HOUR, DAY = 60, 3600, 86400  # seconds, the units `age` says a duration in
 ESTIMATED_FROM = {"due": "jobs_ready", "scheduled": "jobs_scheduled", "failed": "jobs_shelf"}  # index per state
 
 
@@ -51,6 +53,16 @@ def failed(
     statement = sql.SQL(queries[name]).format(limit=sql.Literal(limit))
     with db.cursor(row_factory=dict_row) as cursor:
         return cursor.execute(statement, {"queue": queue, "before": after}).fetchall()
+
+
+def listed(db: psycopg.Connection[Any], queue: str | None = None) -> list[dict[str, Any]]:
+    """Every job still in the table (waiting, leased or failed for good), in the order queued.
+
+    Each is a dict with id, queue, name, args, priority, run_at, scheduled, attempts,
+    max_attempts, failure ("" when none), traceback and reasons (one per failure).
+    """
+    with db.cursor(row_factory=dict_row) as cursor:
+        return cursor.execute(queries["listed"], {"queue": queue}).fetchall()
 
 
 def retried(db: psycopg.Connection[Any], *ids: int, every: bool = False, now: int | None = None) -> int:
@@ -172,6 +184,39 @@ def held_back(queue: dict[str, Any]) -> int:
     if queue["limit_concurrency"] is not None:
         rooms.append(queue["limit_concurrency"] - queue["in_work"])
     return max(0, queue["due"] - max(0, min(rooms))) if rooms else 0
+
+
+def has_limit(queue: dict[str, Any]) -> bool:
+    """Whether a queue of `status` has a limit."""
+    return any(queue[limit] is not None for limit in ("limit_rate", "limit_concurrency", "limit_per_key"))
+
+
+def limit_said(queue: dict[str, Any]) -> str:
+    """A queue's limit as `status` found it, and what is used of it: "14 a 1 s (3 used), 2 at once (2 in work)"."""
+    parts = []
+    if queue["limit_rate"] is not None:
+        parts.append(f"{queue['limit_rate']} a {queue['limit_per_ms'] / 1000:g} s ({queue['limit_used']} used)")
+    if queue["limit_concurrency"] is not None:
+        parts.append(f"{queue['limit_concurrency']} at once ({queue['in_work']} in work)")
+    if queue["limit_per_key"] is not None:
+        parts.append(f"{queue['limit_per_key']} a key")
+    return ", ".join(parts) or "-"
+
+
+def age(seconds: float | None) -> str:
+    """A duration as people read it (42 s, 7 min, 3 h, 2 d), or "-" for none: `status`'s oldest_due_age, a beat's."""
+    if seconds is None:
+        return "-"
+    for unit, size in (("d", DAY), ("h", HOUR), ("min", MINUTE)):
+        if seconds >= size:
+            return f"{seconds // size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def runs(reasons: list[str], retries: list[int]) -> list[list[str]]:
+    """A shelved job's reasons split by run: `retries` holds how many reasons it had at each retry from the shelf."""
+    starts = [0, *retries, len(reasons)]
+    return [reasons[begin:end] for begin, end in zip(starts, starts[1:], strict=False)]
 
 
 @contextmanager

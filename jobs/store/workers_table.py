@@ -15,7 +15,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ..core.sql import one, queries
+from ..core.sql import one
+from . import queries
 
 BEATS = 4  # heartbeats per lease; the reaper of each worker runs as often
 SILENT = 0.75  # of its lease: a worker whose last beat is older is taken for gone (three beats missed)

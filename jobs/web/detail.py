@@ -10,9 +10,9 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ..cli.tables import runs  # the command line's, so both split reasons by run alike
-from ..core import redaction
+from ..core import arguments as redaction  # the secret arguments' part of it
 from ..store import claims
+from ..store.shelf import runs  # as the command line splits reasons by run
 from . import html, params
 from .html import escaped
 from .pages import queries

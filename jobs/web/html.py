@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from string import Template
 from typing import TYPE_CHECKING
 
-from ..cli.tables import age as age  # the command line's, so both say a duration alike (pages.py calls html.age)
+from ..store.shelf import age as age  # as the command line says a duration (pages.py calls html.age)
 from . import csrf
 
 if TYPE_CHECKING:  # wsgi.py imports this module

@@ -13,9 +13,9 @@ from typing import Any
 
 import psycopg
 
-from ..cli.tables import has_limit
 from ..store import shelf
 from ..store.pulse import WAIT_BUCKETS, Waits
+from ..store.shelf import has_limit
 from .wsgi import Answer, Dashboard, Request
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"  # Prometheus' text exposition format

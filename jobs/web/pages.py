@@ -13,10 +13,10 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from ..cli.tables import age  # the command line's, so both say a duration alike
 from ..core.sql import load
 from ..store import schedules as schedule_rows
 from ..store import shelf, workers_table
+from ..store.shelf import age  # as the command line says it
 from . import html, params
 from .html import escaped
 from .wsgi import Answer, Dashboard, Request

@@ -9,10 +9,10 @@ from typing import Any
 
 import psycopg
 
-from ..cli.tables import age, has_limit, limit_said  # the command line's, so both say them alike
 from ..core.sql import one
-from ..core.sql import queries as job_queries
 from ..store import pulse, shelf
+from ..store import queries as job_queries
+from ..store.shelf import age, has_limit, limit_said  # as the command line says them
 from . import chart, html
 from .html import escaped
 from .wsgi import Answer, Dashboard, Request

@@ -15,9 +15,8 @@ from psycopg import sql
 
 import jobs
 from jobs.core.job import job_row
-from jobs.core.sql import queries
 from jobs.store import claims as statements
-from jobs.store import limits
+from jobs.store import limits, queries
 
 from . import database, queue, timing
 

@@ -7,11 +7,14 @@ from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
 JOBS = PROJECT / "jobs"
-# What each folder may not import, of jobs: core/ nothing but core/, and no layer what sits above it.
+# What each folder may not import, of jobs: core/ nothing but core/, no layer what sits above it, and
+# neither face of the queue the other, so a copy may leave out web/, cli/ or both.
 FORBIDDEN = {
     "core": {"store", "runtime", "cli", "web"},
     "store": {"runtime", "cli", "web"},
     "runtime": {"cli", "web"},
+    "cli": {"web"},
+    "web": {"cli"},
 }
 FACE_IMPORTERS = {"jobs/__init__.py", "jobs/__main__.py"}  # the only modules that import the face
 

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 import jobs
-from jobs.store import claims, schema
+from jobs.store import claims, enqueue, schema
 from tests.jobs.helpers import WAIT, granted, scalar, start_command, start_worker, stopped, wait_for, worker_log
 from tests.jobs.performers import RUNS
 
@@ -161,7 +161,7 @@ def test_processes_preparing_a_new_database_at_once_take_each_step_once(private_
 
 
 def test_every_job_gets_its_attempts_from_the_code(db, monkeypatch):
-    monkeypatch.setattr(claims, "ATTEMPTS", 3)
+    monkeypatch.setattr(enqueue, "ATTEMPTS", 3)
     jobs.later(db, "default", "one", {})
     jobs.later_many(db, "default", "many", [{}, {}])
     assert [j["max_attempts"] for j in jobs.listed(db)] == [3, 3, 3]

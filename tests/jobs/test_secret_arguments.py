@@ -8,7 +8,7 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-from jobs.core.redaction import HIDDEN
+from jobs.core.arguments import HIDDEN
 
 from .test_cli import cli
 
