@@ -21,18 +21,18 @@ How a job travels, file by file:
                         nothing if they could not survive the trip through the table.
   store/claims.py       `claimed` takes due rows under a lease, as Jobs (core/job.py);
                         the settling statements.
-  runtime/listener.py   a Worker's listener hears the notification and wakes a work
+  runtime/maintenance.py a Worker's listener hears the notification and wakes a work
                         thread; it also promotes scheduled jobs and reaps, each chore
-                        alone (maintenance.py), and bounds where claims start
-                        (store/frontier.py).
-  runtime/supervisor.py among the chores, the keeper settles every row no thread will:
-                        the ledger (holdings.py) owns each claimed row until it is
-                        settled, and the keeper lets go of threads past their timeout.
-  runtime/heartbeat.py  beside it, the heartbeat records the worker in job_workers and
+                        alone, and bounds where claims start (store/frontier.py).
+  runtime/supervisor.py among the chores, the supervisor settles every row no thread
+                        will: the holdings (holdings.py) own each claimed row until it
+                        is settled; it starts the work threads, and lets go of and
+                        replaces one past its job's timeout.
+  runtime/watchdog.py   beside them, the heartbeat records the worker in job_workers and
                         beats its row (store/workers_table.py), and does nothing else.
   runtime/worker.py     a Worker's work threads (work_thread.py) claim batches of due
-                        jobs and run them; starting.py starts one, or one `beside` a
-                        server; `worked` (starting.py) does a thread's step once, for a
+                        jobs and run them; `worker` starts one, `beside` one beside a
+                        server; `worked` (running.py) does a thread's step once, for a
                         caller's loop.
   runtime/connections.py the loop that keeps each of those threads' connections open,
                         and notices one gone silent (with watchdog.py); refusals.py
@@ -71,10 +71,10 @@ from .core.job import ATTEMPTS, LEASE, Job, JobCancelled
 from .core.policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
 from .core.sql import load as load_queries
 from .runtime.connections import SILENT_AFTER, keepalives
-from .runtime.listener import POLL_INTERVAL
-from .runtime.running import Counts, current_job
-from .runtime.starting import beside, beside_asgi, worked, worker
-from .runtime.worker import Worker
+from .runtime.maintenance import POLL_INTERVAL
+from .runtime.running import current_job, worked
+from .runtime.settling import Counts
+from .runtime.worker import Worker, beside, beside_asgi, worker
 from .store.claims import now_ms
 from .store.control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .store.enqueue import later, later_many

@@ -37,7 +37,7 @@ import psycopg
 from ..core.job import LEASE
 from ..runtime import refusals
 from ..runtime.connections import keepalives
-from ..runtime.listener import POLL_INTERVAL
+from ..runtime.maintenance import POLL_INTERVAL
 from ..runtime.worker import Worker
 from ..store import schema
 from .commands import Argument, commands_added

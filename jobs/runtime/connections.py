@@ -1,35 +1,27 @@
 """The connections of a worker's long-lived threads, and the loop that keeps one open.
 
-Each work thread and the listener runs its steps through `kept_running`: a step that
-loses the connection (or hits a bug outside any job) is logged, the connection is
-closed, and after a wait that doubles from RECONNECT_FIRST up to RECONNECT_MAX a new
-one is opened. A statement the server refused is logged once (refusals.py) and the
-connection kept. So a thread never dies of the database; it says why in the log.
-
-A connection that goes silent is lost too, within SILENT_AFTER: `keepalives` are the
-options that make the kernel drop one whose packets go unanswered, and the worker's
-watchdog (watchdog.py) cuts one whose answer does not come. The server may not know
-the connection is gone, and would keep its session, and the locks of a transaction
-left open, for hours: so the first thing a thread does on its new connection is end
-the session of the one it lost, if it still runs (`ORPHAN_ENDED`).
-
-A job past its timeout, or still running when a stop's grace ends, has its transaction
-ended by the supervisor from the server side, so nothing it wrote can commit: `Backend` is
-the server process to end. Behind a pooler (PgBouncer) it is read inside the job's own
-transaction, with the moment that began, and ended only while it still runs it.
+Each thread runs its steps through `kept_running`: a step that loses the connection (or
+hits a bug outside any job) is logged, and a new connection opened after a wait that
+doubles from RECONNECT_FIRST up to RECONNECT_MAX; a refused statement is logged once and
+the connection kept. A silent connection is lost too, within SILENT_AFTER (`keepalives`,
+and the watchdog); the server may keep its session and its locks for hours, so a thread's
+new connection first ends the session of the one it lost (`ORPHAN_ENDED`). `Backend` is
+the server process the supervisor ends under a job past its timeout or a stop's grace;
+behind a pooler it is read inside the job's transaction, and ended only while it runs it.
 """
 
 import logging
 import threading
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 
 from ..core.sql import one
-from .refusals import Complaints, kept
+from .refusals import Refusals, still_usable
 
 RECONNECT_FIRST = 0.1  # seconds before the first reconnection; doubles up to RECONNECT_MAX
 RECONNECT_MAX = 5.0  # seconds between reconnections at the most
@@ -115,26 +107,30 @@ def closed(db: psycopg.Connection[Any] | None) -> None:
             pass
 
 
+@dataclass(frozen=True)
+class Reconnecting:
+    """How a thread keeps its connection: its name in the log (`who`), the refusals its worker's threads share
+    (each logged once; a refusal keeps a sound connection), and what it does on a new connection (on_open, before
+    the first step), a lost one (on_lost(error), before it is closed), and the last one still open (on_close)."""
+
+    who: str
+    refusals: Refusals
+    on_open: Callable[[psycopg.Connection[Any]], None] | None = None
+    on_lost: Callable[[BaseException], None] | None = None
+    on_close: Callable[[psycopg.Connection[Any]], None] | None = None
+
+
 def kept_running(
     connect: Connect,
     stopping: threading.Event,
     step: Callable[[psycopg.Connection[Any]], bool | None],
-    *,
-    who: str,
-    complaints: Complaints,
-    on_open: Callable[[psycopg.Connection[Any]], None] | None = None,
-    on_lost: Callable[[BaseException], None] | None = None,
-    on_close: Callable[[psycopg.Connection[Any]], None] | None = None,
+    thread: Reconnecting,
 ) -> None:
-    """Calls `step(db)` until it answers False or `stopping` is set, reconnecting when cut off.
+    """Calls `step(db)` until it answers False or `stopping` is set, reconnecting when cut off, as `thread` says.
 
-    on_open(db) runs on each new connection before the first step on it; on_lost(error)
-    runs when a step (or on_open) raised, before the connection is closed; on_close(db)
-    runs at the end on the connection still open, if one is (none while cut off). Any
-    BaseException is caught: SystemExit raised on a thread would end it in silence. `who` names the thread
-    in the log; `complaints` (shared by a worker's threads) logs each refusal of the
-    database once, and a refusal keeps a connection that is still sound.
+    Any BaseException is caught: SystemExit raised on a thread would end it in silence.
     """
+    who, refusals, on_lost = thread.who, thread.refusals, thread.on_lost
     db: psycopg.Connection[Any] | None = None
     orphan: Session | None = None
     pause = RECONNECT_FIRST
@@ -142,12 +138,12 @@ def kept_running(
         while not stopping.is_set():
             try:
                 if db is None:
-                    db, session = opened_for(connect, on_open, orphan)
+                    db, session = opened_for(connect, thread.on_open, orphan)
                     orphan = None
                 if step(db) is False:
                     return
                 pause = RECONNECT_FIRST
-                complaints.mended(who)
+                refusals.mended(who)
             except BaseException as error:
                 # Don't let a lost connection, or a bug in a policy or a hook, end the
                 # thread: what it held is let go first (on_lost), then it reconnects.
@@ -155,15 +151,15 @@ def kept_running(
                     on_lost(error)
                 if stopping.is_set():
                     return  # a thread let go (its connection ended on purpose) or stopping: no news
-                complained(who, error, pause, complaints)
-                if db is not None and not kept(db, error):
+                complained(who, error, pause, refusals)
+                if db is not None and not still_usable(db, error):
                     closed(db)
                     db, orphan = None, session
                 stopping.wait(pause)
                 pause = min(pause * 2, RECONNECT_MAX)
     finally:
-        if db is not None and on_close is not None and not (db.broken or db.closed):
-            on_close(db)
+        if db is not None and thread.on_close is not None and not (db.broken or db.closed):
+            thread.on_close(db)
         closed(db)
 
 
@@ -183,10 +179,10 @@ def opened_for(
     return db, session
 
 
-def complained(who: str, error: BaseException, pause: float, complaints: Complaints) -> None:
+def complained(who: str, error: BaseException, pause: float, refusals: Refusals) -> None:
     """Logs why a thread's step failed, and when it tries again."""
     if isinstance(error, psycopg.Error):
-        complaints.heard(error, who, pause)  # a lost connection, or a refused statement
+        refusals.heard(error, who, pause)  # a lost connection, or a refused statement
     else:
         log.exception("%s hit an error outside any job; reconnecting in %.1f s", who, pause)
 

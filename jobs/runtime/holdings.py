@@ -1,38 +1,123 @@
-"""The ledger: the one owner of the fate of every row a worker's claims hold.
+"""The claimed rows and who holds them: a work thread's Hand, and the worker's Holdings.
 
-A row enters it before its claim is sent (the claim's token, `claiming`) and leaves it
-only once its settlement has committed. In between it is in one of three places: a
-live Hand (hand.py) of a work thread, which runs and settles it; a claim in flight,
-whose answer has not come yet; or loose, let go with a fate (`Fate`), for the keeper
-(supervisor.py) to settle on its own connection. Every way out of a thread (a lost
-connection, a refused statement, any exception, a thread let go) moves what its Hand
-held to loose, so nothing is ever dropped. And since a path that forgets a row can
-always be written, the keeper also compares, on a timer, the rows the database says
-this worker holds with what the ledger knows, and lets go of the difference
-(`strays`): a claim whose answer was lost, or any row no place here accounts for.
-
-A row settled without its performer (let go for its timeout or at the end of a stop's
-grace, or cancelled while it runs), which Python cannot stop, leaves the ledger while the
-performer runs on: `LetGo` keeps a row of job_let_go for each such performer (its queue,
-key and slot), which the claims count in work, until it returns (Job.performing). Used on
-the listener's thread only.
+A Hand is what a work thread holds of its last claim. The Holdings own every row a
+worker's claims hold, from before its claim is sent until its settlement commits: in a
+live Hand, in a claim whose answer has not come, or loose, let go with a `Fate` for the
+supervisor to settle; every way out of a thread moves what its Hand held to loose.
 """
 
 import enum
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
-
-import psycopg
 
 from ..core.job import FATE, Job, StoppedPastNoReturn
-from ..store import queries
-from .hand import Hand
+
+
+class Hand:
+    """The jobs of one claim on their way through a work thread; each leaves it once: run, given back or settled."""
+
+    def __init__(self, jobs: list[Job]) -> None:
+        self._lock = threading.Lock()
+        self._waiting = list(jobs)  # claimed, not started
+        self.running: Job | None = None
+        self._performing: Job | None = None  # the job started last, until its thread is back from it
+        self._started = 0.0  # when the running job started (time.monotonic())
+        self._quiet: list[Job] = []  # ran and succeeded without touching the connection; not yet deleted
+        self._quiet_since = 0.0  # when the oldest of them ended
+        self._deleting: list[Job] = []  # quiet successes whose deletion is on its way: held until it commits
+        self.claimed_at = time.monotonic()
+        self.longest = 0.0  # seconds the longest of its jobs ran, settlement included
+
+    def next(self) -> Job | None:
+        """The next job to run, now marked running; None when no job waits."""
+        with self._lock:
+            if not self._waiting:
+                return None
+            self.running, self._started = self._waiting.pop(0), time.monotonic()
+            self._performing = self.running
+            self.running.performing = True  # before the runner looks whether it was cancelled
+            return self.running
+
+    def ended(self, job: Job, quiet_success: bool) -> None:
+        """Hears that `job`, the running one, ended (unless it was taken out meanwhile); a quiet success waits to be
+        deleted with its neighbours."""
+        with self._lock:
+            self.longest = max(self.longest, time.monotonic() - self._started)
+            self._returned()
+            if self.running is not job:
+                return
+            if quiet_success:
+                if not self._quiet:
+                    self._quiet_since = time.monotonic()
+                self._quiet.append(job)
+            self.running = None
+
+    def returned(self) -> None:
+        """Hears that its thread is back from whatever job it was running: no performer of it runs now."""
+        with self._lock:
+            self._returned()
+
+    def _returned(self) -> None:
+        if self._performing is not None:
+            self._performing.performing = False
+            self._performing = None
+
+    def quiet(self, older_than: float | None = None) -> list[Job]:
+        """The quiet successes to delete now (all, or none before the oldest is `older_than` s old), held until
+        `deleted` hears how their deletion went."""
+        if older_than is not None and (not self._quiet or time.monotonic() - self._quiet_since < older_than):
+            return []  # read without the lock: only the hand's own thread adds to them
+        with self._lock:
+            taken, self._quiet = self._quiet, []
+            self._deleting.extend(taken)
+            return taken
+
+    def deleted(self, jobs: Sequence[Job], committed: bool = True) -> None:
+        """Hears how the deletion of quiet successes went: committed, the hand holds them no more; else they wait
+        to be deleted again."""
+        ids = {job.id for job in jobs}
+        with self._lock:
+            if not committed:
+                self._quiet[:0] = [job for job in self._deleting if job.id in ids]
+            self._deleting = [job for job in self._deleting if job.id not in ids]
+
+    def done(self) -> list[Job]:
+        """Takes the quiet successes not yet on their way to deletion, for someone else to delete."""
+        with self._lock:
+            taken, self._quiet = self._quiet, []
+            return taken
+
+    def waiting(self) -> list[Job]:
+        """Takes the jobs not yet started, to give them back."""
+        with self._lock:
+            taken, self._waiting = self._waiting, []
+            return taken
+
+    def emptied(self) -> tuple[list[Job], Job | None, list[Job]]:
+        """Takes everything it holds, as (waiting, running, quiet): from now on it gives out nothing."""
+        with self._lock:
+            taken = self._waiting, self.running, self._deleting + self._quiet
+            self._waiting, self.running, self._quiet, self._deleting = [], None, [], []
+            return taken
+
+    def running_past(self, seconds: float) -> Job | None:
+        """The running job, if it has run longer than `seconds`."""
+        with self._lock:
+            if self.running is not None and time.monotonic() - self._started > seconds:
+                return self.running
+            return None
+
+    def held(self) -> list[Job]:
+        """Every job of the claim not yet settled or given back."""
+        with self._lock:
+            running = [self.running] if self.running is not None else []
+            return self._waiting + running + self._deleting + self._quiet
 
 
 class Fate(enum.Enum):
-    """What the keeper does with a loose row."""
+    """What the supervisor does with a loose row."""
 
     GIVE_BACK = "give back"  # never started (or its stop's grace ran out before its point of no return): due again,
     # its attempt not counted
@@ -52,7 +137,7 @@ class Loose:
     error: BaseException | None = None  # for FAIL: why its attempt failed
 
 
-class Ledger:
+class Holdings:
     """Every row one worker holds, until its settlement commits; its methods are safe from any thread."""
 
     def __init__(self) -> None:
@@ -60,7 +145,7 @@ class Ledger:
         self._hands: set[Hand] = set()
         self._claims: set[int] = set()  # tokens of claims sent whose answer has not been read
         self._loose: dict[int, Loose] = {}
-        self._settling = False  # the keeper has taken loose rows and not yet handed back what it left
+        self._settling = False  # the supervisor has taken loose rows and not yet handed back what it left
 
     def claiming(self, token: int) -> None:
         """Hears that a claim under `token` is about to be sent: whatever it takes is held until heard."""
@@ -74,7 +159,7 @@ class Ledger:
             self._claims.discard(token)
 
     def unheard(self, token: int) -> None:
-        """Hears that a claim's answer will never be read: whatever it took is a stray, for the keeper."""
+        """Hears that a claim's answer will never be read: whatever it took is a stray, for the supervisor."""
         with self._lock:
             self._claims.discard(token)
 
@@ -84,61 +169,54 @@ class Ledger:
         self.dropped(hand, None)
 
     def dropped(self, hand: Hand, error: BaseException | None, fate: "Fate | None" = None) -> list[Loose]:
-        """Lets go of everything `hand` holds, which its thread will not settle; answers what was let go.
-
-        Its waiting jobs are given back, its quiet successes deleted, and the running one
-        meets `fate`: by default failed with `error`, or given back when `error` is None
-        (it never started, or a shutdown's grace ran out); but see `past_no_return`.
-        """
+        """Lets go of everything `hand` holds, which its thread will not settle; answers what was let go: its waiting
+        jobs given back, its quiet successes deleted, and the running one meets `fate` (by default failed with
+        `error`, or given back when `error` is None), unless it is `past_no_return`."""
         with self._lock:
             self._hands.discard(hand)
             waiting, running, quiet = hand.emptied()
-            loose = [Loose(job.id, claim_of(job), Fate.GIVE_BACK, job) for job in waiting]
-            loose += [Loose(job.id, claim_of(job), Fate.DELETE, job) for job in quiet]
+            loose = self._let_go(waiting, Fate.GIVE_BACK) + self._let_go(quiet, Fate.DELETE)
             if running is not None:
                 fate, error = past_no_return(running, fate or (Fate.GIVE_BACK if error is None else Fate.FAIL), error)
-                loose.append(Loose(running.id, claim_of(running), fate, running, error))
-            self._loose.update((entry.id, entry) for entry in loose)
+                loose += self._let_go([running], fate, error)
             return loose
 
-    def let_go(self, jobs: Iterable[Job], fate: Fate, error: BaseException | None = None) -> None:
-        """Lets go of `jobs`, taken out of their hand by the caller, for the keeper to settle as `fate` says."""
-        with self._lock:
-            self._loose.update((job.id, Loose(job.id, claim_of(job), fate, job, error)) for job in jobs)
+    def _let_go(self, jobs: list[Job], fate: Fate, error: BaseException | None = None) -> list[Loose]:
+        """Lets go of `jobs` (the lock held), for the supervisor to settle as `fate` says; answers them as Loose."""
+        loose = [Loose(job.id, claim_of(job), fate, job, error) for job in jobs]
+        self._loose.update((entry.id, entry) for entry in loose)
+        return loose
 
     def given_back(self, hand: Hand) -> list[Job]:
         """Takes the jobs of `hand` not yet started and lets them go, to be given back; answers them."""
         with self._lock:
             waiting = hand.waiting()
-            self._loose.update((job.id, Loose(job.id, claim_of(job), Fate.GIVE_BACK, job)) for job in waiting)
+            self._let_go(waiting, Fate.GIVE_BACK)
             return waiting
 
     def handed_on(self, hand: Hand) -> list[Job]:
-        """Lets go of what `hand` holds besides its running job: the waiting ones, to be given back; answers them.
-
-        Its quiet successes, which ran before the running one, are let go to be deleted now
-        rather than after it: a crash meanwhile would run them (and send their letters) again.
-        """
+        """Lets go of what `hand` holds besides its running job: the waiting ones, given back (answered), and the
+        quiet successes, deleted now rather than after it: a crash meanwhile would run them again."""
         with self._lock:
-            waiting, done = hand.waiting(), hand.done()
-            self._loose.update((job.id, Loose(job.id, claim_of(job), Fate.GIVE_BACK, job)) for job in waiting)
-            self._loose.update((job.id, Loose(job.id, claim_of(job), Fate.DELETE, job)) for job in done)
+            waiting = hand.waiting()
+            self._let_go(waiting, Fate.GIVE_BACK)
+            self._let_go(hand.done(), Fate.DELETE)
             return waiting
 
     def hands(self) -> list[Hand]:
-        """The live hands, for the keeper and the cancels."""
+        """The live hands, for the supervisor and the cancels."""
         with self._lock:
             return list(self._hands)
 
     def loose(self) -> list[Loose]:
-        """Takes what is loose, for the keeper to settle; what it could not settle it hands back with `kept`."""
+        """Takes what is loose, for the supervisor to settle; what it could not settle it puts back."""
         with self._lock:
             taken, self._loose = list(self._loose.values()), {}
             self._settling = bool(taken)
             return taken
 
-    def kept(self, loose: Iterable[Loose]) -> None:
-        """Hands back loose rows the keeper could not settle yet: it tries again at its next look."""
+    def put_back(self, loose: Iterable[Loose]) -> None:
+        """Puts back loose rows the supervisor could not settle yet: it tries again at its next look."""
         with self._lock:
             for entry in loose:
                 self._loose.setdefault(entry.id, entry)
@@ -151,11 +229,10 @@ class Ledger:
     def strays(self, rows: Iterable[tuple[int, int]]) -> list[Loose]:
         """Of the (id, claim) rows the database says this worker holds, read just before, those nobody here holds.
 
-        Read in that order, a row the ledger does not know is never one that is on its
-        way in: its claim's token was known before the claim was sent, and it leaves
-        only after its settlement committed, when the database no longer holds it so.
-        A stray never started (a thread that starts a job holds it until it lets it go),
-        so it is given back; the keeper's statements are fenced by its claim.
+        Read in that order, a row unknown here is never one on its way in: its claim's token
+        was known before the claim was sent, and it leaves only once its settlement committed.
+        A stray never started (a thread holds a job it starts until it lets it go), so it is
+        given back, fenced by its claim.
         """
         with self._lock:
             held = {job.id for hand in self._hands for job in hand.held()}
@@ -188,34 +265,3 @@ def claim_of(job: Job) -> int:
     """The token of the claim that holds `job`."""
     assert job.claim is not None, "a job in a worker's hand was claimed"
     return job.claim
-
-
-class LetGo:
-    """The performers of one worker that run on after their jobs were settled without them."""
-
-    def __init__(self) -> None:
-        self._running: dict[tuple[int, int], Job] = {}  # (id, claim): the job, while its row is in job_let_go
-
-    def recorded(self, db: psycopg.Connection[Any], jobs: list[Job]) -> None:
-        """Records, on db's transaction, those of `jobs` whose performer still runs, before they are settled."""
-        running = [job for job in jobs if job.performing and job.claim is not None]
-        if running:
-            params = {"ids": [job.id for job in running], "claims": [job.claim for job in running]}
-            db.execute(queries["let_go_recorded"], params)
-            self._running.update(((job.id, job.claim), job) for job in running if job.claim is not None)
-
-    def returned(self, db: psycopg.Connection[Any]) -> set[str]:
-        """Deletes the rows of the performers that have returned; answers their queues, which have room again."""
-        done = [(key, job) for key, job in self._running.items() if not job.performing]
-        if not done:
-            return set()
-        params = {"ids": [id for (id, _), _ in done], "claims": [claim for (_, claim), _ in done]}
-        db.execute(queries["let_go_forgotten"], params)
-        for key, _ in done:
-            del self._running[key]
-        return {job.queue for _, job in done}
-
-
-def gone_pruned(db: psycopg.Connection[Any]) -> None:
-    """Deletes the rows workers gone left in job_let_go, for the reaper."""
-    db.execute(queries["let_go_pruned"])

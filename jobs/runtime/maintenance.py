@@ -1,49 +1,46 @@
-"""The chores of a worker's listener, each on a timer of its own, on the listener's connection.
+"""The maintenance on the listener's connection: the listener, and the chores it runs on their timers.
 
-Every WATCH_INTERVAL, the keeper (supervisor.py): let go of what the threads cannot settle
-now, settle what the ledger holds loose, and every lease / BEATS compare the rows the
-database says the worker holds with the ledger. Every POLL_INTERVAL: promote the
-scheduled jobs whose moment has come (and wake a thread for them), queue the job of
-each due tick of the worker's schedules, read which queues are paused and which are
-limited (limits.py), look for where each queue's claims should start (frontier.py), and
-hear which jobs in hand an operator cancelled. Every PULSE_EVERY, add the worker's counts
-per minute to job_pulse (pulse.py), and once more when it stops. Every lease / BEATS, the
-reaper: take silent workers for gone and let their jobs' leases run out (workers_table.py), free
-the concurrency keys of leases that ran out, shelve the cancelled and the lost, and prune
-the rows of workers long gone and the pulse's minutes past PULSE_KEPT; its statements
-skip rows locked at that instant, so a frozen worker costs only its own jobs. The listener
-runs each alone (listener.py): one that fails or is slow is logged and holds up none of
-the others' timers. The heartbeat is not a chore: it has a thread and a connection of its
-own (heartbeat.py).
+The listener LISTENs for the notification `later` sends on commit and rings the Doorbell
+at once. On the same connection it runs each chore on its own timer and alone (`timetable`
+says which, how often): one refused or failing is logged and the others run on; a lost
+connection reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT.
 """
 
 import logging
+import os
+import selectors
+import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from ..core.job import FATE, Job
-from ..store import claims, control, pulse, workers_table
+from ..store import claims, control, workers_table
 from ..store.frontier import Frontiers
-from ..store.limits import Limits
-from ..store.schedules import Schedule, fired
-from . import settling
-from .holdings import Ledger, LetGo, gone_pruned
-from .supervisor import WATCH_INTERVAL, Keeper
-from .work_thread import Doorbell
+from . import optional, settling
+from .connections import Connect, Reconnecting, kept_running
+from .holdings import Holdings
+from .refusals import Refusals, still_usable
+from .settling import named
+from .supervisor import WATCH_INTERVAL, LetGo, Supervisor, gone_pruned
+from .work_thread import Doorbell, Parts, Settings
+
+if TYPE_CHECKING:  # a copy may leave store/schedules.py out
+    from ..store.schedules import Schedule
+
+POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
+CHORE_LOCK_WAIT = 1.0  # seconds a chore's statement may wait on a lock before it gives up, to run again later
 
 log = logging.getLogger("jobs")
 
 
 @dataclass
 class Chore:
-    """A chore of the listener: its name in the log, how often it runs (seconds), and what it does on a connection.
-
-    at_stop: asked once the worker has stopped; when it answers True, the chore runs once
-    more, on a connection of its own (None: never).
-    """
+    """A chore of the listener: its name in the log, how often it runs (seconds), what it does on a connection,
+    and at_stop(), asked once the worker has stopped: when it answers True, the chore runs once more."""
 
     name: str
     every: float
@@ -52,34 +49,27 @@ class Chore:
     at_stop: Callable[[], bool] | None = None
 
 
-def timetable(
-    *,
-    queues: list[str],
-    poll: float,
-    lease: float,
-    keeper: Keeper,
-    ledger: Ledger,
-    let_go: LetGo,
-    doorbell: Doorbell,
-    frontiers: Frontiers,
-    schedules: Sequence[Schedule],
-    paused_now: Callable[[set[str]], None],
-    limits: Limits,
-    counted: pulse.Pulse,
-) -> list[Chore]:
-    """The chores of a worker on `queues`, each due at once when the listener starts."""
-    reap = lease / workers_table.BEATS
-    return [
-        Chore("keeper", WATCH_INTERVAL, keeper.kept),
-        Chore("limits", poll, limits.read),  # before the pauses, whose first read lets the threads claim
-        Chore("pauses", poll, lambda db: paused_now(control.paused_queues(db))),
+def timetable(settings: Settings, parts: Parts, supervisor: Supervisor, schedules: Sequence["Schedule"]) -> list[Chore]:
+    """The chores of a worker, each due at once when the listener starts; those of a part a copy left out, none."""
+    queues, poll, doorbell, counted = settings.queues, settings.poll, parts.doorbell, parts.tally.pulse
+    scheduled = optional("schedules") if schedules else None
+    pulse = optional("pulse") if counted is not None else None
+    limits = parts.limits
+    chores = [
+        Chore("keeper", WATCH_INTERVAL, supervisor.look),
+        # Limits before the pauses, whose first read lets the threads claim.
+        Chore("limits", poll, limits.read) if limits is not None else None,
+        Chore("pauses", poll, lambda db: parts.gate.paused_now(control.paused_queues(db))),
         Chore("promotion", poll, lambda db: promoted(db, queues, doorbell)),
-        Chore("schedules", poll, lambda db: fired(db, schedules)),  # the jobs of due ticks, once across workers
-        Chore("frontier", poll, lambda db: looked(db, queues, frontiers, doorbell)),
-        Chore("cancels", poll, lambda db: cancels_heard(db, ledger, let_go)),
-        Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending),  # a failed flush keeps its counts
-        Chore("reaper", reap, reaped),
+        # The jobs of the schedules' due ticks, once across workers.
+        Chore("schedules", poll, lambda db: scheduled.fired(db, schedules)) if scheduled is not None else None,
+        Chore("frontier", poll, lambda db: looked(db, queues, parts.frontiers, doorbell)),
+        Chore("cancels", poll, lambda db: cancels_heard(db, parts.holdings, supervisor.let_go)),
+        # A failed flush of the pulse keeps its counts.
+        Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending) if pulse and counted else None,
+        Chore("reaper", settings.beat_every, reaper),
     ]
+    return [chore for chore in chores if chore is not None]
 
 
 def promoted(db: psycopg.Connection[Any], queues: list[str], doorbell: Doorbell) -> None:
@@ -89,28 +79,26 @@ def promoted(db: psycopg.Connection[Any], queues: list[str], doorbell: Doorbell)
 
 
 def looked(db: psycopg.Connection[Any], queues: list[str], frontiers: Frontiers, doorbell: Doorbell) -> None:
-    """Looks where each queue's claims start, past dead index entries (frontier.py)."""
+    """Looks where each queue's claims start, past dead index entries."""
     if frontiers.looked(db, queues):
         doorbell.ring()  # a job the claims passed over is due
 
 
-def cancels_heard(db: psycopg.Connection[Any], ledger: Ledger, let_go: LetGo) -> None:
+def cancels_heard(db: psycopg.Connection[Any], holdings: Holdings, let_go: LetGo) -> None:
     """Hears which jobs in hand an operator cancelled, one claim at a time."""
-    for hand in ledger.hands():
+    for hand in holdings.hands():
         jobs = hand.held()
         if jobs:
-            heard_cancelled(db, jobs, let_go)
+            cancelled_in_hand(db, jobs, let_go)
 
 
-def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetGo | None = None) -> None:
+def cancelled_in_hand(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetGo | None = None) -> None:
     """Settles at once, as cancelled, the jobs of one claim an operator cancelled while held, and tells them.
 
-    Their performer may run on (it sees `current_job().cancelled`), but whatever it
-    does, the job stays on the shelf as cancelled: the runner knows by `cancelling`.
-    One that runs is recorded in `let_go` on the same transaction, so it counts against
-    its queue's limit and its key until it returns.
-    A job past its point of no return (Job.point_of_no_return) is left to end as its
-    performer ends it: shelved now, a success already done could be done again by a retry.
+    A performer may run on (it sees `current_job().cancelled`), but its job stays on the
+    shelf (the runner knows by `cancelling`); one that runs is recorded in `let_go` on the
+    same transaction, so it counts against its limits until it returns. A job past its
+    point of no return is left to end as its performer ends it: a retry could redo it.
     """
     cancelled = control.cancelled_among(db, jobs)
     for job in jobs:
@@ -119,41 +107,152 @@ def heard_cancelled(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetGo 
                 too_late = job.irrevocable
                 job.cancelling = not too_late
             if too_late:
-                too_late_told(job)
+                said_too_late(job)
                 continue
             job.cancelled.set()
             with db.transaction():
                 if let_go is not None:
                     let_go.recorded(db, [job])
                 control.cancellation_settled(db, job)
-            log.warning(
-                "job %s (%s on %s) was cancelled while in hand: it is on the shelf, and not retried",
-                job.id,
-                job.name,
-                job.queue,
-            )
+            log.warning("job %s was cancelled while in hand: it is on the shelf, and not retried", named(job))
 
 
-def too_late_told(job: Job) -> None:
+def said_too_late(job: Job) -> None:
     """Logs, once, that a job was cancelled past its point of no return, and so runs on."""
     if not job.cancel_too_late:
         job.cancel_too_late = True
         log.warning(
-            "job %s (%s on %s) was cancelled past its point of no return: it runs on, and a success is not shelved",
-            job.id,
-            job.name,
-            job.queue,
+            "job %s was cancelled past its point of no return: it runs on, and a success is not shelved", named(job)
         )
 
 
-def reaped(db: psycopg.Connection[Any]) -> None:
+def reaper(db: psycopg.Connection[Any]) -> None:
     """The reaper: jobs of workers gone come back, keys of leases that ran out are freed, the lost are shelved."""
     for job, worker_id in workers_table.orphans_lapsed(db):
         log.warning("job %s was held by worker %s, which stopped beating: its lease runs out now", job, worker_id)
     claims.keys_freed(db)
     with db.transaction():
         control.cancelled_reaped(db)  # before the reaper, so a cancelled job is shelved, never run again
-    settling.reaped_settled(db)
+    settling.last_attempts_lost(db)
     workers_table.pruned(db)
     gone_pruned(db)
-    pulse.pruned(db)
+    if (pulse := optional("pulse")) is not None:
+        pulse.pruned(db)
+
+
+class Listener:
+    """Wakes the work threads of `queues` (one ring per notification) and runs `chores` on their timers until
+    `stopping` is set (`interrupted` ends a wait at once); `run` is the thread's body."""
+
+    def __init__(
+        self,
+        connect: Connect,
+        queues: list[str],
+        *,
+        listen: bool,
+        chores: list[Chore],
+        stopping: threading.Event,
+        doorbell: Doorbell,
+        refusals: Refusals,
+    ) -> None:
+        self.connect, self.queues, self.listen, self.chores = connect, queues, listen, chores
+        self.stopping, self.doorbell, self.refusals = stopping, doorbell, refusals
+        read, write = os.pipe()  # a byte written here ends the wait in select
+        self._wakeup_r = read
+        self._wakeup_w: int | None = write  # None once both ends are closed
+        self._selector: selectors.BaseSelector | None = None
+        self._fd: int | None = None
+
+    def run(self) -> None:
+        """Listens and keeps the timers until the worker stops, reconnecting when cut off."""
+        with selectors.DefaultSelector() as self._selector:
+            self._selector.register(self._wakeup_r, selectors.EVENT_READ)
+            thread = Reconnecting(
+                "worker's listener", self.refusals, self._listening, self._unlistened, self._last_chores
+            )
+            kept_running(self.connect, self.stopping, self._step, thread)
+        self._left_undone()
+
+    def _last_chores(self, db: psycopg.Connection[Any]) -> None:
+        """Runs once more, each alone, the chores whose at_stop asks it, on the listener's last connection."""
+        for chore in self._left():
+            try:
+                self._done(chore, db)
+            except psycopg.Error as error:  # the connection was lost: _done logged every other error
+                log.error("the worker's last %s was cut off: %s", chore.name, error)
+
+    def _left_undone(self) -> None:
+        """Logs the chores that still had something to do when the listener ended (it was cut off then)."""
+        for chore in self._left():
+            log.error("the worker stopped while cut off from the database: its last %s is lost", chore.name)
+
+    def _left(self) -> list[Chore]:
+        """The chores whose at_stop asks them to run once more."""
+        return [chore for chore in self.chores if chore.at_stop is not None and chore.at_stop()]
+
+    def interrupted(self) -> None:
+        """Ends the listener's wait at once (it then sees `stopping`)."""
+        if self._wakeup_w is not None:
+            os.write(self._wakeup_w, b"x")
+
+    def closed(self) -> None:
+        """Closes the wake-up pipe, once the thread has ended."""
+        if self._wakeup_w is not None:
+            os.close(self._wakeup_r)
+            os.close(self._wakeup_w)
+            self._wakeup_w = None
+
+    def _listening(self, db: psycopg.Connection[Any]) -> None:
+        """On a new connection: bound its waits on locks, LISTEN, and wake a thread, as a job may have come meanwhile.
+        Not with listen=False (behind PgBouncer in transaction mode a session's setting reaches other clients)."""
+        assert self._selector is not None, "run() made it"
+        if self.listen:
+            db.execute("SELECT set_config('lock_timeout', %s, false)", [f"{round(CHORE_LOCK_WAIT * 1000)}ms"])
+            db.execute("LISTEN jobs")
+            self._fd = db.fileno()
+            self._selector.register(self._fd, selectors.EVENT_READ)
+            self.doorbell.ring()
+
+    def _unlistened(self, error: BaseException | None = None) -> None:
+        assert self._selector is not None, "run() made it"
+        if self._fd is not None:
+            self._selector.unregister(self._fd)
+            self._fd = None
+
+    def _step(self, db: psycopg.Connection[Any]) -> None:
+        """Waits for a notification or the next chore's moment, then does the chores that are due."""
+        assert self._selector is not None, "run() made it"
+        timeout = max(0.0, min(chore.next_at for chore in self.chores) - time.monotonic()) if self.chores else None
+        for key, _ in self._selector.select(timeout):
+            if key.fd == self._wakeup_r:
+                os.read(self._wakeup_r, 64)  # stop() asked: kept_running's test decides
+        self._heard(db)
+        for chore in self.chores:
+            if time.monotonic() >= chore.next_at and not self.stopping.is_set():
+                self._done(chore, db)
+        self._heard(db)  # the chores' own commits: a schedule's job queued on this connection
+
+    def _done(self, chore: Chore, db: psycopg.Connection[Any]) -> None:
+        """Runs one chore alone: a refusal or a bug is logged and the next chores still run; a lost connection is
+        raised."""
+        who = f"worker's {chore.name}"
+        try:
+            chore.do(db)
+        except psycopg.Error as error:
+            if not still_usable(db, error):
+                raise  # the connection is gone: kept_running reconnects, and every chore runs again then
+            self.refusals.heard(error, who, chore.every)
+        except Exception:
+            log.exception("the %s hit an error; it runs again in %.1f s", who, chore.every)
+        else:
+            self.refusals.mended(who)
+        finally:
+            chore.next_at = time.monotonic() + chore.every
+
+    def _heard(self, db: psycopg.Connection[Any]) -> None:
+        """Rings once for each notification of one of the queues that has come in; looked for after the chores too,
+        as psycopg reads in the one the listener's own commit sent (a schedule's job), and select would not wake."""
+        if self.listen:
+            for notice in db.notifies(timeout=0):
+                if notice.payload in self.queues:
+                    self.doorbell.ring()

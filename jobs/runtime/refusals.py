@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import psycopg
+from psycopg.pq import TransactionStatus
 
 from ..store import claims, queries
 
@@ -22,6 +23,7 @@ LOST_CLASS = "08"
 LOST_STATES = {"57P01", "57P02", "57P03"}  # admin_shutdown, crash_shutdown, cannot_connect_now
 READ_ONLY = "25006"  # read_only_sql_transaction: the server is a standby, or refuses writes for now
 COMPLAINT_REPEAT = 300.0  # seconds a refusal is counted in silence before it is logged again, with its count
+IDLE = TransactionStatus.IDLE  # libpq's, read before every claim: looked up once
 NOTHING_DUE = -1  # ms: the moment `refusal` claims at, before any job's run_at, so it finds nothing
 
 log = logging.getLogger("jobs")
@@ -43,18 +45,66 @@ def described(error: psycopg.Error) -> str:
     return f"{error.sqlstate or 'no SQLSTATE'} {message}"
 
 
-def kept(db: psycopg.Connection[Any] | None, error: BaseException) -> bool:
+def still_usable(db: psycopg.Connection[Any] | None, error: BaseException) -> bool:
     """Whether `db` still serves after `error`: a refusal leaves the connection idle and sound."""
-    return (
-        db is not None
-        and not lost(error)
-        and not db.closed
-        and not db.broken
-        and db.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
-    )
+    return db is not None and not lost(error) and not db.closed and not db.broken and db.info.transaction_status == IDLE
 
 
-class Complaints:
+def reason_of(error: BaseException) -> str:
+    """How a failed attempt's reason reads: the error's message, or its type's name; a BaseException names its type."""
+    if isinstance(error, psycopg.Error) and error.sqlstate:
+        return described(error)  # the server's word, with its SQLSTATE
+    if not isinstance(error, Exception):
+        return f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+    return str(error) or type(error).__name__
+
+
+def timed_out(error: BaseException | None) -> bool:
+    """Whether a let-go job's `error` is its timeout, past its point of no return or not."""
+    return isinstance(error, TimeoutError) or isinstance(getattr(error, "__cause__", None), TimeoutError)
+
+
+class TransactionEnded(RuntimeError):
+    """A performer ended its job's transaction by a way the worker could not refuse (its raw connection)."""
+
+
+class JobLost(RuntimeError):
+    """An attempt whose end its thread could not settle: the connection was lost, or the settlement refused."""
+
+
+def lost_attempt(error: BaseException) -> JobLost:
+    """The failure a job's attempt is recorded with when its thread could not settle it, `error` being why."""
+    if isinstance(error, psycopg.Error) and error.__cause__ is not None:
+        return JobLost(f"{reason_of(error.__cause__)} (and recording it was refused: {described(error)})")
+    if isinstance(error, psycopg.Error):
+        return JobLost(f"its worker's connection was lost while it ran ({described(error)})")
+    return JobLost(f"its work thread was lost while it ran ({reason_of(error)})")
+
+
+class Astray(psycopg.OperationalError):
+    """The worker's connection was found in a transaction the worker never began: it is closed, as if lost."""
+
+
+def expected_idle(db: psycopg.Connection[Any], before: str) -> None:
+    """Closes `db` and raises Astray, unless it is outside any transaction (libpq's word: no round trip).
+
+    Between two jobs, and before a claim or a settlement the worker sends in autocommit,
+    no transaction is open. One is when a statement was sent past the worker (by a
+    thread a performer left running, on the raw connection): what the worker sent then
+    would run inside it and never commit. Closing the connection rolls it back, and the
+    thread lets go of what it holds, as when a connection is lost.
+    """
+    found = db.pgconn.transaction_status  # an int: db.info's enum costs ten times the read
+    if found != IDLE:
+        db.close()
+        raise Astray(
+            f"its connection was {TransactionStatus(found).name} before {before}: in a transaction the worker "
+            "never began (a thread a performer left running may have sent it a statement); it is closed, which "
+            "rolls that back"
+        )
+
+
+class Refusals:
     """The refusals one worker has met, so that each is logged once and then counted.
 
     Its threads share it: the same refusal met by the work threads and the listener is

@@ -1,14 +1,10 @@
 """What came of each job, and the statements that settle it: a success, a failure, a cancel or a lost lease.
 
-The runner (running.py) gives each job an Outcome and settles it here. A success that
-wrote is deleted on its own transaction, which then commits (`success_committed`);
-successes that never touched the connection are deleted together (`quiet_settled`); a
-failure is recorded with its reason (`recorded_failure`). Every settlement is fenced
-by the claim's token and by the cancel mark: a row that is no longer ours, or that an
-operator cancelled meanwhile, is not settled as the runner saw it, but goes the one way
-a cancelled job goes (`cancelled_or_lost`): on the shelf, its chain or batch told once.
-The jobs whose worker died on their last attempt, which no thread will settle, the
-listener's reaper fails for good here too (`reaped_settled`).
+A success that wrote is deleted on its own transaction, which then commits; successes
+that never touched the connection are deleted together (`quiet_settled`); a failure is
+recorded with its reason. Every settlement is fenced by the claim's token and by the
+cancel mark: a row no longer ours, or cancelled meanwhile, goes the way a cancelled job
+goes (`cancelled_or_lost`). The reaper fails here the jobs whose worker died on their last attempt.
 """
 
 import contextlib
@@ -16,7 +12,7 @@ import functools
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
@@ -26,9 +22,36 @@ from ..core.policies import Policy
 from ..store import claims, control, flows
 from .transaction import JobTransaction
 
-NAMES_KEPT = 256  # performers' names whose success outcome is kept made (`processed`)
+if TYPE_CHECKING:  # a copy may leave store/pulse.py out
+    from ..store.pulse import Pulse
+
+NAMES_KEPT = 256  # performers' names whose success outcome is kept made (`success`)
 
 log = logging.getLogger("jobs")
+
+
+@dataclass
+class Counts:
+    """What one worker process has done since it started."""
+
+    processed: int = 0  # jobs that ran and succeeded
+    rescheduled: int = 0  # failures that will be tried again
+    failed: int = 0  # failures for good
+    dropped: int = 0  # attempts that found no performer for the job's name
+    lease_lost: int = 0  # settlements refused because another worker held the job
+    timed_out: int = 0  # attempts that ran past their timeout (counted as rescheduled or failed too)
+    cancelled: int = 0  # jobs an operator cancelled while the worker held them
+    given_back: int = 0  # jobs it held that went back to the queue unrun, or due again after it was cut off
+
+    def add(self, kind: str) -> None:
+        setattr(self, kind, getattr(self, kind) + 1)
+
+    def said(self) -> str:
+        """The counts an operator looks for when a worker stops, as a line of the log."""
+        return (
+            f"{self.processed} job(s) done, {self.failed} failed for good, {self.rescheduled} to be tried again, "
+            f"{self.given_back} given back to the queue"
+        )
 
 
 @dataclass(frozen=True)
@@ -42,7 +65,23 @@ class Outcome:
     final: bool = False  # a failure for good
 
 
-def processed(job: Job) -> Outcome:
+@dataclass(frozen=True)
+class Tally:
+    """What a worker counts of the jobs it settles: in all (Counts), and per queue and minute (Pulse, if any)."""
+
+    counts: Counts
+    pulse: "Pulse | None" = None
+
+    def add(self, settled: list[tuple[Job, Outcome]]) -> None:
+        """Counts the outcomes of settled jobs, and logs each."""
+        for job, outcome in settled:
+            self.counts.add(outcome.kind)
+            log.log(outcome.level, "job %s (%s on %s) %s", job.id, job.name, job.queue, outcome.message or outcome.line)
+        if self.pulse is not None:
+            self.pulse.settled([(job.queue, outcome.kind, outcome.final) for job, outcome in settled])
+
+
+def success(job: Job) -> Outcome:
     """The outcome of a success: one per performer's name, as a drain has thousands of each."""
     return success_of(job.name)
 
@@ -52,12 +91,12 @@ def success_of(name: str) -> Outcome:
     return Outcome("processed", f"ran {name}")
 
 
-def cancelled(job: Job) -> Outcome:
+def cancellation(job: Job) -> Outcome:
     """The outcome of a job cancelled while held: nothing of it is kept, and it is on the shelf."""
     return Outcome("cancelled", f"cancelled {job.name}", logging.INFO, "was cancelled: its writes are undone")
 
 
-def taken_over(job: Job) -> Outcome:
+def takeover(job: Job) -> Outcome:
     """The outcome of a job that ran while another worker took it over: that worker settles it."""
     return Outcome("lease_lost", f"lease lost {job.name}", logging.WARNING, "ran, but another worker holds it now")
 
@@ -71,9 +110,9 @@ def success_committed(transaction: JobTransaction, job: Job) -> Outcome:
     db = transaction.db
     try:
         if claims.finished_one(transaction.cursor, job):
-            moved_flows_on(db, [(job, processed(job))])
+            moved_flows_on(db, [(job, success(job))])
             transaction.committed()
-            return processed(job)
+            return success(job)
         transaction.rolled_back()
     except BaseException:
         transaction.rolled_back()
@@ -82,101 +121,99 @@ def success_committed(transaction: JobTransaction, job: Job) -> Outcome:
 
 
 def quiet_settled(db: psycopg.Connection[Any], jobs: list[Job]) -> list[tuple[Job, Outcome]]:
-    """Deletes successes that never touched the connection, in one statement; answers (job, Outcome) each.
-
-    They wrote nothing, so there is nothing to commit with them but their deletion, and
-    one statement deletes them all in one round trip. Only when a chain or batch must
-    move on do they share a transaction, which holds nothing but their settlement.
-    """
+    """Deletes successes that never touched the connection, in one statement (a transaction only when a chain or
+    batch moves on); answers (job, Outcome) each."""
     if not jobs:
         return []
     if any(job.batch or job.flow for job in jobs):
         with db.transaction():
-            kept = claims.finished(db, jobs)
-            moved_flows_on(db, [(job, processed(job)) for job in jobs if job.id in kept])
+            ours = claims.finished(db, jobs)
+            moved_flows_on(db, [(job, success(job)) for job in jobs if job.id in ours])
     else:
-        kept = claims.finished(db, jobs)
-    return [(job, processed(job) if job.id in kept else cancelled_or_lost(db, job)) for job in jobs]
+        ours = claims.finished(db, jobs)
+    return [(job, success(job) if job.id in ours else cancelled_or_lost(db, job)) for job in jobs]
 
 
 def cancelled_or_lost(db: psycopg.Connection[Any], job: Job) -> Outcome:
-    """Settles a job whose row refused its settlement: cancelled by an operator, or taken by another worker.
-
-    A row still under our claim but marked cancelled goes on the shelf as cancelled, and
-    its chain or batch hears that it ended (control.cancellation_settled); one the
-    listener shelved already (job.cancelling) is cancelled too. Any other row is
-    another worker's now, and stays its to settle.
-    """
+    """Settles a job whose row refused its settlement: cancelled by an operator (on the shelf, its chain or batch
+    told), or shelved by the listener already (job.cancelling), or another worker's now, and its to settle."""
     with db.transaction():
         shelved = control.cancellation_settled(db, job)
     if shelved or job.cancelling:
         job.cancelling = True
-        return cancelled(job)
+        return cancellation(job)
     log.warning("lease lost: another worker holds job %s (%s on %s); it is its to settle", job.id, job.name, job.queue)
-    return taken_over(job)
+    return takeover(job)
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A failed attempt: its error, the reason and traceback to keep, the seconds it ran, and its counter (a
+    field of Counts) when not the policy's "rescheduled" or "failed"."""
+
+    error: BaseException
+    reason: str
+    trace: str = ""
+    ran: float | None = None
+    kind: str | None = None
 
 
 def recorded_failure(
     db: psycopg.Connection[Any],
     job: Job,
     policy: Policy,
-    error: BaseException,
-    reason: str,
-    trace: str,
-    now: int | None,
-    kind: str | None = None,
+    failure: Failure,
+    now: int | None = None,
     hooks: Callable[[Callable[[], object]], object] | None = None,
-    ran: float | None = None,
 ) -> Outcome:
     """Keeps a failed attempt's reason on the row, and schedules the next attempt or ends the job.
 
     One statement, or one transaction with the chain or batch of a job that failed for good.
-    Then the policy's on_error hook is called, by `hooks(call)` when given (the keeper runs
-    it on a thread of its own), else here; whatever it raises is logged. `ran` is the
-    seconds the attempt ran, kept beside its reason for the dashboard.
+    Then the policy's on_error hook is called, by `hooks(call)` when given (the supervisor
+    runs it on a thread of its own), else here; whatever it raises is logged.
     """
-    secret = claims.secret_of(db, job)  # none of their values is written or logged (redaction.py)
-    reason, trace = (
-        written(redaction.redacted(reason, job.args, secret)),
-        written(redaction.redacted(trace, job.args, secret)),
-    )
-    wait = policy.wait_after(job.attempt, error)
-    if wait is None:
-        after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index
-    else:
-        after, max_attempts = round(wait * 1000), max(policy.attempts, job.attempt + 1)
+    secret = claims.secret_of(db, job)  # none of their values is written or logged
+    reason = written(redaction.redacted(failure.reason, job.args, secret))
+    trace = written(redaction.redacted(failure.trace, job.args, secret))
+    wait = policy.wait_after(job.attempt, failure.error)
     line = f"failed {job.name} on attempt {job.attempt}: {reason}"
     if wait is None:
-        outcome = Outcome(
-            kind or "failed", line, logging.ERROR, f"failed for good on attempt {job.attempt}: {reason}", True
-        )
+        after, max_attempts = 0, job.attempt  # attempts == max_attempts: out of the claim's index
+        why = f"failed for good on attempt {job.attempt}: {reason}"
+        outcome = Outcome(failure.kind or "failed", line, logging.ERROR, why, True)
     else:
-        outcome = Outcome(
-            kind or "rescheduled",
-            line,
-            logging.WARNING,
-            f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}",
-        )
+        after, max_attempts = round(wait * 1000), max(policy.attempts, job.attempt + 1)
+        why = f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}"
+        outcome = Outcome(failure.kind or "rescheduled", line, logging.WARNING, why)
     with db.transaction() if outcome.final and (job.batch or job.flow) else contextlib.nullcontext():
-        recorded = claims.attempt_failed(db, job, reason, trace, after, max_attempts, now, ran)
+        recorded = claims.attempt_failed(db, job, reason, trace, after, max_attempts, now, failure.ran)
         if recorded:
             moved_flows_on(db, [(job, outcome)])
     if not recorded:
         return cancelled_or_lost(db, job)
     if policy.on_error is not None:
-        hook = policy.on_error
-
-        def call() -> None:
-            try:
-                hook(job, error)
-            except BaseException:  # SystemExit too: a hook's error ends no thread of the worker
-                log.exception("on_error of job %s (%s on %s) raised", job.id, job.name, job.queue)
-
-        if hooks is None:
-            call()
-        else:
-            hooks(call)
+        hooked(policy.on_error, job, failure.error, hooks)
     return outcome
+
+
+def hooked(
+    hook: Callable[[Job, BaseException], object],
+    job: Job,
+    error: BaseException,
+    hooks: Callable[[Callable[[], object]], object] | None,
+) -> None:
+    """Calls an on_error `hook`, by `hooks(call)` when given, else here; whatever it raises is logged."""
+
+    def call() -> None:
+        try:
+            hook(job, error)
+        except BaseException:  # SystemExit too: a hook's error ends no thread of the worker
+            log.exception("on_error of job %s raised", named(job))
+
+    if hooks is None:
+        call()
+    else:
+        hooks(call)
 
 
 def written(text: str) -> str:
@@ -195,17 +232,17 @@ def moved_flows_on(db: psycopg.Connection[Any], settled: list[tuple[Job, Outcome
 LOST = Outcome("failed", "lost", logging.ERROR, "its worker stopped during the last attempt", final=True)
 
 
-def reaped_settled(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
-    """Fails for good the jobs whose worker died on their last attempt, and settles their flows.
-
-    One transaction: the jobs leave the queue and their chains and batches hear of it
-    together, as they do of any failure the runner records.
-    """
+def last_attempts_lost(db: psycopg.Connection[Any], now: int | None = None) -> list[Job]:
+    """Fails for good, with their chains and batches on one transaction, the jobs whose worker died on their last
+    attempt."""
     with db.transaction():
         lost = claims.reaped(db, now)
         moved_flows_on(db, [(job, LOST) for job in lost])
     for job in lost:
-        log.error(
-            "job %s (%s on %s) failed for good: its worker stopped during the last attempt", job.id, job.name, job.queue
-        )
+        log.error("job %s failed for good: its worker stopped during the last attempt", named(job))
     return lost
+
+
+def named(job: Job) -> str:
+    """How the log names a job: "7 (deliver on mail)"."""
+    return f"{job.id} ({job.name} on {job.queue})"

@@ -1,71 +1,85 @@
-"""The keeper: the listener's chore that settles every row its worker holds and no thread will settle.
+"""The supervisor: it starts the work threads, replaces them, and settles every row no thread will.
 
-Every WATCH_INTERVAL, on the listener's connection, it looks at the work threads: one
-whose job ran past its timeout, or that still works when a stop's grace ends, is let go
-(replaced at once, its server session ended, its Hand let go: the overdue job fails with
-its timeout, the rest goes back, and a job past its point of no return is shelved, never
-given back), and a Hand whose running job is slow, or whose worker
-stops, has its waiting jobs let go, to be given back for another thread to start. Then
-it settles what the ledger holds loose (holdings.py), whoever let it go: given back,
-deleted, or failed with its reason; a statement that fails leaves the rest loose for the
-next look; a performer that runs on is recorded first (holdings.py), and its record deleted
-once it returns. Every RECONCILE_EVERY it compares the rows the database says the worker
-holds with the ledger and lets go of the difference, so no row stays held by this live
-worker while none of its threads works it for longer than that. A policy's on_error
-hook runs on a thread of its own, never here.
+Every WATCH_INTERVAL it lets go of a thread whose job ran past its timeout or a stop's
+grace (replaced, its session ended from the server side), and of jobs waiting behind a
+slow one; settles what the Holdings hold loose; and every beat lets go of the rows the
+database says the worker holds that the Holdings do not know. LetGo records the performers
+that run on after their jobs were settled without them, until they return.
 """
 
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 import psycopg
 
-from ..core.job import Job, Performer, StoppedPastNoReturn
+from ..core.job import Job, StoppedPastNoReturn
 from ..core.policies import NO_RETRY, policy_of
-from ..store import claims, flows
-from ..store.pulse import Pulse
+from ..store import claims, flows, queries
 from .connections import ended
-from .holdings import Fate, Ledger, LetGo, Loose
-from .running import Counts, reason_of, told
-from .settling import quiet_settled, recorded_failure
-from .work_thread import BATCH_TIME, Doorbell, WorkThread
+from .holdings import Fate, Loose
+from .refusals import reason_of, timed_out
+from .settling import Failure, named, quiet_settled, recorded_failure
+from .work_thread import BATCH_TIME, Parts, Settings, WorkThread
 
-WATCH_INTERVAL = 0.1  # seconds between the keeper's looks at the threads and the loose rows
-TERMINATE_WAIT = 1.0  # seconds the keeper waits for the server to end a let-go thread's session
+WATCH_INTERVAL = 0.1  # seconds between the supervisor's looks at the threads and the loose rows
+TERMINATE_WAIT = 1.0  # seconds the supervisor waits for the server to end a let-go thread's session
 
 log = logging.getLogger("jobs")
 
 
-class Crew(Protocol):
-    """What the keeper reads of its worker (workers.Worker)."""
+class Supervisor:
+    """Starts the work threads and replaces them; `look(db)` settles what they will not, reconciling every beat.
 
-    id: int
-    ledger: Ledger
-    let_go: LetGo
-    performers: Mapping[str, Performer]
-    timeout: float | None
-    counts: Counts
-    pulse: Pulse
-    doorbell: Doorbell
+    over(): called once, when the last work thread has ended.
+    """
 
-    def work_threads(self) -> list[WorkThread]: ...
-    def replaced(self, work: WorkThread) -> bool | None: ...
-    def thread_ended(self, work: WorkThread) -> None: ...
-    def grace_over(self, now: float) -> bool: ...
-    def stopping(self) -> bool: ...
-
-
-class Keeper:
-    """The keeper of `crew`'s rows; `kept(db)` is one look, reconciling at most every `reconcile_every` seconds."""
-
-    def __init__(self, crew: Crew, reconcile_every: float) -> None:
-        self.crew, self.reconcile_every = crew, reconcile_every
+    def __init__(self, settings: Settings, parts: Parts, let_go: "LetGo", over: Callable[[], None]) -> None:
+        self.settings, self.parts, self.let_go, self.over = settings, parts, let_go, over
+        self.grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
         self._next_reconcile = 0.0
+        self._lock = threading.Lock()
+        self._threads: list[WorkThread] = []  # the work threads not let go
 
-    def kept(self, db: psycopg.Connection[Any]) -> None:
+    def start(self) -> None:
+        with self._lock:
+            self._threads = [self._new(n) for n in range(self.settings.threads)]
+
+    def _new(self, n: int) -> WorkThread:
+        return WorkThread(n, self.settings, self.parts, self.ended).start()
+
+    def threads(self) -> list[WorkThread]:
+        """The work threads not let go."""
+        with self._lock:
+            return list(self._threads)
+
+    def ended(self, work: WorkThread, error: BaseException | None = None) -> None:
+        """Hears that thread `work` ended, of `error` when it died: a thread that died is replaced, unless stopping."""
+        if error is not None:
+            log.error("a work thread ended of %r; another takes its place", error, exc_info=error)
+            if not self.replaced(work):
+                return
+        with self._lock:
+            if work in self._threads:
+                self._threads.remove(work)
+            last = not self._threads
+        if last:
+            self.over()
+
+    def replaced(self, work: WorkThread) -> bool | None:
+        """Takes thread `work` out and, unless stopping, starts another in its place; answers whether it was the last
+        (the worker then ends once its jobs are let go), or None when it was taken out already."""
+        with self._lock:
+            if work not in self._threads:
+                return None
+            self._threads.remove(work)
+            if not self.parts.gate.stopped.is_set():
+                self._threads.append(self._new(work.n))
+            return not self._threads
+
+    def look(self, db: psycopg.Connection[Any]) -> None:
         """Lets go of what the threads cannot settle now, settles what is loose, and reconciles when due."""
         self._watched(db)
         self._settled(db)
@@ -73,14 +87,13 @@ class Keeper:
         if time.monotonic() >= self._next_reconcile:
             self._reconciled(db)
             self._settled(db)
-            self._next_reconcile = time.monotonic() + self.reconcile_every
+            self._next_reconcile = time.monotonic() + self.settings.beat_every
 
     def _watched(self, db: psycopg.Connection[Any]) -> None:
         """Lets go of threads past their job's timeout or the grace, and of jobs waiting behind a slow one."""
-        crew = self.crew
-        now = time.monotonic()
-        grace_over = crew.grace_over(now)
-        for work in crew.work_threads():
+        parts, now = self.parts, time.monotonic()
+        grace_over = self.grace_ends is not None and now >= self.grace_ends
+        for work in self.threads():
             hand = work.hand
             job = hand.running
             if job is not None and job.deadline is not None and job.deadline <= now:
@@ -88,28 +101,26 @@ class Keeper:
             elif grace_over and hand.held():
                 self._let_go(db, work, None)
             elif (
-                crew.stopping()
+                parts.gate.stopped.is_set()
                 or hand.running_past(BATCH_TIME) is not None
-                or (crew.doorbell.idle() and now - hand.claimed_at > BATCH_TIME)
+                or (parts.doorbell.idle() and now - hand.claimed_at > BATCH_TIME)
             ):
-                waiting = crew.ledger.handed_on(hand)
+                waiting = parts.holdings.handed_on(hand)
                 if waiting:
+                    ids = [job.id for job in waiting]
                     log.info(
-                        "jobs %s, claimed behind one still running, are given back for another thread to start",
-                        [job.id for job in waiting],
+                        "jobs %s, claimed behind one still running, are given back for another thread to start", ids
                     )
 
     def _let_go(self, db: psycopg.Connection[Any], work: WorkThread, error: BaseException | None) -> None:
         """Replaces thread `work` and lets go of its Hand: its running job fails with `error`, or goes back (None)."""
-        last = self.crew.replaced(work)
+        last = self.replaced(work)
         if last is None:
             return
         work.abandon()
-        loose = self.crew.ledger.dropped(work.hand, error)
+        loose = self.parts.holdings.dropped(work.hand, error)
         try:
-            # The thread's session is ended from the server side, so whatever its stuck
-            # performer wrote is rolled back and nothing of it can commit later; it is gone
-            # before the performer is told, so the performer finds nothing to commit on.
+            # Ended from the server side, before the performer is told: nothing it wrote can commit.
             if work.backend is not None and not ended(db, work.backend, round(TERMINATE_WAIT * 1000)):
                 log.warning(
                     "the server process of a let-go thread did not end within %g s; its jobs go back anyway",
@@ -119,107 +130,93 @@ class Keeper:
             for entry in loose:
                 if entry.job is not None:
                     entry.job.cancelled.set()
-            for entry in [entry for entry in loose if entry.fate is Fate.FAIL and entry.job is not None]:
-                self._told_let_go(entry)
+                    if entry.fate is Fate.FAIL:
+                        self._said_why(entry)
             back = [entry.id for entry in loose if entry.fate is Fate.GIVE_BACK]
             if back:
                 log.warning("jobs %s were in hand when their thread was let go; they go back to the queue", back)
             if last:
-                self.crew.thread_ended(work)
+                self.ended(work)
 
-    def _told_let_go(self, entry: Loose) -> None:
+    def _said_why(self, entry: Loose) -> None:
         """Logs why the running job of a thread let go fails: its timeout, or its point of no return."""
         job = entry.job
         assert job is not None, "a running job is let go with its Job"
         if timed_out(entry.error):
-            log.warning(
-                "job %s (%s on %s) ran past its timeout of %g s; its thread is let go",
-                job.id,
-                job.name,
-                job.queue,
-                self._limit_of(job),
-            )
+            log.warning("job %s ran past its timeout of %g s; its thread is let go", named(job), self._limit_of(job))
         if isinstance(entry.error, StoppedPastNoReturn):
-            log.warning(
-                "job %s (%s on %s) was let go past its point of no return: it is shelved, not tried again",
-                job.id,
-                job.name,
-                job.queue,
-            )
+            log.warning("job %s was let go past its point of no return: it is shelved, not tried again", named(job))
 
     def _settled(self, db: psycopg.Connection[Any]) -> None:
         """Settles the loose rows: gives back, deletes, or fails each; what a failed statement leaves stays loose."""
-        loose = self.crew.ledger.loose()
+        parts = self.parts
+        loose = parts.holdings.loose()
         if not loose:
             return
         left = list(loose)
         try:
-            self.crew.let_go.recorded(db, [entry.job for entry in left if entry.job is not None])  # before: no gap
+            self.let_go.recorded(db, [entry.job for entry in left if entry.job is not None])  # before: no gap
             back = [entry for entry in left if entry.fate is Fate.GIVE_BACK]
             if back:
                 queues = flows.released(db, [(entry.id, entry.claim, due_at(entry)) for entry in back])
                 claims.announced(db, queues)  # for idle workers elsewhere too
-                self.crew.counts.given_back += len(back)
-                self.crew.pulse.given_back([entry.job for entry in back if entry.job is not None])
+                parts.tally.counts.given_back += len(back)
+                if parts.tally.pulse is not None:
+                    parts.tally.pulse.given_back([entry.job for entry in back if entry.job is not None])
                 left = [entry for entry in left if entry not in back]
-                self.crew.doorbell.ring()
+                parts.doorbell.ring()
             lapsed = [entry for entry in left if entry.fate is Fate.LAPSE]
             if lapsed:
                 claims.lapsed(db, [(entry.id, entry.claim) for entry in lapsed])
                 log.info("%d job(s) it held when cut off are due again at once", len(lapsed))
-                self.crew.counts.given_back += len(lapsed)
+                parts.tally.counts.given_back += len(lapsed)
                 left = [entry for entry in left if entry not in lapsed]
-                self.crew.doorbell.ring()
+                parts.doorbell.ring()
             for claim in {entry.claim for entry in left if entry.fate is Fate.DELETE}:
                 done = [entry for entry in left if entry.fate is Fate.DELETE and entry.claim == claim]
-                for job, outcome in quiet_settled(db, [entry.job for entry in done if entry.job is not None]):
-                    told(job, outcome, self.crew.counts, self.crew.pulse)
+                parts.tally.add(quiet_settled(db, [entry.job for entry in done if entry.job is not None]))
                 left = [entry for entry in left if entry not in done]
             for entry in [entry for entry in left if entry.fate is Fate.FAIL]:
                 self._failed(db, entry)
                 left.remove(entry)
         finally:
-            self.crew.ledger.kept(left)
+            parts.holdings.put_back(left)
 
     def _returned(self, db: psycopg.Connection[Any]) -> None:
         """Frees the room of performers let go that have returned, and wakes the claims of their queues."""
-        queues = self.crew.let_go.returned(db)
+        queues = self.let_go.returned(db)
         if queues:
             claims.announced(db, queues)  # for workers elsewhere, whose claims it held back
-            self.crew.doorbell.ring()
+            self.parts.doorbell.ring()
 
     def _failed(self, db: psycopg.Connection[Any], entry: Loose) -> None:
         """Records the failed attempt of a job let go while it ran, as its policy says, and counts it."""
         job, error = entry.job, entry.error
         assert job is not None and error is not None, "only a job that ran is let go to fail"
-        policy = NO_RETRY if isinstance(error, StoppedPastNoReturn) else policy_of(self.crew.performers.get(job.name))
-        outcome = recorded_failure(db, job, policy, error, reason_of(error), "", None, hooks=on_a_thread)
+        past = isinstance(error, StoppedPastNoReturn)
+        policy = NO_RETRY if past else policy_of(self.settings.performers.get(job.name))
+        outcome = recorded_failure(db, job, policy, Failure(error, reason_of(error)), hooks=on_a_thread)
         if outcome.kind != "lease_lost":
             if timed_out(error):
-                self.crew.counts.timed_out += 1
-            told(job, outcome, self.crew.counts, self.crew.pulse)
+                self.parts.tally.counts.timed_out += 1
+            self.parts.tally.add([(job, outcome)])
 
     def _reconciled(self, db: psycopg.Connection[Any]) -> None:
-        """Lets go of the rows the database says this worker holds that none of its threads holds (ledger.strays)."""
-        strays = self.crew.ledger.strays(claims.held_by(db, self.crew.id))
+        """Lets go of the rows the database says this worker holds that none of its threads holds (`strays`)."""
+        strays = self.parts.holdings.strays(claims.held_by(db, self.settings.id))
         if strays:
             log.warning(
                 "jobs %s were held by this worker with no thread working them; they go back to the queue",
                 [entry.id for entry in strays],
             )
-            self.crew.ledger.kept(strays)
+            self.parts.holdings.put_back(strays)
 
     def _limit_of(self, job: Job) -> float:
         """The timeout that applies to `job`: its policy's, or the worker's."""
-        limit = policy_of(self.crew.performers.get(job.name)).timeout
-        limit = limit if limit is not None else self.crew.timeout
+        limit = policy_of(self.settings.performers.get(job.name)).timeout
+        limit = limit if limit is not None else self.settings.timeout
         assert limit is not None, "only a job with a timeout has a deadline to run past"
         return limit
-
-
-def timed_out(error: BaseException | None) -> bool:
-    """Whether a let-go job's `error` is its timeout, past its point of no return or not."""
-    return isinstance(error, TimeoutError) or isinstance(getattr(error, "__cause__", None), TimeoutError)
 
 
 def due_at(entry: Loose) -> int:
@@ -228,5 +225,36 @@ def due_at(entry: Loose) -> int:
 
 
 def on_a_thread(call: Callable[[], object]) -> None:
-    """Runs an app's hook on a thread of its own, so that however long it takes, it holds up no keeper."""
+    """Runs an app's hook on a thread of its own, so that however long it takes, it holds up no supervisor."""
     threading.Thread(target=call, name="jobs-on-error", daemon=True).start()
+
+
+class LetGo:
+    """The performers of one worker that run on after their jobs were settled without them."""
+
+    def __init__(self) -> None:
+        self._running: dict[tuple[int, int], Job] = {}  # (id, claim): the job, while its row is in job_let_go
+
+    def recorded(self, db: psycopg.Connection[Any], jobs: list[Job]) -> None:
+        """Records, on db's transaction, those of `jobs` whose performer still runs, before they are settled."""
+        running = [job for job in jobs if job.performing and job.claim is not None]
+        if running:
+            params = {"ids": [job.id for job in running], "claims": [job.claim for job in running]}
+            db.execute(queries["let_go_recorded"], params)
+            self._running.update(((job.id, job.claim), job) for job in running if job.claim is not None)
+
+    def returned(self, db: psycopg.Connection[Any]) -> set[str]:
+        """Deletes the rows of the performers that have returned; answers their queues, which have room again."""
+        done = [(key, job) for key, job in self._running.items() if not job.performing]
+        if not done:
+            return set()
+        params = {"ids": [id for (id, _), _ in done], "claims": [claim for (_, claim), _ in done]}
+        db.execute(queries["let_go_forgotten"], params)
+        for key, _ in done:
+            del self._running[key]
+        return {job.queue for _, job in done}
+
+
+def gone_pruned(db: psycopg.Connection[Any]) -> None:
+    """Deletes the rows workers gone left in job_let_go, for the reaper."""
+    db.execute(queries["let_go_pruned"])

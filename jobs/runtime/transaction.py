@@ -156,29 +156,6 @@ class JobTransaction:
         return self.begun and self.db.pgconn.transaction_status == IDLE
 
 
-class Astray(psycopg.OperationalError):
-    """The worker's connection was found in a transaction the worker never began: it is closed, as if lost."""
-
-
-def expected_idle(db: psycopg.Connection[Any], before: str) -> None:
-    """Closes `db` and raises Astray, unless it is outside any transaction (libpq's word: no round trip).
-
-    Between two jobs, and before a claim or a settlement the worker sends in autocommit,
-    no transaction is open. One is when a statement was sent past the worker (by a
-    thread a performer left running, on the raw connection): what the worker sent then
-    would run inside it and never commit. Closing the connection rolls it back, and the
-    thread lets go of what it holds, as when a connection is lost.
-    """
-    found = db.pgconn.transaction_status  # an int: db.info's enum costs ten times the read
-    if found != IDLE:
-        db.close()
-        raise Astray(
-            f"its connection was {TransactionStatus(found).name} before {before}: in a transaction the worker "
-            "never began (a thread a performer left running may have sent it a statement); it is closed, which "
-            "rolls that back"
-        )
-
-
 @functools.lru_cache(maxsize=CHECKED_TEXTS)
 def text_ends_transaction(text: str) -> bool:
     """Whether a text ends a transaction; a performer sends the same few texts again and again: each is read once."""

@@ -1,4 +1,5 @@
-"""The watchdog: a bound on how long a thread waits for the database to answer.
+"""The watchdog and the heartbeat: a bound on how long a thread waits for the database to answer, and
+the thread that says a worker is alive.
 
 A connection can go silent without being closed. A NAT or a firewall that forgets it
 drops its packets: the kernel's keepalives see that (connections.keepalives). A hung
@@ -15,6 +16,10 @@ on a lock) says nothing of the others; each of them meets the bound on its own w
 A wait that `exempt()` says is not the watchdog's (a performer's statement, which may
 rightly run long: the job's timeout bounds it) is not watched. `on_cut()` hears of each
 look that cut connections, for a pool to clear out the ones it holds.
+
+The heartbeat has a thread and a connection of its own: it registers the worker in
+job_workers and moves its row's beat_at every lease / BEATS, and does nothing else, so no
+hook, chore or lock can hold a beat up. When the worker has ended it marks the row stopped.
 """
 
 import logging
@@ -27,6 +32,11 @@ from collections.abc import Callable
 from typing import Any
 
 import psycopg
+
+from ..store import schema, workers_table
+from .connections import Reconnecting, closed, kept_running, opened
+from .refusals import Refusals
+from .work_thread import Settings
 
 log = logging.getLogger("jobs")
 
@@ -137,3 +147,64 @@ def backend_of(db: psycopg.Connection[Any]) -> int | str:
         return db.info.backend_pid
     except Exception:
         return "unknown"
+
+
+class Heartbeat:
+    """Beats the row of the worker `settings` describe until `ended` is set; `run` is the thread's body.
+
+    on_registered() is called once the row is written, each time it is: the worker's
+    threads may claim from then on.
+    """
+
+    def __init__(
+        self, settings: Settings, ended: threading.Event, refusals: Refusals, on_registered: Callable[[], None]
+    ) -> None:
+        self.connect, self.ended, self.every = settings.connect, ended, settings.beat_every
+        self.refusals, self.on_registered = refusals, on_registered
+        self.registration = workers_table.Registration(
+            settings.id, settings.queues, settings.threads, settings.lease, schema.VERSION
+        )
+        self._nudged = threading.Event()  # set to end a wait at once: the worker ended
+        self._next_beat = 0.0
+
+    def run(self) -> None:
+        thread = Reconnecting("worker's heartbeat", self.refusals, on_open=self._registered)
+        kept_running(self.connect, self.ended, self._step, thread)
+        self._signed_off()
+
+    def interrupted(self) -> None:
+        """Ends the heartbeat's wait at once."""
+        self._nudged.set()
+
+    def _registered(self, db: psycopg.Connection[Any]) -> None:
+        """On a new connection: records the worker (or takes its row back), then lets it claim."""
+        ended = workers_table.registered(db, self.registration)
+        if ended is not None:
+            log.warning(
+                "this worker was taken for gone (%s) while it lived: jobs it held may have gone to other "
+                "workers, and their settlement here will be refused",
+                ended,
+            )
+        self.on_registered()
+        self._next_beat = time.monotonic() + self.every
+
+    def _step(self, db: psycopg.Connection[Any]) -> None:
+        """Waits for the next beat, then beats."""
+        self._nudged.wait(max(0.0, self._next_beat - time.monotonic()))
+        self._nudged.clear()
+        if time.monotonic() < self._next_beat:
+            return  # nudged: the worker ended, and kept_running sees it
+        if not workers_table.beaten(db, self.registration.id):
+            self._registered(db)  # a reaper took this worker for gone while it lived: it says so, and is back
+        self._next_beat = time.monotonic() + self.every
+
+    def _signed_off(self) -> None:
+        """Marks the worker's row stopped, on a connection of its own (the heartbeat's may be gone)."""
+        db: psycopg.Connection[Any] | None = None
+        try:
+            db = opened(self.connect)
+            workers_table.signed_off(db, self.registration.id)
+        except Exception as error:  # its row then falls silent, and another worker's reaper marks it gone
+            log.warning("the worker could not mark its row stopped (%s); it will be taken for gone", error)
+        finally:
+            closed(db)

@@ -1,38 +1,52 @@
 """A work thread: the loop that claims a batch of due jobs, runs it, and waits for its Doorbell.
 
-A Worker (worker.py) runs several, each on a connection of its own. What a thread claims is
-the ledger's (holdings.py) from before the claim is sent: the claim's token while its answer
-is on its way, then the thread's Hand (hand.py). Every way out of a step lets go of the whole
-Hand in the ledger, for the keeper (supervisor.py) to settle, and the thread carries on; one
-that ends for any other reason says why and is replaced. Its connection's backend is kept,
-so that the keeper can end the transaction of a job it must abandon.
-
-One ring of the Doorbell wakes one thread: waking every idle thread for every notification
-made a herd of empty claims. The listener rings once per notification or promotion, and a
-thread that claimed a full batch rings again, since more may be due.
+A Worker runs several, each on a connection of its own, given the worker's Settings and
+the Parts its threads share, never the Worker; it tells its owner one thing, that it
+ended. What it claims is the Holdings' from before the claim is sent, then its Hand's;
+every way out of a step lets go of the whole Hand, for the supervisor to settle. One ring
+of the Doorbell wakes one thread (waking every idle one for each notification made a herd
+of empty claims); the Gate says when the threads may claim, and from which queues.
 """
 
 import threading
-from collections.abc import Mapping
-from typing import Any, Protocol
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from ..core.job import Job, Performer
-from ..store import claims, limits
+from ..store import claims
 from ..store.frontier import Frontiers
-from ..store.limits import Limits
-from ..store.pulse import Pulse
-from .connections import Backend, Connect, kept_running, pooler_told
-from .hand import Hand
-from .holdings import Fate, Ledger
-from .refusals import Complaints, lost
-from .running import Counts, JobLost, lost_attempt, performed
-from .transaction import expected_idle
+from .connections import Backend, Connect, Reconnecting, kept_running, pooler_told
+from .holdings import Fate, Hand, Holdings
+from .refusals import JobLost, Refusals, expected_idle, lost, lost_attempt
+from .running import Runner
+from .settling import Tally
+
+if TYPE_CHECKING:  # a copy may leave store/limits.py out
+    from ..store.limits import Limits
 
 BATCH_MAX = 100  # jobs one claim may take at the most
 BATCH_TIME = 0.02  # seconds a job may run before the jobs claimed after it are given back (or a claim
 # may be held while another thread idles); a job that ran longer makes the next claim take one
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a worker was asked, and what follows from it, computed once: every part reads it, none changes it."""
+
+    id: int  # its row in job_workers, and the mark its claims leave on the jobs they hold
+    connect: Connect  # each connection it opens watched by the worker's watchdog
+    queues: list[str]
+    performers: Mapping[str, Performer]
+    threads: int
+    lease: float  # seconds the worker may fall silent before another takes it for gone
+    poll: float
+    listen: bool
+    timeout: float | None  # seconds a job may run when its policy names no timeout
+    budgets: str  # the attempts each performer's policy allows, as the claim reads them (claims.budgets_of)
+    beat_every: float  # lease / BEATS: seconds between heartbeats, reaper runs and the supervisor's reconciliations
 
 
 class Doorbell:
@@ -76,44 +90,83 @@ class Doorbell:
             return self._everyone
 
 
-class Shift(Protocol):
-    """What a work thread reads of its worker (workers.Worker)."""
+class Gate:
+    """When a worker's threads may claim, and from which queues: once it is registered and knows the paused
+    queues, and never once it stops. A drain lets each thread end when it finds nothing due."""
 
-    id: int
-    connect: Connect
-    performers: Mapping[str, Performer]
-    queues: list[str]
-    lease: float
-    poll: float
-    listen: bool
-    timeout: float | None
-    budgets: str
-    counts: Counts
-    pulse: Pulse
-    complaints: Complaints
-    ledger: Ledger
+    def __init__(self, queues: list[str], doorbell: Doorbell, threads: int) -> None:
+        self.queues, self.doorbell, self.threads = queues, doorbell, threads
+        self.paused: set[str] = set()  # the worker's queues paused when last read
+        self.ready = threading.Event()  # set once the worker is registered and has read the paused queues
+        self.stopped = threading.Event()  # nothing new is claimed once it is set
+        self.drain = False  # stop(drain=True) asked
+        self._registered = self._paused_read = False
+
+    def claimable(self) -> list[str]:
+        """The queues a work thread may claim from now: those not paused; none before it is ready, none once stopped."""
+        if self.stopped.is_set() or not self.ready.is_set():
+            return []
+        return [queue for queue in self.queues if queue not in self.paused]
+
+    def draining(self) -> bool:
+        """Whether a work thread that found nothing due ends: a drain was asked, and the worker may claim."""
+        return self.drain and self.ready.is_set()
+
+    def registered(self) -> None:
+        """Hears from the heartbeat that the worker's row is written."""
+        self._registered = True
+        self._opened()
+
+    def paused_now(self, paused: set[str]) -> None:
+        """Hears which queues are paused now (every poll); a resumed one wakes a thread."""
+        mine = paused & set(self.queues)
+        resumed, self.paused = self.paused - mine, mine
+        if resumed:
+            self.doorbell.ring()
+        self._paused_read = True
+        self._opened()
+
+    def _opened(self) -> None:
+        """Lets the threads claim, and wakes them, once the worker is registered and knows the paused queues."""
+        if self._registered and self._paused_read and not self.ready.is_set():
+            self.ready.set()
+            for _ in range(self.threads):
+                self.doorbell.ring()
+            if self.drain:
+                self.doorbell.ring_everyone()
+
+
+@dataclass(frozen=True, eq=False)
+class Parts:
+    """The parts of one worker that its threads share, each safe from any thread."""
+
+    holdings: Holdings  # every row its claims hold, until settled
     doorbell: Doorbell
-    frontiers: Frontiers
-    limits: Limits
-
-    @property
-    def draining(self) -> bool: ...
-    def claimable(self) -> list[str]: ...
-    def thread_ended(self, work: "WorkThread") -> None: ...
-    def thread_died(self, work: "WorkThread", error: BaseException) -> None: ...
+    gate: Gate
+    tally: Tally  # its counts, in all and per queue and minute
+    refusals: Refusals  # each refusal of the database logged once, for all its threads
+    frontiers: Frontiers  # where each queue's claims start
+    limits: "Limits | None"  # its limited queues, read every poll (None: a copy without store/limits.py)
 
 
 class WorkThread:
-    """Work thread `n` of `worker`; `start` runs it, `abandon` lets it go."""
+    """Work thread `n`; `start` runs it, `abandon` lets it go; `ended(thread, error)` hears that it ended, unless
+    let go: of `error` when it died."""
 
-    def __init__(self, worker: Shift, n: int) -> None:
-        self.worker, self.n = worker, n
+    def __init__(
+        self, n: int, settings: Settings, parts: Parts, ended: Callable[["WorkThread", BaseException | None], None]
+    ) -> None:
+        self.n, self.settings, self.parts, self._ended = n, settings, parts, ended
         self.ending = threading.Event()  # set when the worker stops, or abandons this thread
         self.abandoned = False
         self.hand = Hand([])  # the jobs of its last claim not yet settled or let go
-        self.backend: Backend | None = None  # the server process of this thread's connection (connections.py)
+        self.backend: Backend | None = None  # the server process of this thread's connection
         self.limit = 1  # how many jobs the next claim may take
         self.room_in: float | None = None  # seconds until a full window of its last pass's queues has room
+        back, ending = parts.holdings.given_back, self.ending.is_set  # the runner gives back what it did not start
+        self.runner = Runner(
+            settings.performers, parts.tally, settings.timeout, BATCH_TIME, stopping=ending, give_back=back
+        )
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
 
     def start(self) -> "WorkThread":
@@ -121,127 +174,102 @@ class WorkThread:
         return self
 
     def abandon(self) -> None:
-        """Lets the thread go: it claims nothing more and ends when its performer returns (supervisor.py)."""
+        """Lets the thread go: it claims nothing more and ends when its performer returns."""
         self.abandoned = True
         self.ending.set()
 
     def _run(self) -> None:
+        settings, parts = self.settings, self.parts
         try:
-            kept_running(
-                self.worker.connect,
-                self.ending,
-                self._claimed_and_ran,
-                who="worker",
-                complaints=self.worker.complaints,
-                on_open=self._opened,
-                on_lost=self._lost,
-            )
+            thread = Reconnecting("worker", parts.refusals, on_open=self._opened, on_lost=self._lost)
+            kept_running(settings.connect, self.ending, self._claimed_and_ran, thread)
         except BaseException as error:  # not one of a step's: kept_running catches those, and carries on
-            self.worker.thread_died(self, error)
+            self._ended(self, error)
             return
         finally:
-            self.worker.ledger.done_with(self.hand)
+            parts.holdings.done_with(self.hand)
         if not self.abandoned:
-            self.worker.thread_ended(self)
+            self._ended(self, None)
 
     def _opened(self, db: psycopg.Connection[Any]) -> None:
-        """On a new connection: learns its server process, for the keeper to end it if it must."""
-        self.backend = Backend(db)
-        pooler_told(self.worker, self.backend, listen=self.worker.listen, poll=self.worker.poll)
+        """On a new connection: learns its server process, for the supervisor to end it if it must."""
+        self.backend = self.runner.backend = Backend(db)
+        pooler_told(self.parts, self.backend, listen=self.settings.listen, poll=self.settings.poll)
 
     def _lost(self, error: BaseException) -> None:
-        """Lets go of what the thread held when a step raised.
-
-        Its running job lapses when the connection was lost (its writes went with it, and
-        it is due again at once), and fails with the reason when a settlement was refused.
-        """
+        """Lets go of what the thread held when a step raised: its running job lapses when the connection was lost
+        (its writes went with it), and fails with the reason when a settlement was refused."""
         cut_off = isinstance(error, JobLost) or (isinstance(error, psycopg.Error) and lost(error))
-        fate = Fate.LAPSE if cut_off else Fate.FAIL
         self.hand.returned()
-        self.worker.ledger.dropped(self.hand, lost_attempt(error), fate)
+        self.parts.holdings.dropped(self.hand, lost_attempt(error), Fate.LAPSE if cut_off else Fate.FAIL)
         self.hand = Hand([])
 
     def _claimed_and_ran(self, db: psycopg.Connection[Any]) -> bool:
         """One pass over the queues: claim, run, settle; waits when nothing was due. False ends the thread."""
-        worker = self.worker
-        busy = False
-        # A drain ends the thread only after a pass that began once the drain was asked:
-        # a claim already under way then may still have read the bound the drain drops.
-        # Nor while rows are on their way back to the queue (loose in the ledger).
-        draining = worker.draining and not worker.ledger.letting_go()
+        gate, busy = self.parts.gate, False
+        # A drain ends the thread only after a pass begun once it was asked (a claim under way may have read the
+        # bound the drain drops), and not while rows are on their way back to the queue (loose in the holdings).
+        draining = gate.draining() and not self.parts.holdings.letting_go()
         self.room_in = None
-        for queue in worker.claimable():
+        for queue in gate.claimable():
             jobs = self._claimed(db, queue)
             if len(jobs) == self.limit:
-                worker.doorbell.ring()  # a full batch: more may be due, for another thread
+                self.parts.doorbell.ring()  # a full batch: more may be due, for another thread
             if jobs:
                 busy = True
                 self.limit = self._ran_batch(db)
         if not busy:
             if draining and self.room_in is not None:  # due jobs a full window holds back: not drained yet
                 self.ending.wait(self.room_in)
-                return not self.abandoned
-            if draining:
-                # Due means due: scheduled jobs whose moment has come are promoted first,
-                # rather than left for the listener's next promotion after the drain ended.
-                return bool(set(claims.promoted(db)) & set(worker.queues)) and not self.abandoned
-            worker.doorbell.wait(worker.poll)
+            elif draining:
+                # Due means due: scheduled jobs whose moment has come are promoted first, not after the drain.
+                return bool(set(claims.promoted(db)) & set(self.settings.queues)) and not self.abandoned
+            else:
+                self.parts.doorbell.wait(self.settings.poll)
         return not self.abandoned
 
     def _claimed(self, db: psycopg.Connection[Any], queue: str) -> list[Job]:
-        """Claims a batch of `queue` into a new Hand; the ledger holds the claim from before it is sent."""
-        worker = self.worker
+        """Claims a batch of `queue` into a new Hand; the holdings hold the claim from before it is sent."""
+        settings, holdings, limited = self.settings, self.parts.holdings, self.parts.limits
         expected_idle(db, "a claim")  # else the claim would never commit
         claim = claims.new_claim()
-        worker.ledger.claiming(claim)
-        after, lease, budgets, limit = worker.frontiers.bound(queue), worker.lease, worker.budgets, self.limit
+        holdings.claiming(claim)
+        lease, worker, budgets = settings.lease, settings.id, settings.budgets
+        after, known = self.parts.frontiers.bound(queue), limited.known.get(queue) if limited is not None else None
         try:
-            known = worker.limits.known.get(queue)
-            if known is not None:
-                within = limits.claimed(
-                    db, queue, after=after, lease=lease, worker=worker.id, budgets=budgets, claim=claim, known=known
+            if known is None:
+                jobs = claims.claimed(
+                    db, queue, limit=self.limit, after=after, lease=lease, worker=worker, budgets=budgets, claim=claim
                 )
-                if within.room_in is not None:
-                    worker.limits.has_room_in(within.room_in)  # one thread is woken then, not every idle one
+            else:
+                from ..store import limits  # here only: a copy may leave it out, and then knows no limit
+
+                within = limits.claimed(
+                    db, queue, after=after, known=known, lease=lease, worker=worker, budgets=budgets, claim=claim
+                )
+                if within.room_in is not None and limited is not None:
+                    limited.has_room_in(within.room_in)  # one thread is woken then, not every idle one
                     self.room_in = within.room_in if self.room_in is None else min(self.room_in, within.room_in)
                 jobs = within.jobs
-            else:
-                jobs = claims.claimed(
-                    db, queue, limit=limit, after=after, lease=lease, worker=worker.id, budgets=budgets, claim=claim
-                )
         except BaseException:
-            worker.ledger.unheard(claim)  # whatever it took is a stray now: the keeper gives it back
+            holdings.unheard(claim)  # whatever it took is a stray now: the supervisor gives it back
             raise
+        if not jobs:
+            holdings.unheard(claim)  # it took nothing: the usual answer of an idle worker's claim
+            return jobs
         self.hand = Hand(jobs)
-        worker.ledger.heard(claim, self.hand)
-        worker.pulse.claimed(jobs)
+        holdings.heard(claim, self.hand)
+        if self.parts.tally.pulse is not None:
+            self.parts.tally.pulse.claimed(jobs)
         return jobs
 
     def _ran_batch(self, db: psycopg.Connection[Any]) -> int:
-        """Runs the claimed batch in the thread's Hand and returns how many jobs the next claim may take.
-
-        Batches grow while their jobs are quick, and fall back to one job as soon as one
-        takes longer than BATCH_TIME: the jobs claimed after a slower one are given back
-        (by the keeper while it runs, or after BATCH_TIME while another thread idles, and
-        by the runner once it returned), so none waits on a slow job beside an idle thread.
-        """
+        """Runs the claimed batch in the thread's Hand and returns how many jobs the next claim may take: batches grow
+        while their jobs are quick, and fall back to one as soon as one takes longer than BATCH_TIME (the jobs
+        claimed after it are given back), so none waits on a slow job beside an idle thread."""
         hand = self.hand
-        claimed = hand.held()
-        performed(
-            db,
-            claimed,
-            self.worker.performers,
-            counts=self.worker.counts,
-            stopping=self.ending.is_set,
-            timeout=self.worker.timeout,
-            hand=hand,
-            patience=BATCH_TIME,
-            backend=self.backend,
-            give_back=self.worker.ledger.given_back,
-            pulse=self.worker.pulse,
-        )
-        self.worker.ledger.done_with(hand)
+        claimed = len(hand.held())
+        self.runner.batch(db, hand)
+        self.parts.holdings.done_with(hand)
         self.hand = Hand([])
-        if hand.longest > BATCH_TIME:
-            return 1
-        return min(BATCH_MAX, len(claimed) * 2)
+        return 1 if hand.longest > BATCH_TIME else min(BATCH_MAX, claimed * 2)

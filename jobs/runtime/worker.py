@@ -1,38 +1,43 @@
-"""The worker: threads that claim due jobs, run them and wait for more.
+"""The worker, and the ways an app runs its jobs.
 
-A Worker runs `threads` work threads, each on a connection of its own, and beside them
-a listener thread (listener.py) that wakes them when jobs come and does the chores, the
-keeper among them (supervisor.py), and a heartbeat thread (heartbeat.py) that records the
-worker as alive in job_workers and does nothing else. Every row its claims hold is its
-ledger's (holdings.py) until settled. A work thread claims a batch, hands it to the
-runner (running.py) and waits when nothing is due; it never dies of a job's failure or
-of a lost connection (connections.py), and one that ends anyway is replaced. `worked`
-(starting.py) is the same step, once, for a caller's own loop; `worker` and `beside`
-(starting.py) start one.
+A Worker runs `threads` work threads, each on a connection of its own, started and replaced
+by its supervisor; beside them the listener wakes them and runs the maintenance, and the
+heartbeat records the worker as alive. Each part is given the worker's Settings and the
+Parts it uses, never the Worker. `worker` starts a Worker, `beside` one next to a web
+server, `beside_asgi` one within an ASGI app's lifespan.
 """
 
+import asyncio
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.job import LEASE, Job, Performer
 from ..store import claims, schema, workers_table
 from ..store.frontier import Frontiers
-from ..store.limits import Limits
-from ..store.pulse import Pulse
-from ..store.schedules import Schedule, held
-from . import maintenance
+from . import maintenance, optional
 from .connections import SILENT_AFTER, Connect
-from .heartbeat import Heartbeat
-from .holdings import Ledger, LetGo
-from .listener import POLL_INTERVAL, Listener
-from .refusals import Complaints
-from .running import Counts, current
-from .supervisor import Keeper
-from .watchdog import Watchdog
-from .work_thread import Doorbell, WorkThread
+from .holdings import Holdings
+from .maintenance import POLL_INTERVAL, Listener
+from .refusals import Refusals
+from .running import current
+from .settling import Counts, Tally
+from .supervisor import LetGo, Supervisor
+from .watchdog import Heartbeat, Watchdog
+from .work_thread import Doorbell, Gate, Parts, Settings, WorkThread
+
+if TYPE_CHECKING:  # a copy may leave store/schedules.py out
+    from ..store.schedules import Schedule
+
+T = TypeVar("T")  # what `beside`'s serve() answers
+# The ASGI callable's shape (the asgiref spec), spelled out: jobs imports no ASGI package.
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Message, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("jobs")
 
@@ -63,11 +68,10 @@ class Worker:
         poll: float = POLL_INTERVAL,
         listen: bool = True,
         timeout: float | None = None,
-        schedules: Iterable[Schedule] = (),
+        schedules: Iterable["Schedule"] = (),
         silent_after: float = SILENT_AFTER,
     ) -> None:
-        if isinstance(queues, str):
-            queues = [queues]
+        queues = [queues] if isinstance(queues, str) else list(queues)
         if not queues or threads < 1 or lease <= 0 or (timeout is not None and not timeout > 0):
             raise ValueError(
                 "a worker needs a queue, one thread or more, a lease of more than 0 s, "
@@ -75,91 +79,87 @@ class Worker:
             )
         # Every connection the worker opens is watched, but not while a performer waits on it.
         self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
-        self.connect, self.queues, self.performers = self.watchdog.connecting(connect), list(queues), performers
-        self.threads, self.lease, self.poll, self.timeout, self.listen = threads, lease, poll, timeout, listen
-        self.id = secrets.randbits(63)  # its row in job_workers, and the mark its claims leave on the jobs they hold
-        self.version = schema.VERSION
-        self.counts = Counts()
-        self.pulse = Pulse()  # its counts per queue and minute, until the listener adds them to job_pulse
-        self.complaints = Complaints()  # each refusal of the database logged once, for all its threads
-        self.budgets = claims.budgets_of(performers)  # the attempts each policy allows, for the claim
-        self.frontiers = Frontiers()  # where each queue's claims start (frontier.py)
-        self.ledger = Ledger()  # every row its claims hold, until settled (holdings.py)
-        self.let_go = LetGo()  # its performers that run on after their jobs were settled without them (holdings.py)
-        self.doorbell = Doorbell(threads)  # how the listener, and busy threads, wake idle threads
-        self._drain = False  # stop(drain=True) asked
-        self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
-        self._stopping = threading.Event()  # nothing new is claimed once it is set
-        self._ready = threading.Event()  # set once the worker is registered and has read the paused queues
-        self._registered = self._paused_read = False
-        self._grace_ends: float | None = None  # when a stop's grace period runs out (time.monotonic())
-        self._said_stopped = False  # join() logs what the worker did once, when it has ended
-        self._lock = threading.Lock()
-        self._work: list[WorkThread] = []  # the work threads not abandoned
-        self.schedules = held(schedules)
-        self.paused: set[str] = set()  # the worker's queues paused when last read
-        self.limits = Limits(self.queues, self.doorbell.ring)  # its limited queues, read every poll (limits.py)
-        self.keeper = Keeper(
-            self, reconcile_every=lease / workers_table.BEATS
-        )  # settles what no thread will (supervisor.py)
-        timetable = maintenance.timetable(
-            queues=self.queues,
-            poll=poll,
+        self.settings = settings = Settings(
+            id=secrets.randbits(63),
+            connect=self.watchdog.connecting(connect),
+            queues=queues,
+            performers=performers,
+            threads=threads,
             lease=lease,
-            keeper=self.keeper,
-            ledger=self.ledger,
-            let_go=self.let_go,
-            doorbell=self.doorbell,
-            frontiers=self.frontiers,
-            schedules=self.schedules,
-            paused_now=self.paused_now,
-            limits=self.limits,
-            counted=self.pulse,
-        )
-        self._listener = Listener(
-            self.connect,
-            self.queues,
+            poll=poll,
             listen=listen,
-            chores=timetable,
+            timeout=timeout,
+            budgets=claims.budgets_of(performers),
+            beat_every=lease / workers_table.BEATS,
+        )
+        limits, pulse = optional("limits"), optional("pulse")  # None in a copy that left them out
+        self.id, self.queues, self.counts = settings.id, queues, Counts()
+        self.pulse = pulse.Pulse() if pulse is not None else None
+        doorbell = Doorbell(threads)
+        self.gate = Gate(queues, doorbell, threads)
+        tally, limited = (
+            Tally(self.counts, self.pulse),
+            limits.Limits(queues, doorbell.ring) if limits is not None else None,
+        )
+        self.parts = parts = Parts(Holdings(), doorbell, self.gate, tally, Refusals(), Frontiers(), limited)
+        self.frontiers = parts.frontiers
+        self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
+        self.supervisor = Supervisor(settings, parts, LetGo(), over=self._over)
+        schedules = list(schedules)
+        if schedules:  # a copy that left store/schedules.py out takes none
+            from ..store.schedules import held
+
+            schedules = held(schedules)
+        self._listener, self._heartbeat = self._beside(schedules)
+        self._threads_beside = [
+            threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True),
+            threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True),
+        ]
+        self._said_stopped = False  # join() logs what the worker did once, when it has ended
+
+    def _beside(self, schedules: Sequence["Schedule"]) -> tuple[Listener, Heartbeat]:
+        """The listener, which runs the maintenance (`schedules` among it), and the heartbeat."""
+        settings, parts = self.settings, self.parts
+        chores = maintenance.timetable(settings, parts, self.supervisor, schedules)
+        listener = Listener(
+            settings.connect,
+            settings.queues,
+            listen=settings.listen,
+            chores=chores,
             stopping=self.ended,
-            doorbell=self.doorbell,
-            complaints=self.complaints,
+            doorbell=parts.doorbell,
+            refusals=parts.refusals,
         )
-        self._listener_thread = threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True)
-        registration = workers_table.Registration(self.id, self.queues, threads, lease, self.version)
-        self._heartbeat = Heartbeat(
-            self.connect, registration, ended=self.ended, complaints=self.complaints, on_registered=self.registered
-        )
-        self._heartbeat_thread = threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True)
+        return listener, Heartbeat(settings, self.ended, parts.refusals, on_registered=self.gate.registered)
 
     def start(self) -> "Worker":
-        """Starts the threads and returns the worker; the work threads claim once it is registered (heartbeat.py)."""
-        self._heartbeat_thread.start()
-        self._listener_thread.start()
-        with self._lock:
-            self._work = [WorkThread(self, n).start() for n in range(self.threads)]
+        """Starts the threads and returns the worker; the work threads claim once it is registered."""
+        for thread in self._threads_beside:
+            thread.start()
+        self.supervisor.start()
         return self
 
     def stop(self, drain: bool = False, grace: float | None = None) -> None:
         """Asks the worker to stop: nothing new is claimed, and the jobs in hand finish and settle.
 
-        With drain=True it first works on until nothing is due on its queues. With
-        `grace` (seconds), jobs still running when it has passed are given back to
-        the queue at once, their settlement fenced off, and their threads let go (a second
-        stop with grace=0 gives everything back now). Not from a signal handler: it takes the lock join holds.
+        With drain=True it first works on until nothing is due on its queues. With `grace`
+        (seconds), jobs still running when it has passed are given back to the queue at once,
+        their settlement fenced off, and their threads let go (a second stop with grace=0 gives
+        everything back now). Not from a signal handler: it takes the lock join holds.
         """
+        gate = self.gate
         if grace is not None:
-            self._grace_ends = time.monotonic() + grace
+            self.supervisor.grace_ends = time.monotonic() + grace
         if drain:
-            self._drain = True  # each work thread ends when it finds nothing due, once it may claim
+            gate.drain = True  # each work thread ends when it finds nothing due, once it may claim
             self.frontiers.drained()  # due means due: a drain's claims start at the front
-            if self._ready.is_set():
-                self.doorbell.ring_everyone()  # else registered() does, once the threads may claim
+            if gate.ready.is_set():
+                gate.doorbell.ring_everyone()  # else the gate does, once the threads may claim
         else:
-            self._stopping.set()
-            for work in self._work_threads():
+            gate.stopped.set()
+            for work in self.supervisor.threads():
                 work.ending.set()
-            self.doorbell.ring_everyone()
+            gate.doorbell.ring_everyone()
 
     def join(self, timeout: float | None = None) -> bool:
         """Waits for the threads to end; True when they all have, and then logs (once) what the worker did."""
@@ -180,109 +180,129 @@ class Worker:
         return True
 
     def wait_until_empty(self, timeout: float) -> bool:
-        """Waits until no job is due or in work on the worker's queues; True if that happened in time.
-
-        For tests: what the last job did is committed when this returns.
-        """
-        deadline = time.monotonic() + timeout
-        with self.connect() as db:
+        """For tests: waits until no job is due or in work on its queues, the last one committed; True if in time."""
+        deadline, holdings = time.monotonic() + timeout, self.parts.holdings
+        with self.settings.connect() as db:
             db.autocommit = True
             while time.monotonic() < deadline:
-                if (
-                    not self.batches_held()
-                    and not self.ledger.letting_go()
-                    and claims.outstanding(db, self.queues) == 0
-                ):
+                if not self.batches_held() and not holdings.letting_go() and not claims.outstanding(db, self.queues):
                     return True
                 self.ended.wait(0.01)
         return False
 
-    @property
-    def draining(self) -> bool:
-        """Whether a work thread that found nothing due ends: a drain was asked, and the worker may claim."""
-        return self._drain and self._ready.is_set()
-
     def _threads(self) -> list[threading.Thread]:
-        return [work.thread for work in self._work_threads()] + [self._listener_thread, self._heartbeat_thread]
+        return [work.thread for work in self.supervisor.threads()] + self._threads_beside
+
+    def _over(self) -> None:
+        """Hears from the supervisor that the last work thread ended: the listener and the heartbeat end too."""
+        self.ended.set()
+        self._listener.interrupted()
+        self._heartbeat.interrupted()
+
+    @property
+    def paused(self) -> set[str]:
+        """The worker's queues paused when last read."""
+        return self.gate.paused
 
     def claimable(self) -> list[str]:
-        """The queues a work thread may claim from now: those not paused; none before the worker is registered,
-        and none once it stops."""
-        if self._stopping.is_set() or not self._ready.is_set():
-            return []
-        return [queue for queue in self.queues if queue not in self.paused]
-
-    def registered(self) -> None:
-        """Hears that the worker's row is written (heartbeat.py): once the paused queues are read too, it claims."""
-        self._registered = True
-        self._readied()
-
-    def _readied(self) -> None:
-        """Lets the threads claim, and wakes them, once the worker is registered and knows the paused queues."""
-        if self._registered and self._paused_read and not self._ready.is_set():
-            self._ready.set()
-            for _ in range(self.threads):
-                self.doorbell.ring()
-            if self._drain:
-                self.doorbell.ring_everyone()
-
-    def paused_now(self, paused: set[str]) -> None:
-        """Hears which queues are paused now (maintenance.py, every POLL_INTERVAL); a resumed one wakes a thread."""
-        mine = paused & set(self.queues)
-        resumed = self.paused - mine
-        self.paused = mine
-        if resumed:
-            self.doorbell.ring()
-        self._paused_read = True
-        self._readied()
-
-    def thread_ended(self, work: WorkThread) -> None:
-        """Hears that a work thread ended; when the last has, the listener ends too."""
-        with self._lock:
-            if work in self._work:
-                self._work.remove(work)
-            last = not self._work
-        if last:
-            self.ended.set()
-            self._listener.interrupted()
-            self._heartbeat.interrupted()
-
-    def _work_threads(self) -> list[WorkThread]:
-        with self._lock:
-            return list(self._work)
-
-    def work_threads(self) -> list[WorkThread]:
-        """The work threads not let go."""
-        return self._work_threads()
-
-    def batches_held(self) -> list[list[Job]]:
-        """The jobs each work thread holds now (claimed, not yet settled or let go)."""
-        return [held for held in (hand.held() for hand in self.ledger.hands()) if held]
-
-    def thread_died(self, work: WorkThread, error: BaseException) -> None:
-        """Hears that a work thread ended of `error`: it says so, and another takes its place unless stopping."""
-        log.error("a work thread ended of %r; another takes its place", error, exc_info=error)
-        if self.replaced(work):
-            self.thread_ended(work)
+        """The queues a work thread may claim from now (none before the worker is registered, none once it stops)."""
+        return self.gate.claimable()
 
     def stopping(self) -> bool:
         """Whether the worker claims nothing new any more."""
-        return self._stopping.is_set()
+        return self.gate.stopped.is_set()
 
-    def replaced(self, work: WorkThread) -> bool | None:
-        """Takes thread `work` out and, unless stopping, starts a thread in its place at once (the keeper lets it go).
+    def work_threads(self) -> list[WorkThread]:
+        """The work threads not let go."""
+        return self.supervisor.threads()
 
-        Answers whether it was the last one (the worker then ends once its jobs are
-        let go), or None when it was taken out already.
-        """
-        with self._lock:
-            if work not in self._work:
-                return None
-            self._work.remove(work)
-            if not self._stopping.is_set():
-                self._work.append(WorkThread(self, work.n).start())
-            return not self._work
+    def batches_held(self) -> list[list[Job]]:
+        """The jobs each work thread holds now (claimed, not yet settled or let go)."""
+        return [held for held in (hand.held() for hand in self.parts.holdings.hands()) if held]
 
-    def grace_over(self, now: float) -> bool:
-        """Whether a stop's grace period has run out at `now` (time.monotonic())."""
-        return self._grace_ends is not None and now >= self._grace_ends
+
+def worker(
+    connect: Connect, queues: str | Iterable[str], performers: Mapping[str, Performer], **options: Any
+) -> Worker:
+    """Starts a worker on `queues` (see Worker for the options) and returns it; call .stop() to end it."""
+    return Worker(connect, queues, performers, **options).start()
+
+
+def beside(
+    connect: Connect,
+    queue: str,
+    performers: Mapping[str, Performer],
+    serve: Callable[[], T],
+    *,
+    on_start: Callable[[Worker], object] | None = None,
+    **options: Any,
+) -> T:
+    """Runs `serve()` (a web server, say) with a worker on `queue` in threads beside it.
+
+    The worker makes the jobs table first when it is missing, and works on
+    connections of its own. `on_start(worker)`, when given, is called with the running
+    worker before `serve()` (to hand it to a dashboard, say). When `serve` returns or
+    raises, the worker stops (the job in hand finishes) and `beside` returns or raises
+    what `serve` did.
+    """
+    running = prepared_worker(connect, queue, performers, options)
+    try:
+        if on_start is not None:
+            on_start(running)
+        return serve()
+    finally:
+        running.stop()
+        running.join()
+
+
+def beside_asgi(
+    app: ASGIApp, connect: Connect, queue: str, performers: Mapping[str, Performer], **options: Any
+) -> ASGIApp:
+    """`app`, an ASGI app, with a worker on `queue` in threads beside it for as long as its server runs it.
+
+    The worker starts once `app` has started (its lifespan's startup is complete). When
+    the server says to shut down (`lifespan.shutdown`), the worker stops claiming and
+    the job in hand finishes before `app` is told, so a performer may use what the app's
+    startup made until its shutdown begins; should `app` end without it, the worker
+    stops then. The waits on the database and on the threads run off the event loop
+    (asyncio.to_thread), so requests still in flight are answered meanwhile. `app`
+    must speak the lifespan protocol, as Starlette, FastAPI, Litestar and Quart apps do.
+    """
+    running: list[Worker] = []
+
+    def stopped(done: Worker) -> None:
+        done.stop()
+        done.join()
+
+    async def served(scope: Message, receive: Receive, send: Send) -> None:
+        if scope["type"] != "lifespan":
+            await app(scope, receive, send)
+            return
+
+        async def received() -> Message:
+            message = await receive()
+            if message["type"] == "lifespan.shutdown" and running:
+                await asyncio.to_thread(stopped, running.pop())
+            return message
+
+        async def sent(message: Message) -> None:
+            if message["type"] == "lifespan.startup.complete":
+                running.append(await asyncio.to_thread(prepared_worker, connect, queue, performers, options))
+            await send(message)
+
+        try:
+            await app(scope, received, sent)
+        finally:
+            if running:  # the app ended its lifespan before the server said to shut down
+                await asyncio.to_thread(stopped, running.pop())
+
+    return served
+
+
+def prepared_worker(
+    connect: Connect, queue: str, performers: Mapping[str, Performer], options: dict[str, Any]
+) -> Worker:
+    """Makes the tables when they are missing, then starts a worker on `queue`."""
+    with connect() as db:
+        schema.prepared(db)
+    return worker(connect, [queue], performers, **options)

@@ -66,7 +66,7 @@ def metrics(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
             "# HELP jobs_worker_wait_seconds How long the jobs this process's worker claimed had been due.",
             "# TYPE jobs_worker_wait_seconds histogram",
         ]
-        for queue, waits in sorted(worker.pulse.waited().items()):
+        for queue, waits in sorted(worker.pulse.waited().items() if worker.pulse is not None else []):
             lines += histogram("jobs_worker_wait_seconds", f'queue="{label(queue)}"', waits)
     return Answer("\n".join(lines) + "\n", content_type=CONTENT_TYPE)
 

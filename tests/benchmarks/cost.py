@@ -10,6 +10,9 @@ runs per job (a Job, its performer's call, its outcome) where plain SQL's loop r
 It then times a job's transaction (BEGIN, one INSERT, COMMIT) with COMMIT alone and with
 the statements a worker sends with its COMMIT to clean the session (transaction.CLEAN), in
 turns, TRANSACTIONS of each a round. CPU figures move far less from run to run than rates.
+Last, the time around one idle claim: a work thread's claim on an empty queue (the holdings,
+the pulse, the claim's bound and its limits around the statement) beside the same claim
+statement sent bare on one connection, in turns, CLAIMS of each a round, the median kept.
 """
 
 import argparse
@@ -19,13 +22,17 @@ import statistics
 import sys
 import time
 
+import jobs
 from jobs.runtime import transaction
+from jobs.runtime.work_thread import WorkThread
+from jobs.store import claims
 
 from . import database, plain, queue, timing, writing
 
 JOBS = 20_000  # no-op jobs each drain settles, as the main benchmark's drains
 ROUNDS = 3  # rounds, the median of each figure kept
 TRANSACTIONS = 1000  # job transactions timed a round, with COMMIT alone and with the clean
+CLAIMS = 500  # idle claims timed a round, a work thread's and the bare statement's, in turns
 
 
 def cpu_seconds() -> float:
@@ -83,15 +90,38 @@ def transaction_time(url: str, commit: str) -> float:
         return (time.perf_counter() - started) / TRANSACTIONS
 
 
+def idle_claims(url: str) -> tuple[float, float]:
+    """Median seconds of a work thread's claim on the empty queue, and of the bare claim statement, in turns."""
+    worker = jobs.Worker(database.connector(url), [database.QUEUE], queue.PERFORMERS)
+    thread = WorkThread(0, worker.settings, worker.parts, lambda work, error: None)
+    params = claims.claim_params(database.QUEUE, None, None, worker=worker.id, budgets=worker.settings.budgets)
+    statement = claims.claim_statement(1)
+    ours: list[float] = []
+    bare: list[float] = []
+    with database.connected(url) as db:
+        database.emptied(db, queue.TABLE)
+        cursor = db.cursor()
+        for _ in range(CLAIMS):
+            started = time.perf_counter()
+            thread._claimed(db, database.QUEUE)
+            ours.append(time.perf_counter() - started)
+            started = time.perf_counter()
+            cursor.execute(statement, params).fetchall()
+            bare.append(time.perf_counter() - started)
+    worker.watchdog.stop()
+    return statistics.median(ours), statistics.median(bare)
+
+
 def measured(url: str, count: int, rounds: int) -> dict[str, list]:
     """Every figure of the report, one per round; the measures take turns within a round."""
-    figures: dict[str, list] = {"jobs": [], "plain": [], "commit": [], "clean": []}
+    figures: dict[str, list] = {"jobs": [], "plain": [], "commit": [], "clean": [], "claim": []}
     for round in range(1, rounds + 1):
         print(f"round {round} of {rounds} ...", file=sys.stderr, flush=True)
         figures["jobs"].append(drain(url, count, queue.TABLE, jobs_drained))
         figures["plain"].append(drain(url, count, plain.TABLE, plain_drained))
         figures["commit"].append(transaction_time(url, "COMMIT"))
         figures["clean"].append(transaction_time(url, "COMMIT; {clean}"))
+        figures["claim"].append(idle_claims(url))
     return figures
 
 
@@ -107,6 +137,7 @@ def printed(figures: dict[str, list], count: int, machine: str) -> str:
 
     wall, cpu = (median("jobs", 0), median("plain", 0)), (median("jobs", 1), median("plain", 1))
     commit, clean = median("commit"), median("clean")
+    claim, bare = median("claim", 0), median("claim", 1)
     return "\n".join(
         [
             machine,
@@ -117,6 +148,8 @@ def printed(figures: dict[str, list], count: int, machine: str) -> str:
             row("the rest: waiting on the server", wall[0] - cpu[0], wall[1] - cpu[1]),
             f"a job's transaction (BEGIN, INSERT, COMMIT), median of {len(figures['commit'])} round(s), µs",
             f"  COMMIT alone {commit:.1f}, with the session clean {clean:.1f}: {clean - commit:+.1f}",
+            f"one idle claim on an empty queue, median of {CLAIMS} a round, of {len(figures['claim'])} round(s), µs",
+            f"  a work thread's {claim:.1f}, the bare statement {bare:.1f}: the time around it {claim - bare:+.1f}",
         ]
     )
 

@@ -74,7 +74,7 @@ def listener_shelves_it_first(monkeypatch, connect):
         with connect() as listener:
             listener.autocommit = True
             jobs.cancelled(listener, job.id)
-            maintenance.heard_cancelled(listener, [job])
+            maintenance.cancelled_in_hand(listener, [job])
         return finished(conn, job)
 
     monkeypatch.setattr(claims, "finished_one", cancelled_first)
@@ -149,7 +149,7 @@ def operator_cancels(connect, job, heard: bool) -> None:
         operator.autocommit = True
         jobs.cancelled(operator, job.id)
         if heard:
-            maintenance.heard_cancelled(operator, [job])
+            maintenance.cancelled_in_hand(operator, [job])
 
 
 @pytest.mark.parametrize("heard", [False, True], ids=["before the listener hears", "heard by the listener"])

@@ -9,7 +9,7 @@ past its timeout: no two performers may overlap, let go or not.
 import pytest
 
 import jobs
-from jobs.runtime.holdings import gone_pruned
+from jobs.runtime.supervisor import gone_pruned
 from jobs.store import limits
 from tests.jobs.helpers import database_ms, scalar, start_worker, stopped, wait_for
 from tests.jobs.test_limits import MOST_AT_ONCE, SPANS

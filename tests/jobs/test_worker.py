@@ -8,9 +8,8 @@ import time
 import pytest
 
 import jobs
-from jobs.runtime.listener import Listener
-from jobs.runtime.maintenance import Chore
-from jobs.runtime.refusals import Complaints
+from jobs.runtime.maintenance import Chore, Listener
+from jobs.runtime.refusals import Refusals
 from jobs.runtime.work_thread import Doorbell
 from jobs.store import claims
 from tests.jobs.helpers import scalar, wait_for
@@ -252,7 +251,7 @@ def test_a_job_the_listeners_own_chores_queue_rings_for_a_thread_in_the_same_ste
         chores=chores,
         stopping=threading.Event(),
         doorbell=doorbell,
-        complaints=Complaints(),
+        refusals=Refusals(),
     )
     with connect() as own, selectors.DefaultSelector() as listener._selector:
         own.autocommit = True
