@@ -72,7 +72,7 @@ class Job:
     irrevocable: bool = field(default=False, compare=False)  # past its point of no return: a cancel no longer stops it
     cancel_too_late: bool = field(default=False, compare=False)  # a cancel came past that point (logged once)
     let_go: bool = field(default=False, compare=False)  # its worker let it go while it ran: it must not pass that point
-    performing: bool = field(default=False, compare=False)  # its performer was started and has not returned (hand.py)
+    performing: bool = field(default=False, compare=False)  # its performer was started and has not returned (the Hand)
 
     @property
     def cancelled(self) -> threading.Event:

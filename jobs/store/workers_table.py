@@ -1,6 +1,6 @@
 """The workers table, job_workers: each worker's row, its heartbeat, and the reaper's judgement of who is gone.
 
-A Worker registers before any of its threads claims (heartbeat.py does it), and its
+A Worker registers before any of its threads claims (runtime/watchdog.py's Heartbeat does it), and its
 claims record its id on the jobs they hold. Its heartbeat moves its own row's beat_at
 on every lease / BEATS, never a job's row. Every worker's reaper (maintenance.py) takes a
 worker silent for SILENT of its lease for gone, and lets the leases of the jobs it held
