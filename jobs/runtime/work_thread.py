@@ -1,22 +1,21 @@
 """A work thread: the loop that claims a batch of due jobs, runs it, and waits for its Doorbell.
 
-A Worker runs several, each on a connection of its own, given the worker's Settings and
-the Parts its threads share, never the Worker; it tells its owner one thing, that it
-ended. What it claims is the Holdings' from before the claim is sent, then its Hand's;
-every way out of a step lets go of the whole Hand, for the supervisor to settle. One ring
-of the Doorbell wakes one thread (waking every idle one for each notification made a herd
-of empty claims); the Gate says when the threads may claim, and from which queues.
+Each runs on a connection of its own, given the worker's Settings and shared Parts, and tells its
+owner one thing, that it ended. What it claims is the Holdings' from before the claim is sent,
+then its Hand's; every way out of a step lets go of the whole Hand, for the supervisor to settle.
+One ring wakes one thread (waking every idle one for each notification made a herd of empty claims).
 """
 
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from ..core.job import Job, Performer
-from ..store import claims
+from ..store import claims, workers_table
 from ..store.frontier import Frontiers
 from .connections import Backend, Connect, Reconnecting, kept_running, pooler_told
 from .holdings import Fate, Hand, Holdings
@@ -45,25 +44,31 @@ class Settings:
     poll: float
     listen: bool
     timeout: float | None  # seconds a job may run when its policy names no timeout
-    budgets: str  # the attempts each performer's policy allows, as the claim reads them (claims.budgets_of)
-    beat_every: float  # lease / BEATS: seconds between heartbeats, reaper runs and the supervisor's reconciliations
+
+    @cached_property
+    def budgets(self) -> str:  # the attempts each performer's policy allows, as the claim reads them
+        return claims.budgets_of(self.performers)
+
+    @cached_property
+    def beat_every(self) -> float:  # seconds between heartbeats, reaper runs and the supervisor's reconciliations
+        return self.lease / workers_table.BEATS
 
 
 class Doorbell:
     """Rings for `threads` work threads; `wait` returns True when rung (or stopping), False on timeout."""
 
     def __init__(self, threads: int):
-        self._threads = threads
+        self.threads = threads
         self._rings = 0  # rings not yet answered, at most one per thread
         self._everyone = False  # set once, when the worker stops or drains: every wait returns at once
         self._idle = 0  # threads waiting now: they found nothing due
         self._condition = threading.Condition()
 
-    def ring(self) -> None:
-        """Wakes one waiting thread, or the next one to wait."""
+    def ring(self, threads: int = 1) -> None:
+        """Wakes one waiting thread (or `threads`), or the next one to wait."""
         with self._condition:
-            self._rings = min(self._threads, self._rings + 1)
-            self._condition.notify()
+            self._rings = min(self.threads, self._rings + threads)
+            self._condition.notify(threads)
 
     def ring_everyone(self) -> None:
         """Wakes every thread, now and from now on."""
@@ -71,8 +76,7 @@ class Doorbell:
             self._everyone = True
             self._condition.notify_all()
 
-    def idle(self) -> bool:
-        """Whether a thread waits now, having found nothing due: it could start a job at once."""
+    def idle(self) -> bool:  # a thread waits now, having found nothing due: it could start a job at once
         return self._idle > 0
 
     def wait(self, timeout: float) -> bool:
@@ -94,8 +98,8 @@ class Gate:
     """When a worker's threads may claim, and from which queues: once it is registered and knows the paused
     queues, and never once it stops. A drain lets each thread end when it finds nothing due."""
 
-    def __init__(self, queues: list[str], doorbell: Doorbell, threads: int) -> None:
-        self.queues, self.doorbell, self.threads = queues, doorbell, threads
+    def __init__(self, queues: list[str], doorbell: Doorbell) -> None:
+        self.queues, self.doorbell = queues, doorbell
         self.paused: set[str] = set()  # the worker's queues paused when last read
         self.ready = threading.Event()  # set once the worker is registered and has read the paused queues
         self.stopped = threading.Event()  # nothing new is claimed once it is set
@@ -108,12 +112,10 @@ class Gate:
             return []
         return [queue for queue in self.queues if queue not in self.paused]
 
-    def draining(self) -> bool:
-        """Whether a work thread that found nothing due ends: a drain was asked, and the worker may claim."""
+    def draining(self) -> bool:  # a thread that found nothing due ends: a drain was asked, and it may claim
         return self.drain and self.ready.is_set()
 
-    def registered(self) -> None:
-        """Hears from the heartbeat that the worker's row is written."""
+    def registered(self) -> None:  # the heartbeat's word that the worker's row is written
         self._registered = True
         self._opened()
 
@@ -130,8 +132,7 @@ class Gate:
         """Lets the threads claim, and wakes them, once the worker is registered and knows the paused queues."""
         if self._registered and self._paused_read and not self.ready.is_set():
             self.ready.set()
-            for _ in range(self.threads):
-                self.doorbell.ring()
+            self.doorbell.ring(self.doorbell.threads)
             if self.drain:
                 self.doorbell.ring_everyone()
 
@@ -150,8 +151,7 @@ class Parts:
 
 
 class WorkThread:
-    """Work thread `n`; `start` runs it, `abandon` lets it go; `ended(thread, error)` hears that it ended, unless
-    let go: of `error` when it died."""
+    """Work thread `n`; `ended(thread, error)` hears that it ended (of `error` when it died), unless let go."""
 
     def __init__(
         self, n: int, settings: Settings, parts: Parts, ended: Callable[["WorkThread", BaseException | None], None]
@@ -173,8 +173,7 @@ class WorkThread:
         self.thread.start()
         return self
 
-    def abandon(self) -> None:
-        """Lets the thread go: it claims nothing more and ends when its performer returns."""
+    def abandon(self) -> None:  # it claims nothing more, and ends when its performer returns
         self.abandoned = True
         self.ending.set()
 
@@ -191,8 +190,7 @@ class WorkThread:
         if not self.abandoned:
             self._ended(self, None)
 
-    def _opened(self, db: psycopg.Connection[Any]) -> None:
-        """On a new connection: learns its server process, for the supervisor to end it if it must."""
+    def _opened(self, db: psycopg.Connection[Any]) -> None:  # its server process, for the supervisor to end
         self.backend = self.runner.backend = Backend(db)
         pooler_told(self.parts, self.backend, listen=self.settings.listen, poll=self.settings.poll)
 
@@ -264,11 +262,10 @@ class WorkThread:
         return jobs
 
     def _ran_batch(self, db: psycopg.Connection[Any]) -> int:
-        """Runs the claimed batch in the thread's Hand and returns how many jobs the next claim may take: batches grow
-        while their jobs are quick, and fall back to one as soon as one takes longer than BATCH_TIME (the jobs
-        claimed after it are given back), so none waits on a slow job beside an idle thread."""
-        hand = self.hand
-        claimed = len(hand.held())
+        """Runs the batch in the thread's Hand; answers how many jobs the next claim may take: batches grow while
+        their jobs are quick, and fall back to one when one takes longer than BATCH_TIME (those claimed after it
+        are given back), so none waits on a slow job beside an idle thread."""
+        hand, claimed = self.hand, len(self.hand.held())
         self.runner.batch(db, hand)
         self.parts.holdings.done_with(hand)
         self.hand = Hand([])

@@ -4,12 +4,15 @@
 current (every start but the first after an upgrade), changes and locks nothing. Else
 it takes the missing steps of schema.sql in order, each under LOCK_TIMEOUT and retried.
 `Steps` does this for any numbered steps with a record table of their own: the
-guestbook's tables are made the same way.
+guestbook's tables are made the same way. It makes the tables of every part, those a copy may
+leave out too (OPTIONAL, each found by `optional`), so a copy that takes one back finds them.
 """
 
+import importlib
 import logging
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 import psycopg
@@ -26,10 +29,23 @@ UPGRADE_PATIENCE = 300.0  # seconds of retries after which `prepared` gives up a
 # record the step. Older copies of the package took the same key, so they take turns too.
 UPGRADE_LOCK = 7468021459
 
+OPTIONAL = ("limits", "schedules", "pulse")  # store/'s modules a copy of the package may leave out
+
 statements = load(Path(__file__).with_name("schema.sql"))
 
 log = logging.getLogger("jobs")
 C = TypeVar("C", bound=psycopg.Connection[Any])  # the connection `prepared` answers, as it was given
+
+
+def optional(module: str) -> ModuleType | None:
+    """store/'s `module` (one of OPTIONAL), or None when a copy of the package left it out."""
+    name = f"{__name__.rsplit('.', 1)[0]}.{module}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as missing:
+        if missing.name != name:  # a module it imports is missing: not a part left out
+            raise
+        return None
 
 
 class SchemaError(Exception):

@@ -88,3 +88,18 @@ def state_of(row: dict[str, Any]) -> str:
     if row["ending"] is not None:
         return "gone"
     return "silent" if row["now"] - row["beat_at"] > row["lease"] * SILENT else "working"
+
+
+def let_go_recorded(db: psycopg.Connection[Any], rows: list[tuple[int, int]]) -> None:
+    """Records in job_let_go the (id, claim) rows whose performer runs on while they are settled without it."""
+    db.execute(queries["let_go_recorded"], {"ids": [id for id, _ in rows], "claims": [claim for _, claim in rows]})
+
+
+def let_go_forgotten(db: psycopg.Connection[Any], rows: list[tuple[int, int]]) -> None:
+    """Deletes the job_let_go rows of (id, claim) whose performer has returned: their room is free again."""
+    db.execute(queries["let_go_forgotten"], {"ids": [id for id, _ in rows], "claims": [claim for _, claim in rows]})
+
+
+def let_go_pruned(db: psycopg.Connection[Any]) -> None:
+    """Deletes the rows workers gone left in job_let_go, for the reaper."""
+    db.execute(queries["let_go_pruned"])
