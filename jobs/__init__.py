@@ -79,25 +79,13 @@ from .store.claims import now_ms
 from .store.control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .store.enqueue import later, later_many
 from .store.flows import batch, batch_status, cancel_batch, chain, pruned
-from .store.schema import SchemaError, prepared
+from .store.schema import SchemaError, optional, prepared
 from .store.shelf import PAGE, discarded, failed, listed, retried, status
 
-
-def _left_out(missing: ModuleNotFoundError, module: str) -> bool:
-    """Whether `missing` is the optional `module` of this package, left out of a copy, and not what it imports."""
-    return missing.name == f"{__name__}.{module}"
-
-
-try:
+if optional("limits"):  # None: a copy left store/limits.py out
     from .store.limits import Limit, limited, unlimited
-except ModuleNotFoundError as missing:
-    if not _left_out(missing, "store.limits"):
-        raise
-try:
+if optional("schedules"):
     from .store.schedules import Schedule, every
-except ModuleNotFoundError as missing:
-    if not _left_out(missing, "store.schedules"):
-        raise
 
 __all__ = [
     "ATTEMPTS",

@@ -1,8 +1,8 @@
 """Reads the named statements of a .sql file, so the SQL of each layer stays in files of its own.
 
-Each layer loads its own files (store/ its queries.sql, web/ its lists.sql): each statement
-there starts with a line `-- name: NAME`; the comment lines under it say why the statement
-is shaped as it is and stay in the file, not in the string.
+Each layer loads its own files (store/ its queries.sql, read once for all its modules by
+`read_once`; web/ its lists.sql): each statement there starts with a line `-- name: NAME`;
+the comment lines under it say why it is shaped as it is and stay in the file, not in the string.
 Two words stand for the moment a statement works at, so that every worker on every
 machine reads one clock, the database's: `{now}` is the caller's %(now)s when it fixes
 one (tests, a caller's own loop) and else the statement's start, and `{clock}` the
@@ -10,6 +10,7 @@ same but read when the row is written (for a lease that must run from then).
 `one` reads the row of a statement that always answers one.
 """
 
+import functools
 from pathlib import Path
 from typing import TypeVar
 
@@ -36,6 +37,12 @@ def load(path: Path) -> dict[str, str]:
         elif not line.lstrip().startswith("--") and line.strip():
             lines.append(line)
     return {name: moments_written("\n".join(text)) for name, text in statements.items()}
+
+
+@functools.cache
+def read_once(path: Path) -> dict[str, str]:
+    """`load(path)`, read once however many modules ask for it: the modules of store/ share its queries.sql."""
+    return load(path)
 
 
 def moments_written(text: str) -> str:

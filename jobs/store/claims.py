@@ -13,6 +13,7 @@ import json
 import secrets
 import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
@@ -20,8 +21,9 @@ from psycopg import sql
 from psycopg.rows import RowFactory
 
 from ..core.job import LEASE, ArgsLoader, Job, Performer, job_row
-from ..core.sql import one
-from . import queries
+from ..core.sql import one, read_once
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 RAN_MAX = 2**31 - 1  # ms of an attempt's run kept at most (24 days): the integer ran holds for it
 R = TypeVar("R")  # a row of a claim's answer, as its row factory makes it

@@ -11,14 +11,18 @@ its performer ends it, and a success is deleted, so no retry does it twice.
 """
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.rows import namedtuple_row
 
 from ..core.job import Job
-from . import flows, queries
+from ..core.sql import read_once
+from . import flows
 from .shelf import job_id
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 CANCELLED = "cancelled"  # the reason a cancelled job carries on the shelf
 # What a cancel does to a job that runs, as the command line and the dashboard say it.

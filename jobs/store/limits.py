@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -20,8 +21,11 @@ from psycopg.cursor import BaseCursor
 from psycopg.rows import RowMaker, class_row
 
 from ..core.job import LEASE, Job, job_row
-from . import claims, queries
+from ..core.sql import read_once
+from . import claims
 from .control import queue_named
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 PER_KEY_MAX = 1000  # jobs of one key a limit per key may let be in work at once: each is a slot the claim looks through
 CONCURRENCY_MAX = 2**31 - 1  # jobs a concurrency may let be in work at once: job_limits keeps it as an integer

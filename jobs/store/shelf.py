@@ -11,6 +11,7 @@ The shelf's statements are its own, named in queries.sql.
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -18,7 +19,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from ..core.job import ATTEMPTS
-from . import queries
+from ..core.sql import read_once
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 PAGE = 50  # jobs a page of the shelf holds unless `limit` says otherwise
 SHELF_BATCH = 1000  # jobs each transaction of retried(every=True) or discarded(every=True) changes

@@ -10,13 +10,15 @@ run out then, so they come back within one lease of its last beat. It speaks SQL
 import os
 import socket
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg.rows import dict_row
 
-from ..core.sql import one
-from . import queries
+from ..core.sql import one, read_once
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 BEATS = 4  # heartbeats per lease; the reaper of each worker runs as often
 SILENT = 0.75  # of its lease: a worker whose last beat is older is taken for gone (three beats missed)

@@ -13,9 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ..core.sql import one
-from ..store import pulse, shelf, workers_table
-from ..store import queries as job_queries
+from ..store import frontier, pulse, shelf, workers_table
 from ..store.shelf import age, has_limit, limit_said  # as the command line says them
 from . import chart, html
 from .html import escaped
@@ -151,7 +149,7 @@ def pause_form(request: Request) -> str:
 
 def pulse_of(db: psycopg.Connection[Any]) -> str:
     """The pulse of every queue over the last day, read from job_pulse at the database's moment."""
-    now: int = one(db.execute(job_queries["now"], {"now": None}))[0]
+    now = frontier.database_now(db)
     since = now - now % pulse.MINUTE - chart.DAY * pulse.MINUTE
     return chart.section(pulse.read(db, since), now)
 
