@@ -29,7 +29,7 @@ How a job travels, file by file:
                         is settled; it starts the work threads, and lets go of and
                         replaces one past its job's timeout.
   runtime/watchdog.py   beside them, the heartbeat records the worker in job_workers and
-                        beats its row (store/workers_table.py), and does nothing else.
+                        beats its row (store/control.py), and does nothing else.
   runtime/worker.py     a Worker's work threads (work_thread.py) claim batches of due
                         jobs and run them; `worker` starts one, `beside` one beside a
                         server; `worked` (running.py) does a thread's step once, for a

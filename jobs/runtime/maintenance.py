@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from ..core.job import FATE, Job
-from ..store import claims, control, workers_table
+from ..store import claims, control
 from ..store.frontier import Frontiers
 from . import settling
 from .connections import Connect, Reconnecting, kept_running
@@ -122,14 +122,14 @@ def cancelled_in_hand(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetG
 def reaper(db: psycopg.Connection[Any], pulse: ModuleType | None = None) -> None:
     """The reaper: jobs of workers gone come back, keys of leases that ran out are freed, the lost are shelved, and
     what the workers' table, job_let_go and the `pulse` (store/pulse.py, unless a copy left it out) keep too long."""
-    for job, worker_id in workers_table.orphans_lapsed(db):
+    for job, worker_id in control.orphans_lapsed(db):
         log.warning("job %s was held by worker %s, which stopped beating: its lease runs out now", job, worker_id)
     claims.keys_freed(db)
     with db.transaction():
         control.cancelled_reaped(db)  # before the reaper, so a cancelled job is shelved, never run again
     settling.last_attempts_lost(db)
-    workers_table.pruned(db)
-    workers_table.let_go_pruned(db)
+    control.workers_pruned(db)
+    control.let_go_pruned(db)
     if pulse is not None:
         pulse.pruned(db)
 

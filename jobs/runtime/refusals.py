@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ..store import claims, control, workers_table
+from ..store import claims, control
 
 # SQLSTATEs that mean the connection is gone, not that a statement was refused: the
 # class "connection exception", and the server shutting down or not yet accepting.
@@ -175,8 +175,8 @@ def refusal(db: psycopg.Connection[Any], queues: list[str]) -> psycopg.Error | N
                 claims.claimed(db, queue, NOTHING_DUE)
             db.execute(claims.queries["finish"], {"ids": [], "claim": 0, "irrevocable": []})  # a settlement's
             claims.promoted(db, NOTHING_DUE)
-            workers_table.registered(db, workers_table.Registration(0, queues, 1, lease=0.001, version=0))
-            workers_table.beaten(db, 0)
+            control.registered(db, control.Registration(0, queues, 1, lease=0.001, version=0))
+            control.beaten(db, 0)
             control.paused_queues(db)
     except psycopg.Error as error:
         if lost(error) and error.sqlstate != READ_ONLY:

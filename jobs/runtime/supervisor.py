@@ -17,7 +17,7 @@ import psycopg
 
 from ..core.job import Job, StoppedPastNoReturn
 from ..core.policies import NO_RETRY, policy_of
-from ..store import claims, flows, workers_table
+from ..store import claims, control, flows
 from .connections import ended
 from .holdings import Fate, Loose
 from .refusals import reason_of, timed_out
@@ -235,14 +235,14 @@ class LetGo:
         """Records, on db's transaction, those of `jobs` whose performer still runs, before they are settled."""
         running = {(job.id, job.claim): job for job in jobs if job.performing and job.claim is not None}
         if running:
-            workers_table.let_go_recorded(db, list(running))
+            control.let_go_recorded(db, list(running))
             self._running.update(running)
 
     def returned(self, db: psycopg.Connection[Any]) -> set[str]:
         """Deletes the rows of the performers that have returned; answers their queues, which have room again."""
         done = {key: job for key, job in self._running.items() if not job.performing}
         if done:
-            workers_table.let_go_forgotten(db, list(done))
+            control.let_go_forgotten(db, list(done))
         for key in done:
             del self._running[key]
         return {job.queue for job in done.values()}

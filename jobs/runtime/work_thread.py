@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from ..core.job import Job, Performer
-from ..store import claims, workers_table
+from ..store import claims, control
 from ..store.frontier import Frontiers
 from .connections import Backend, Connect, Reconnecting, kept_running, pooler_told
 from .holdings import Fate, Hand, Holdings
@@ -51,7 +51,7 @@ class Settings:
 
     @cached_property
     def beat_every(self) -> float:  # seconds between heartbeats, reaper runs and the supervisor's reconciliations
-        return self.lease / workers_table.BEATS
+        return self.lease / control.BEATS
 
 
 class Doorbell:

@@ -13,7 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ..store import frontier, pulse, shelf, workers_table
+from ..store import control, frontier, pulse, shelf
 from ..store.shelf import age, has_limit, limit_said  # as the command line says them
 from . import chart, html
 from .html import escaped
@@ -51,8 +51,7 @@ def every_queue(dashboard: Dashboard, db: psycopg.Connection[Any]) -> list[dict[
     figures = {queue["queue"]: queue for queue in shelf.status(db)}
     with db.cursor(row_factory=dict_row) as cursor:
         served = {
-            row["queue"]: row
-            for row in cursor.execute(queries["serving"], {"silent": workers_table.SILENT, "now": None})
+            row["queue"]: row for row in cursor.execute(queries["serving"], {"silent": control.SILENT, "now": None})
         }
     names = sorted(figures.keys() | served.keys() | {schedule.queue for schedule in dashboard.schedules})
     every = []
