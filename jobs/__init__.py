@@ -1,11 +1,11 @@
 """A Postgres job queue: a job is a row, and it outlives the process that queued it.
 
 It is built in layers, each folder importing only those above it in this list (a test says so):
-  core/       the ground: a claimed Job and its defaults, the loader of the named SQL,
-              retry policies, cron expressions, the checks of a job's arguments
-              and the redaction of secret ones.
+  core/       the ground: a claimed Job and its defaults, retry policies, cron
+              expressions, the checks of a job's arguments and the redaction of
+              secret ones.
   store/      the statements: each sends SQL on the caller's connection and never starts
-              a thread (the statements are named in store/queries.sql).
+              a thread (named in store/queries.sql, read by store/schema.py).
   runtime/    the worker's machinery: its threads, the running and settling of a job,
               the claimed rows and their owner, the listener's maintenance.
   cli/, web/  the command line (`python -m jobs`) and the dashboard (jobs.web.app).
@@ -69,7 +69,6 @@ into your app"); the names of limits and schedules are then absent from this fac
 
 from .core.job import ATTEMPTS, LEASE, Job, JobCancelled
 from .core.policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
-from .core.sql import load as load_queries
 from .runtime.connections import SILENT_AFTER, keepalives
 from .runtime.maintenance import POLL_INTERVAL
 from .runtime.running import current_job, worked
@@ -80,6 +79,7 @@ from .store.control import CANCELLED, Cancellation, cancelled, paused, paused_qu
 from .store.enqueue import later, later_many
 from .store.flows import batch, batch_status, cancel_batch, chain, pruned
 from .store.schema import SchemaError, optional, prepared
+from .store.schema import load as load_queries
 from .store.shelf import PAGE, discarded, failed, listed, retried, status
 
 if optional("limits"):  # None: a copy left store/limits.py out

@@ -21,7 +21,7 @@ from psycopg import sql
 from psycopg.rows import RowFactory
 
 from ..core.job import LEASE, ArgsLoader, Job, Performer, job_row
-from ..core.sql import one, read_once
+from .schema import one, read_once
 
 queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
@@ -33,7 +33,7 @@ HELD = 2**63 - 1  # run_at of a job a Worker holds: the largest bigint, a lease 
 def now_ms() -> int:
     """This machine's moment, in integer milliseconds since the epoch.
 
-    The queue's own statements read the database's clock instead (sql.py), so that
+    The queue's own statements read the database's clock instead (schema.py), so that
     workers on machines whose clocks disagree agree on leases; this is for callers
     that fix a moment of their own (`at=`, `now=`).
     """

@@ -21,8 +21,8 @@ import psycopg
 from psycopg.rows import dict_row, namedtuple_row
 
 from ..core.job import Job
-from ..core.sql import one, read_once
 from . import flows
+from .schema import one, read_once
 from .shelf import job_id
 
 queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name

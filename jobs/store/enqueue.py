@@ -22,7 +22,7 @@ import psycopg
 
 from ..core import arguments
 from ..core.job import ATTEMPTS
-from ..core.sql import one, read_once
+from .schema import one, read_once
 
 queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 

@@ -23,8 +23,8 @@ from psycopg.rows import dict_row
 
 from ..core import arguments
 from ..core.job import Job
-from ..core.sql import one, read_once
 from . import claims, enqueue
+from .schema import one, read_once
 
 queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 

@@ -45,8 +45,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from ..core.sql import one, read_once
 from .claims import BOUND
+from .schema import one, read_once
 
 queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 

@@ -21,9 +21,9 @@ from psycopg.cursor import BaseCursor
 from psycopg.rows import RowMaker, class_row
 
 from ..core.job import LEASE, Job, job_row
-from ..core.sql import read_once
 from . import claims
 from .control import queue_named
+from .schema import read_once
 
 queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 

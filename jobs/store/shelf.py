@@ -19,7 +19,7 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from ..core.job import ATTEMPTS
-from ..core.sql import read_once
+from .schema import read_once
 
 queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 

@@ -13,9 +13,9 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from ..core.sql import load
 from ..store import control, schema, shelf
 from ..store import schedules as schedule_rows
+from ..store.schema import load
 from ..store.shelf import age  # as the command line says it
 from . import html, params
 from .html import escaped
