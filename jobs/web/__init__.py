@@ -116,12 +116,7 @@ ROUTES = [
     route("/workers", "GET", pages.workers),
     route("/metrics", "GET", metrics.metrics),
     route(f"/({'|'.join(re.escape(name) for name in pages.ASSETS)})", "GET", pages.asset, database=False),
-    route("/retry", "POST", actions.retry),
-    route("/discard", "POST", actions.discard),
-    route("/cancel", "POST", actions.cancel),
-    route("/run-now", "POST", actions.run_now),
     route("/bulk", "GET", bulk.preview),
     route("/bulk", "POST", bulk.run),
-    route("/pause", "POST", actions.pause),
-    route("/resume", "POST", actions.resume),
+    *(route(path, "POST", action) for path, action in actions.BY_PATH.items()),
 ]

@@ -103,3 +103,14 @@ def resume(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) 
     queue = params.queue(request.form)
     line = f"Queue {queue} resumed." if control.resumed(db, queue) else f"Queue {queue} was not paused."
     return answered(dashboard, request, [line], "/")
+
+
+# Each action by the path its form posts to, below the dashboard's mount (the app's ROUTES).
+BY_PATH = {
+    "/retry": retry,
+    "/discard": discard,
+    "/cancel": cancel,
+    "/run-now": run_now,
+    "/pause": pause,
+    "/resume": resume,
+}

@@ -24,6 +24,7 @@ KEPT = (
     "Each attempt shows how long it ran; the table keeps no moment of its own for each. The last shows when the job "
     "failed for good, or when its next attempt is due; the job's first attempt began after it was queued."
 )
+NONE_YET = "No attempt of this run has failed yet."  # under the run a retry from the shelf began, until one fails
 
 
 def job(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any], id_text: str) -> Answer:
@@ -101,7 +102,7 @@ def reasons_by_run(reasons: list[str], retries: list[int], ran: dict[str, int | 
         f"<li>{escaped(reason)}{took(ran.get(str(index)), last if index == len(reasons) - 1 else '')}</li>"
         for index, reason in enumerate(reasons)
     ]
-    listed = ["<ol>" + "".join(run) + "</ol>" for run in runs(items, retries)]
+    listed = ["<ol>" + "".join(run) + "</ol>" if run else f"<p>{NONE_YET}</p>" for run in runs(items, retries)]
     if not retries:
         return listed[0]
     heads = [f"Run {n}" + (" (this one)" if n == len(listed) else "") for n in range(1, len(listed) + 1)]

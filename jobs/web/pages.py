@@ -22,7 +22,9 @@ from .html import escaped
 from .request import Answer, Request
 from .wsgi import Dashboard
 
-queries = load(Path(__file__).with_name("queries.sql"))
+statements = load(Path(__file__).with_name("queries.sql"))
+# the statements, each {state} written out as queries.sql names a job's state once
+queries = {name: text.replace("{state}", statements["state"]) for name, text in statements.items()}
 STATIC = Path(__file__).with_name("static")
 ASSETS = {
     "style.css": "text/css; charset=utf-8",

@@ -2,16 +2,21 @@
 -- by id in any state, and the batches a page at a time, each read by primary key; and
 -- the queues the live workers serve, from the small table of workers.
 
+-- name: state
+-- A job's state at %(now)s, named as status counts it (shelf.py): written into the
+-- statements below where they say {state} (pages.py), so that each page names it alike.
+CASE
+    WHEN attempts >= max_attempts AND claim IS NULL THEN 'failed'
+    WHEN claim IS NOT NULL AND (run_at > %(now)s OR attempts >= max_attempts) THEN 'in work'
+    WHEN run_at <= %(now)s THEN 'due'
+    ELSE 'scheduled'
+END AS state
+
 -- name: job
--- One job by id, with its state at %(now)s named as status counts it (shelf.py).
+-- One job by id, with its state at %(now)s.
 SELECT id, queue, name, args, secret, priority, run_at, attempts, max_attempts, failure, traceback, reasons,
     key, unique_key, batch, cancelled_at, worker, retries, queued_at, ran,
-    CASE
-        WHEN attempts >= max_attempts AND claim IS NULL THEN 'failed'
-        WHEN claim IS NOT NULL AND (run_at > %(now)s OR attempts >= max_attempts) THEN 'in work'
-        WHEN run_at <= %(now)s THEN 'due'
-        ELSE 'scheduled'
-    END AS state
+    {state}
 FROM jobs
 WHERE id = %(id)s
 
@@ -35,16 +40,11 @@ WHERE id = %(id)s
 
 -- name: batch_jobs
 -- A page of a batch's jobs still in the table (one that succeeded is gone), by id after
--- %(after)s, each with its state at %(now)s as the job statement names it. Read from
+-- %(after)s, each with its {state} at %(now)s. Read from
 -- jobs_batch (batch): the batch's own entries and no other row, sorted by id, so the
 -- page costs what the batch holds, whatever else lies in the table.
 SELECT id, name, priority, run_at, attempts, max_attempts, worker, failure,
-    CASE
-        WHEN attempts >= max_attempts AND claim IS NULL THEN 'failed'
-        WHEN claim IS NOT NULL AND (run_at > %(now)s OR attempts >= max_attempts) THEN 'in work'
-        WHEN run_at <= %(now)s THEN 'due'
-        ELSE 'scheduled'
-    END AS state
+    {state}
 FROM jobs
 WHERE batch = %(batch)s AND id > %(after)s
 ORDER BY id

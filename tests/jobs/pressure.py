@@ -84,7 +84,8 @@ class Watcher(Background):
     QUERY = """
         SELECT a.pid, a.state, a.wait_event_type, a.wait_event, left(a.query, 60),
             (SELECT left(b.query, 60) FROM pg_stat_activity b WHERE b.pid = (pg_blocking_pids(a.pid))[1])
-        FROM pg_stat_activity a WHERE a.application_name = 'jobs worker' AND a.pid <> pg_backend_pid()"""
+        FROM pg_stat_activity a WHERE a.datname = current_database()
+            AND a.application_name = 'jobs worker' AND a.pid <> pg_backend_pid()"""
 
     def __init__(self, url: str, every: float = SAMPLE_EVERY):
         self.url, self.every = url, every

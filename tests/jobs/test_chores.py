@@ -63,7 +63,8 @@ def test_a_chore_stuck_on_a_lock_holds_up_neither_the_heartbeat_nor_the_timeout_
                 lambda: (
                     scalar(
                         db,
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND wait_event_type = 'Lock' "
                         "AND query LIKE '%%job_schedules%%'",
                     )
                     >= 1

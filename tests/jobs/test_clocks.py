@@ -24,7 +24,14 @@ def test_a_worker_whose_clock_runs_fast_does_not_take_a_live_lease(db, database_
             env={"PYTHONPATH": f"{PROJECT / 'tests' / 'jobs' / 'clock_ahead'}:{PROJECT}", "CLOCK_AHEAD": str(AHEAD)},
         )
         wait_for(
-            lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'") == 6,
+            lambda: (
+                scalar(
+                    db,
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND application_name = 'jobs worker'",
+                )
+                == 6
+            ),
             "the fast worker to connect while the job runs",
         )
         wait_for(lambda: scalar(db, "SELECT count(*) FROM jobs WHERE id = %s", (job,)) == 0, "the job to finish")

@@ -33,7 +33,8 @@ def test_a_worker_that_cannot_claim_exits_3_with_the_server_s_message(db, privat
 def claims_ended(db, seen: set, since) -> int:
     """Adds the moment the worker's work connection last ended a claim after `since` (pg_stat_activity) to `seen`."""
     rows = db.execute(
-        "SELECT state_change FROM pg_stat_activity WHERE application_name = 'jobs worker'"
+        "SELECT state_change FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name = 'jobs worker'"
         " AND state = 'idle' AND query LIKE '%%SKIP LOCKED%%' AND state_change > %s",
         [since],
     )
@@ -62,7 +63,14 @@ def test_a_refusal_is_logged_once_at_error_then_counted(db, private_url, app_rol
     worker = start_worker(app_role(PRIVATE), "mail")
     try:
         wait_for(
-            lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'") == 3,
+            lambda: (
+                scalar(
+                    db,
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND application_name = 'jobs worker'",
+                )
+                == 3
+            ),
             "the worker's three connections",
         )
         with psycopg.connect(private_url, autocommit=True) as owner:

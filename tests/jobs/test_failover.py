@@ -139,7 +139,9 @@ def test_a_running_worker_whose_reconnection_reaches_a_standby_reconnects_until_
             wait_for(lambda: ran == [1], "the first job, on the primary")
             server["url"] = standby.url
             db.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s", [APPLICATION]
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = %s",
+                [APPLICATION],
             )
             wait_for(
                 lambda: any("read-only" in r.getMessage() for r in caplog.records), "the worker to reach the standby"

@@ -163,7 +163,11 @@ def test_two_settlers_of_the_last_two_jobs_queue_the_callbacks_once(notes, conne
             racer.start()
             wait_for(
                 lambda: (
-                    scalar(notes, "SELECT wait_event_type FROM pg_stat_activity WHERE pid = %s", (second_pid,))
+                    scalar(
+                        notes,
+                        "SELECT wait_event_type FROM pg_stat_activity WHERE datname = current_database() AND pid = %s",
+                        (second_pid,),
+                    )
                     == "Lock"
                 ),
                 "the second settler to wait on the first",

@@ -119,7 +119,9 @@ class Chaos:
 
 
 CANCEL_LOCK_WAIT_MS = sql.Literal(1000)  # ms an operator's cancel waits on a row's lock before pressing again
-CONNECTIONS = "SELECT pid FROM pg_stat_activity WHERE application_name = %s ORDER BY pid"
+CONNECTIONS = (
+    "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = %s ORDER BY pid"
+)
 LEFT = "SELECT count(*) FROM jobs WHERE NOT (attempts >= max_attempts AND claim IS NULL)"  # not on the shelf
 
 

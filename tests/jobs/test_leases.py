@@ -162,7 +162,8 @@ def test_a_claim_that_waited_longer_than_its_lease_still_gets_a_live_lease(db, c
                 wait_for(
                     lambda: scalar(
                         db,
-                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND wait_event_type = 'Lock'"
                         " AND query LIKE '%%attempts = attempts + 1%%' AND clock_timestamp() - query_start"
                         " > make_interval(secs => %s)",
                         (lease * 1.5,),

@@ -148,12 +148,18 @@ def test_a_server_process_is_ended_only_while_it_runs_the_transaction_a_thread_l
             pid = backend.running[0]
         # That transaction committed: its server process may now serve another client.
         assert ended(db, backend, END_WAIT) is True, "nothing of the thread's is left to end"
-        assert scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)) == 1, "and it lives on"
+        assert (
+            scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid = %s", (pid,))
+            == 1
+        ), "and it lives on"
         pooled.execute("BEGIN")
         backend.entered(pooled)
         running = backend.running[0]
         assert ended(db, backend, END_WAIT) is True
-        assert scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (running,)) == 0, (
-            "the server process of the transaction it learned is gone"
-        )
+        assert (
+            scalar(
+                db, "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid = %s", (running,)
+            )
+            == 0
+        ), "the server process of the transaction it learned is gone"
         pooled.close()  # its transaction went with that process: nothing is left to commit

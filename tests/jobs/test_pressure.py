@@ -38,7 +38,11 @@ class Run:
         self.workers = [start_worker(server.url, "default", *self.options) for _ in range(processes)]
         wait_for(
             lambda: (
-                answered(server, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'")
+                answered(
+                    server,
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND application_name = 'jobs worker'",
+                )
                 == processes * (int(THREADS) + 2)
             ),
             "the workers to connect",
@@ -147,7 +151,8 @@ def test_jobs_in_hand_when_a_workers_backends_are_killed_run_again_at_once(priva
                 "the long jobs' claims",
             )
             killed = db.execute(
-                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = 'jobs worker'"
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = 'jobs worker'"
             ).fetchone()[0]
             cut = time.monotonic()
             assert killed == int(THREADS) + 2

@@ -8,7 +8,10 @@ from tests.jobs.performers import STARTS
 
 
 def worker_connections(db):
-    return scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'")
+    return scalar(
+        db,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'jobs worker'",
+    )
 
 
 def test_six_worker_processes_run_two_hundred_jobs_exactly_once(runs, database_url):

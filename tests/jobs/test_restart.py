@@ -86,9 +86,10 @@ def test_a_listener_cut_off_alone_wakes_its_worker_again_within_two_seconds(priv
         try:
             wait_for(
                 lambda: (
-                    db.execute("SELECT count(*) FROM pg_stat_activity WHERE application_name LIKE 'jobs-%'").fetchone()[
-                        0
-                    ]
+                    db.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                        " AND application_name LIKE 'jobs-%'"
+                    ).fetchone()[0]
                     == 4
                 ),
                 "the listener, the heartbeat and two work threads to connect",
@@ -96,11 +97,13 @@ def test_a_listener_cut_off_alone_wakes_its_worker_again_within_two_seconds(priv
             before = min(latency(db, starts, n) for n in range(20))
             assert before < WAKE_FAST, f"an idle worker woke in {before * 1000:.1f} ms before the cut"
             work_backends = db.execute(
-                "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'jobs-worker-%' ORDER BY pid"
+                "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name LIKE 'jobs-worker-%' ORDER BY pid"
             ).fetchall()
             cut = time.perf_counter()
             ended = db.execute(
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'jobs-listener'"
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND application_name = 'jobs-listener'"
             ).fetchall()
             assert ended == [(True,)]
             n, resumed = 100, None
@@ -111,7 +114,8 @@ def test_a_listener_cut_off_alone_wakes_its_worker_again_within_two_seconds(priv
             assert resumed is not None and resumed < RESUMED_WITHIN, f"wake-ups resumed after {resumed} s"
             assert (
                 db.execute(
-                    "SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'jobs-worker-%' ORDER BY pid"
+                    "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+                    " AND application_name LIKE 'jobs-worker-%' ORDER BY pid"
                 ).fetchall()
                 == work_backends
             ), "the work threads kept their connections"

@@ -225,7 +225,10 @@ def test_the_command_line_lists_last_runs_and_with_the_code_next_runs(ticks, dat
 
 
 def worker_connections(db):
-    return scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'")
+    return scalar(
+        db,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'jobs worker'",
+    )
 
 
 def test_four_worker_processes_holding_a_one_second_schedule_queue_one_job_per_tick(ticks, database_url):

@@ -18,7 +18,10 @@ QUICK = 1.0  # seconds another session's `later` or claim may take while a proce
 
 
 def worker_connections(db) -> int:
-    return scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs worker'")
+    return scalar(
+        db,
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'jobs worker'",
+    )
 
 
 def quick(what: str, run) -> None:

@@ -105,7 +105,8 @@ def test_a_retried_job_wakes_an_idle_worker_at_once(db, connect):
     ran = threading.Event()
     worker = jobs.worker(connect, "default", {"broken": lambda *_: ran.set()}, poll=60)
     try:
-        idle = """SELECT count(*) FROM pg_stat_activity WHERE application_name = 'jobs tests' AND state = 'idle'
+        idle = """SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()
+            AND application_name = 'jobs tests' AND state = 'idle'
             AND (query = 'LISTEN jobs' OR query LIKE '%%SET scheduled = false%%'
                  OR query LIKE '%%FOR UPDATE SKIP LOCKED%%' OR query LIKE '%%job_paused_queues%%'
                  OR query LIKE '%%job_workers%%' OR query LIKE '%%job_limits%%' OR query LIKE '%%job_pulse%%'
@@ -184,7 +185,11 @@ def test_a_unique_key_taken_while_a_retry_runs_leaves_the_job_on_the_shelf_witho
         thread.start()
         # the retry passed its own check, and now waits on the unique index for the rival
         wait_for(
-            lambda: scalar(db, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'transactionid'"),
+            lambda: scalar(
+                db,
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+                " AND wait_event = 'transactionid'",
+            ),
             "the retry to wait on the rival's transaction",
         )
         rival.commit()

@@ -471,3 +471,11 @@ def test_a_job_s_page_says_which_run_each_reason_belongs_to_after_a_retry(client
     jobs.worked(db, "mail", {"doomed": doomed}, T)
     page = re.sub(r' <span class="muted">\([^)]*\)</span>', "", get(client, f"/job/{job}").text)
     assert "<h3>Run 1</h3><ol><li>doomed</li></ol><h3>Run 2 (this one)</h3><ol><li>doomed</li></ol>" in page
+
+
+def test_a_job_retried_from_the_shelf_says_its_new_run_has_no_failed_attempt_yet(client, db):
+    job = shelved(db)
+    jobs.retried(db, job, now=T)
+    page = re.sub(r' <span class="muted">\([^)]*\)</span>', "", get(client, f"/job/{job}").text)
+    assert "<h3>Run 2 (this one)</h3><p>No attempt of this run has failed yet.</p>" in page
+    assert "<ol></ol>" not in page

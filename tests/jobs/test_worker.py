@@ -87,7 +87,10 @@ def test_lower_priority_number_runs_first_among_due_jobs(db):
 
 def worker_backends(db):
     """The backends of worker connections other than the test's own."""
-    query = "SELECT pid FROM pg_stat_activity WHERE application_name = 'jobs tests' AND pid <> pg_backend_pid()"
+    query = (
+        "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+        " AND application_name = 'jobs tests' AND pid <> pg_backend_pid()"
+    )
     return [row[0] for row in db.execute(query)]
 
 
