@@ -128,12 +128,10 @@ class Worker:
     def join(self, timeout: float | None = None) -> bool:
         """Waits for the threads to end; True when they all have, and then logs (once) what the worker did."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            threads = self._threads()
+        threads: list[threading.Thread] = []
+        while threads != (threads := self._threads()):  # until no thread was replaced meanwhile
             for thread in threads:
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            if threads == self._threads():
-                break  # no thread was replaced meanwhile
         if any(thread.is_alive() for thread in threads):
             return False
         self._listener.closed()
