@@ -24,7 +24,7 @@ from .running import current
 from .settling import Counts, Tally
 from .supervisor import LetGo, Supervisor
 from .watchdog import Heartbeat, Watchdog
-from .work_thread import Doorbell, Gate, Parts, Settings, WorkThread
+from .work_thread import Doorbell, Gate, Parts, Settings
 
 if TYPE_CHECKING:  # a copy may leave store/schedules.py out
     from ..store.schedules import Schedule
@@ -42,13 +42,12 @@ log = logging.getLogger("jobs")
 class Worker:
     """Works `queues` with `performers` on connections from `connect` until stopped.
 
-    threads: how many jobs run at once; the worker holds threads + 2 connections. lease: seconds
-    the worker may fall silent before another takes it for gone and its jobs come back (it beats
-    every lease / BEATS). listen=False: a polling worker (behind PgBouncer in transaction mode,
-    where LISTEN does not work), which looks for due jobs every `poll` seconds. timeout: seconds a
-    job may run when its policy names none (None: no limit). schedules: Schedules (jobs.every) whose
-    due ticks the listener queues every `poll` s. silent_after: seconds the worker's own statements
-    may wait for an answer before the watchdog cuts their connection (a performer's: its timeout).
+    threads: jobs run at once (it holds threads + 2 connections). lease: seconds it may fall silent
+    before another worker takes it for gone and its jobs come back. listen=False: it polls every
+    `poll` seconds (behind PgBouncer in transaction mode, where LISTEN does not work). timeout:
+    seconds a job may run when its policy names none (None: no limit). schedules: Schedules
+    (jobs.every) whose due ticks it queues. silent_after: seconds its own statements may wait for
+    an answer before the watchdog cuts their connection.
     """
 
     def __init__(
@@ -71,24 +70,21 @@ class Worker:
                 "a worker needs a queue, one thread or more, a lease of more than 0 s, "
                 "and a timeout of more than 0 s if any"
             )
-        # Every connection the worker opens is watched, but not while a performer waits on it.
-        self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
+        self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)  # not a performer's waits
         watched, worker_id = self.watchdog.connecting(connect), secrets.randbits(63)
         settings = Settings(worker_id, watched, queues, performers, threads, lease, poll, listen, timeout)
         self.settings, self.id, self.queues, self.counts = settings, worker_id, queues, Counts()
         limits, scheduling, pulse = (schema.optional(part) for part in ("limits", "schedules", "pulse"))
         self.pulse = pulse.Pulse() if pulse is not None else None
-        doorbell = Doorbell(threads)
-        self.gate = Gate(queues, doorbell)
+        self.gate = Gate(queues, doorbell := Doorbell(threads))
         limited = limits.Limits(queues, doorbell.ring) if limits is not None else None
         tally = Tally(self.counts, self.pulse)
         self.parts = parts = Parts(Holdings(), doorbell, self.gate, tally, Refusals(), Frontiers(), limited)
         self.frontiers = parts.frontiers
         self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
         self.supervisor = Supervisor(settings, parts, LetGo(), over=self._over)
-        fired = None  # the chore that queues the schedules' due ticks: none held, or a copy without store/schedules.py
-        if scheduling is not None and (held := scheduling.held(schedules)):
-            fired = functools.partial(scheduling.fired, schedules=held)
+        held = scheduling.held(schedules) if scheduling is not None else ()  # none in a copy without them
+        fired = functools.partial(scheduling.fired, schedules=held) if scheduling and held else None
         chores = timetable(settings, parts, self.supervisor, fired, pulse)
         self._listener = Listener(watched, self.gate, chores, parts.refusals, listen=listen, stopping=self.ended)
         self._heartbeat = Heartbeat(settings, self.ended, parts.refusals, on_registered=self.gate.registered)
@@ -98,7 +94,8 @@ class Worker:
         ]
         self._said_stopped = False  # join() logs what the worker did once, when it has ended
 
-    def start(self) -> "Worker":  # the work threads claim once the worker is registered
+    def start(self) -> "Worker":
+        """Starts the threads and returns the worker; the work threads claim once it is registered."""
         for thread in self._threads_beside:
             thread.start()
         self.supervisor.start()
@@ -165,18 +162,6 @@ class Worker:
         """The worker's queues paused when last read."""
         return self.gate.paused
 
-    def claimable(self) -> list[str]:
-        """The queues a work thread may claim from now (none before the worker is registered, none once it stops)."""
-        return self.gate.claimable()
-
-    def stopping(self) -> bool:
-        """Whether the worker claims nothing new any more."""
-        return self.gate.stopped.is_set()
-
-    def work_threads(self) -> list[WorkThread]:
-        """The work threads not let go."""
-        return self.supervisor.threads()
-
     def batches_held(self) -> list[list[Job]]:
         """The jobs each work thread holds now (claimed, not yet settled or let go)."""
         return [held for held in (hand.held() for hand in self.parts.holdings.hands()) if held]
@@ -218,11 +203,10 @@ def beside_asgi(
 ) -> ASGIApp:
     """`app`, an ASGI app, with a worker on `queue` in threads beside it for as long as its server runs it.
 
-    The worker starts once `app`'s lifespan startup is complete. At `lifespan.shutdown` it stops
-    claiming and the job in hand finishes before `app` is told, so a performer may use what the
-    app's startup made; should `app` end without it, the worker stops then. The waits run off the
-    event loop (asyncio.to_thread), so requests in flight are answered meanwhile. `app` must speak
-    the lifespan protocol, as Starlette, FastAPI, Litestar and Quart apps do.
+    The worker starts once `app`'s lifespan startup is complete; at `lifespan.shutdown` it stops and
+    the job in hand finishes before `app` is told, so a performer may use what its startup made (should
+    `app` end first, the worker stops then). Its waits run off the event loop (requests are answered
+    meanwhile). `app` must speak the lifespan protocol, as Starlette, FastAPI, Litestar and Quart apps do.
     """
     running: list[Worker] = []
 

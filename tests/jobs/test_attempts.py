@@ -44,7 +44,7 @@ def test_a_job_allowed_one_attempt_whose_connection_is_cut_mid_job_never_starts_
     try:
         job = jobs.later(db, "default", "charge", {})
         wait_for(lambda: started, "the job to start")
-        db.execute("SELECT pg_terminate_backend(%s)", (worker.work_threads()[0].backend.running[0],))
+        db.execute("SELECT pg_terminate_backend(%s)", (worker.supervisor.threads()[0].backend.running[0],))
         cut.set()
         wait_for(lambda: ended(db, job), "the job to end")
     finally:

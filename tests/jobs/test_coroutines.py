@@ -61,7 +61,7 @@ def test_an_async_performer_past_its_timeout_is_cancelled_and_its_thread_carries
     after = jobs.later(paid, "default", "pay", {"n": 1})
     wait_for(lambda: scalar(paid, "SELECT count(*) FROM async_paid WHERE job = %s", (after,)) == 1, "the next job")
     assert time.monotonic() - began < STUCK / 2
-    assert len(worker.work_threads()) == 1
+    assert len(worker.supervisor.threads()) == 1
 
 
 def test_an_async_performer_an_operator_cancels_stops_and_keeps_nothing(paid, started):

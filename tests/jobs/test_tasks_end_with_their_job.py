@@ -141,7 +141,7 @@ def test_a_task_left_running_forever_ends_at_its_job_s_timeout_and_the_thread_ca
     after = jobs.later(shop, "shop", "refunds", {})
     wait_for(lambda: scalar(shop, "SELECT count(*) FROM jobs WHERE id = %s", (after,)) == 0, "the next job")
     assert scalar(shop, "SELECT count(*) FROM task_refunds") == 1
-    assert len(worker.work_threads()) == 1
+    assert len(worker.supervisor.threads()) == 1
 
 
 def test_a_job_s_connection_refuses_statements_once_its_job_ended(shop):
