@@ -112,9 +112,6 @@ class Gate:
             return []
         return [queue for queue in self.queues if queue not in self.paused]
 
-    def draining(self) -> bool:  # a thread that found nothing due ends: a drain was asked, and it may claim
-        return self.drain and self.ready.is_set()
-
     def registered(self) -> None:  # the heartbeat's word that the worker's row is written
         self._registered = True
         self._opened()
@@ -178,15 +175,14 @@ class WorkThread:
         self.ending.set()
 
     def _run(self) -> None:
-        settings, parts = self.settings, self.parts
         try:
-            thread = Reconnecting("worker", parts.refusals, on_open=self._opened, on_lost=self._lost)
-            kept_running(settings.connect, self.ending, self._claimed_and_ran, thread)
+            thread = Reconnecting("worker", self.parts.refusals, on_open=self._opened, on_lost=self._lost)
+            kept_running(self.settings.connect, self.ending, self._claimed_and_ran, thread)
         except BaseException as error:  # not one of a step's: kept_running catches those, and carries on
             self._ended(self, error)
             return
         finally:
-            parts.holdings.done_with(self.hand)
+            self.parts.holdings.done_with(self.hand)
         if not self.abandoned:
             self._ended(self, None)
 
@@ -195,8 +191,8 @@ class WorkThread:
         pooler_told(self.parts, self.backend, listen=self.settings.listen, poll=self.settings.poll)
 
     def _lost(self, error: BaseException) -> None:
-        """Lets go of what the thread held when a step raised: its running job lapses when the connection was lost
-        (its writes went with it), and fails with the reason when a settlement was refused."""
+        """Lets go of what it held when a step raised: its running job lapses if the connection was lost (its writes
+        went with it), and fails with the reason if a settlement was refused."""
         cut_off = isinstance(error, JobLost) or (isinstance(error, psycopg.Error) and lost(error))
         self.hand.returned()
         self.parts.holdings.dropped(self.hand, lost_attempt(error), Fate.LAPSE if cut_off else Fate.FAIL)
@@ -207,7 +203,7 @@ class WorkThread:
         gate, busy = self.parts.gate, False
         # A drain ends the thread only after a pass begun once it was asked (a claim under way may have read the
         # bound the drain drops), and not while rows are on their way back to the queue (loose in the holdings).
-        draining = gate.draining() and not self.parts.holdings.letting_go()
+        draining = gate.drain and gate.ready.is_set() and not self.parts.holdings.letting_go()
         self.room_in = None
         for queue in gate.claimable():
             jobs = self._claimed(db, queue)

@@ -7,7 +7,7 @@ import time
 import pytest
 
 import jobs
-from tests.jobs.helpers import scalar, wait_for
+from tests.jobs.helpers import emptied, scalar, wait_for
 
 PAID = "CREATE TABLE IF NOT EXISTS async_paid (job bigint NOT NULL, n int NOT NULL)"
 STUCK = 60.0  # seconds an async performer would sleep if nothing stopped it
@@ -15,9 +15,7 @@ STUCK = 60.0  # seconds an async performer would sleep if nothing stopped it
 
 @pytest.fixture
 def paid(db):
-    db.execute(PAID)
-    db.execute("TRUNCATE async_paid")
-    return db
+    return emptied(db, "async_paid", PAID)
 
 
 async def pay(db, args):
