@@ -1,9 +1,9 @@
 """A work thread: the loop that claims a batch of due jobs, runs it, and waits for its Doorbell.
 
-Each runs on a connection of its own, given the worker's Settings and shared Parts, and tells its
-owner one thing, that it ended. What it claims is the Holdings' from before the claim is sent,
-then its Hand's; every way out of a step lets go of the whole Hand, for the supervisor to settle.
-One ring wakes one thread (waking every idle one for each notification made a herd of empty claims).
+Each runs on a connection of its own, given the worker's Settings and shared Parts, and tells its owner
+one thing, that it ended. What it claims is the Holdings' from before the claim is sent, then its Hand's;
+every way out of a step lets go of the whole Hand. One ring wakes one thread (waking every idle one for
+each notification made a herd of empty claims).
 """
 
 import threading
@@ -55,32 +55,30 @@ class Settings:
 
 
 class Doorbell:
-    """Rings for `threads` work threads; `wait` returns True when rung (or stopping), False on timeout."""
+    """Rings for `threads` work threads: a ring wakes one waiting thread (or `threads`), or the next one to wait."""
 
     def __init__(self, threads: int):
         self.threads = threads
         self._rings = 0  # rings not yet answered, at most one per thread
         self._everyone = False  # set once, when the worker stops or drains: every wait returns at once
-        self._idle = 0  # threads waiting now: they found nothing due
+        self._idle = 0  # threads waiting now: they found nothing due, and could start a job at once
         self._condition = threading.Condition()
 
     def ring(self, threads: int = 1) -> None:
-        """Wakes one waiting thread (or `threads`), or the next one to wait."""
         with self._condition:
             self._rings = min(self.threads, self._rings + threads)
             self._condition.notify(threads)
 
-    def ring_everyone(self) -> None:
-        """Wakes every thread, now and from now on."""
+    def ring_everyone(self) -> None:  # now and from now on
         with self._condition:
             self._everyone = True
             self._condition.notify_all()
 
-    def idle(self) -> bool:  # a thread waits now, having found nothing due: it could start a job at once
+    def idle(self) -> bool:
         return self._idle > 0
 
     def wait(self, timeout: float) -> bool:
-        """Waits up to `timeout` seconds for a ring; True if one came."""
+        """Waits up to `timeout` seconds for a ring; True if one came (or the worker stops), False on timeout."""
         with self._condition:
             if not self._rings and not self._everyone:
                 self._idle += 1
@@ -104,7 +102,7 @@ class Gate:
         self.ready = threading.Event()  # set once the worker is registered and has read the paused queues
         self.stopped = threading.Event()  # nothing new is claimed once it is set
         self.drain = False  # stop(drain=True) asked
-        self._registered = self._paused_read = False
+        self._awaited = {"registration", "paused queues"}  # what the gate waits to hear of before it opens
 
     def claimable(self) -> list[str]:
         """The queues a work thread may claim from now: those not paused; none before it is ready, none once stopped."""
@@ -113,8 +111,7 @@ class Gate:
         return [queue for queue in self.queues if queue not in self.paused]
 
     def registered(self) -> None:  # the heartbeat's word that the worker's row is written
-        self._registered = True
-        self._opened()
+        self._opened("registration")
 
     def paused_now(self, paused: set[str]) -> None:
         """Hears which queues are paused now (every poll); a resumed one wakes a thread."""
@@ -122,12 +119,12 @@ class Gate:
         resumed, self.paused = self.paused - mine, mine
         if resumed:
             self.doorbell.ring()
-        self._paused_read = True
-        self._opened()
+        self._opened("paused queues")
 
-    def _opened(self) -> None:
+    def _opened(self, heard: str) -> None:
         """Lets the threads claim, and wakes them, once the worker is registered and knows the paused queues."""
-        if self._registered and self._paused_read and not self.ready.is_set():
+        self._awaited.discard(heard)
+        if not self._awaited and not self.ready.is_set():
             self.ready.set()
             self.doorbell.ring(self.doorbell.threads)
             if self.drain:
@@ -258,9 +255,8 @@ class WorkThread:
         return jobs
 
     def _ran_batch(self, db: psycopg.Connection[Any]) -> int:
-        """Runs the batch in the thread's Hand; answers how many jobs the next claim may take: batches grow while
-        their jobs are quick, and fall back to one when one takes longer than BATCH_TIME (those claimed after it
-        are given back), so none waits on a slow job beside an idle thread."""
+        """Runs the batch in its Hand; answers how many jobs the next claim may take: batches grow while their jobs
+        are quick, and fall back to one when one takes longer than BATCH_TIME (those behind it are given back)."""
         hand, claimed = self.hand, len(self.hand.held())
         self.runner.batch(db, hand)
         self.parts.holdings.done_with(hand)
