@@ -88,9 +88,7 @@ def app(
         ROUTES,
         worker,
         held(schedules),
-        secret=key,
-        session=session,
-        origin=origin.rstrip("/") if origin else None,
+        keys=csrf.Keys(key, session, origin.rstrip("/") if origin else None),
         refused=refused,
     )
 

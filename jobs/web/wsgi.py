@@ -79,14 +79,12 @@ class Dashboard:
         worker: "Worker | None" = None,
         schedules: tuple[Schedule, ...] = (),
         *,
-        secret: bytes,
-        session: Callable[[WSGIEnvironment], str] | None = None,
-        origin: str | None = None,
+        keys: csrf.Keys,
         refused: WSGIApplication | None = None,
     ) -> None:
         self.connect, self.authorize, self.routes, self.worker = connect, authorize, routes, worker
         self.schedules, self.refused = schedules, refused
-        self.keys = csrf.Keys(secret, session, origin)  # what signs the forms' tokens (csrf.py)
+        self.keys = keys  # what signs the forms' tokens and the actions' lines (csrf.py, back.py)
 
     def __call__(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         allowed = self.authorize(environ)
