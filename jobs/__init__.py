@@ -39,9 +39,9 @@ How a job travels, file by file:
                         says why when the database refuses a statement.
   runtime/running.py    a job that touches the connection runs on a transaction of its
                         own (transaction.py), on which success deletes its row, or
-                        failure keeps its reason and schedules a retry (core/policies.py);
-                        successes that wrote nothing are deleted together in one
-                        statement (settling.py).
+                        failure keeps its reason and schedules a retry (its Policy,
+                        core/job.py); successes that wrote nothing are deleted
+                        together in one statement (settling.py).
   store/flows.py        on that same transaction, a chain queues its next step and a
                         batch counts down, the last job queueing its callbacks.
   store/schedules.py    the listener also queues the job of each due tick of a worker's
@@ -67,8 +67,7 @@ leave out web/, cli/, and store/'s limits, schedules and pulse (jobs/README.md, 
 into your app"); the names of limits and schedules are then absent from this face.
 """
 
-from .core.job import ATTEMPTS, LEASE, Job, JobCancelled
-from .core.policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
+from .core.job import ATTEMPTS, LEASE, NO_RETRY, Job, JobCancelled, Policy, exponential, intervals, policy, polynomial
 from .runtime.connections import SILENT_AFTER, keepalives
 from .runtime.maintenance import POLL_INTERVAL
 from .runtime.running import current_job, worked

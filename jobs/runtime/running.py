@@ -18,8 +18,7 @@ from typing import Any, cast
 
 import psycopg
 
-from ..core.job import Job, Performer
-from ..core.policies import DEFAULT, NO_RETRY, Policy, policy_of
+from ..core.job import DEFAULT, NO_RETRY, Job, Performer, Policy, policy_of
 from ..store import claims, flows, schema
 from . import settling
 from .connections import Backend

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from ..core import arguments as redaction  # the secret arguments' part of it
-from ..core.job import Job
-from ..core.policies import Policy
+from ..core.job import Job, Policy
 from ..store import claims, control, flows
 from .transaction import JobTransaction
 

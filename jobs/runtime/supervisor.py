@@ -15,8 +15,7 @@ from typing import Any
 
 import psycopg
 
-from ..core.job import Job, StoppedPastNoReturn
-from ..core.policies import NO_RETRY, policy_of
+from ..core.job import NO_RETRY, Job, StoppedPastNoReturn, policy_of
 from ..store import claims, control, flows
 from .connections import ended
 from .holdings import Fate, Loose
