@@ -82,11 +82,11 @@ def worked(
     with db.transaction():
         claims.promoted(db, now)
     # Within a queue's limit, after one read of job_limits (a copy without store/limits.py: the plain claim).
-    budgets, limits = claims.budgets_of(performers), schema.optional("limits")
+    hold, limits = claims.Hold(lease, budgets=claims.budgets_of(performers)), schema.optional("limits")
     if limits is None:
-        claimed = claims.claimed(db, queue, now, lease=lease, budgets=budgets)
+        claimed = claims.claimed(db, queue, now, hold=hold)
     else:
-        claimed = limits.claimed(db, queue, now, lease=lease, budgets=budgets).jobs
+        claimed = limits.claimed(db, queue, now, hold=hold).jobs
     if not claimed:
         return None
     return performed(db, claimed, performers, now=now)[0]

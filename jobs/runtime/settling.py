@@ -185,7 +185,9 @@ def recorded_failure(
         why = f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}"
         outcome = Outcome(failure.kind or "rescheduled", line, logging.WARNING, why)
     with db.transaction() if outcome.final and (job.batch or job.flow) else contextlib.nullcontext():
-        recorded = claims.attempt_failed(db, job, reason, trace, after, max_attempts, now, failure.ran)
+        recorded = claims.attempt_failed(
+            db, job, claims.FailedAttempt(reason, trace, failure.ran), after, max_attempts, now
+        )
         if recorded:
             moved_flows_on(db, [(job, outcome)])
     if not recorded:

@@ -223,24 +223,16 @@ class WorkThread:
         """Claims a batch of `queue` into a new Hand; the holdings hold the claim from before it is sent."""
         settings, holdings, limited = self.settings, self.parts.holdings, self.parts.limits
         expected_idle(db, "a claim")  # else the claim would never commit
-        claim = claims.new_claim()
-        holdings.claiming(claim)
-        lease, worker, budgets = settings.lease, settings.id, settings.budgets
-        after, known = self.parts.frontiers.bound(queue), limited.known.get(queue) if limited is not None else None
+        holdings.claiming(claim := claims.new_claim())
+        hold = claims.Hold(settings.lease, settings.id, settings.budgets, claim)
+        after = self.parts.frontiers.bound(queue)
         try:
-            if known is None:
-                jobs = claims.claimed(
-                    db, queue, limit=self.limit, after=after, lease=lease, worker=worker, budgets=budgets, claim=claim
-                )
+            if limited is None or queue not in limited.known:
+                jobs = claims.claimed(db, queue, limit=self.limit, after=after, hold=hold)
             else:
-                from ..store import limits  # here only: a copy may leave it out, and then knows no limit
-
-                within = limits.claimed(
-                    db, queue, after=after, known=known, lease=lease, worker=worker, budgets=budgets, claim=claim
-                )
-                if within.room_in is not None and limited is not None:
-                    limited.has_room_in(within.room_in)  # one thread is woken then, not every idle one
-                    self.room_in = within.room_in if self.room_in is None else min(self.room_in, within.room_in)
+                within = limited.claimed(db, queue, after, hold)
+                if within.room_in is not None:  # the thread waits for it, when it drains
+                    self.room_in = min(within.room_in, self.room_in or within.room_in)
                 jobs = within.jobs
         except BaseException:
             holdings.unheard(claim)  # whatever it took is a stray now: the supervisor gives it back

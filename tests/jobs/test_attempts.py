@@ -11,6 +11,7 @@ import threading
 
 import jobs
 from jobs.store import claims
+from jobs.store.claims import Hold
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
@@ -27,7 +28,7 @@ def test_the_claim_writes_the_attempts_the_performers_policy_allows(db):
     jobs.later(db, "default", "once", {})
     jobs.later(db, "default", "plain", {})
     budgets = claims.budgets_of({"once": once, "plain": lambda conn, args: None})
-    held = claims.claimed(db, "default", limit=2, budgets=budgets)
+    held = claims.claimed(db, "default", limit=2, hold=Hold(budgets=budgets))
     assert [(job.name, job.attempt, job.max_attempts) for job in held] == [("once", 1, 1), ("plain", 1, jobs.ATTEMPTS)]
 
 
