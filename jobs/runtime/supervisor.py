@@ -48,7 +48,8 @@ class Supervisor:
             self._threads = [self._new(n) for n in range(self.settings.threads)]
 
     def _new(self, n: int) -> WorkThread:
-        return WorkThread(n, self.settings, self.parts, self.ended).start()
+        (work := WorkThread(n, self.settings, self.parts, self.ended)).thread.start()
+        return work
 
     def threads(self) -> list[WorkThread]:  # the work threads not let go
         with self._lock:

@@ -1,9 +1,8 @@
 """A work thread: the loop that claims a batch of due jobs, runs it, and waits for its Doorbell.
 
-Each runs on a connection of its own, given the worker's Settings and shared Parts, and tells its owner
-one thing, that it ended. What it claims is the Holdings' from before the claim is sent, then its Hand's;
-every way out of a step lets go of the whole Hand. One ring wakes one thread (waking every idle one for
-each notification made a herd of empty claims).
+Each runs on a connection of its own, given the worker's Settings and shared Parts, and tells its owner it
+ended. What it claims is the Holdings' from before the claim is sent, then its Hand's; every way out of a step
+lets go of the whole Hand. A ring wakes one thread (one per idle thread made a herd of empty claims).
 """
 
 import threading
@@ -163,10 +162,6 @@ class WorkThread:
         )
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
 
-    def start(self) -> "WorkThread":
-        self.thread.start()
-        return self
-
     def abandon(self) -> None:  # it claims nothing more, and ends when its performer returns
         self.abandoned = True
         self.ending.set()
@@ -188,8 +183,7 @@ class WorkThread:
         pooler_told(self.parts, self.backend, listen=self.settings.listen, poll=self.settings.poll)
 
     def _lost(self, error: BaseException) -> None:
-        """Lets go of what it held when a step raised: its running job lapses if the connection was lost (its writes
-        went with it), and fails with the reason if a settlement was refused."""
+        """Lets go of its Hand when a step raised: its running job lapses if the connection was lost, else fails."""
         cut_off = isinstance(error, JobLost) or (isinstance(error, psycopg.Error) and lost(error))
         self.hand.returned()
         self.parts.holdings.dropped(self.hand, lost_attempt(error), Fate.LAPSE if cut_off else Fate.FAIL)
