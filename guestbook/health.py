@@ -11,7 +11,7 @@ import psycopg
 from flask import Blueprint, current_app
 
 import mail
-from jobs.store import workers_table
+from jobs.store import control
 
 bp = Blueprint("health", __name__)
 
@@ -34,8 +34,8 @@ def health():
 
 
 def live_workers(db: psycopg.Connection, queue: str) -> int:
-    """How many workers beat on time (workers_table.state_of: "working") with `queue` among theirs."""
-    return sum(1 for row in workers_table.listed(db) if row["state"] == "working" and queue in row["queues"])
+    """How many workers beat on time (control.state_of: "working") with `queue` among theirs."""
+    return sum(1 for row in control.workers_listed(db) if row["state"] == "working" and queue in row["queues"])
 
 
 def said(status: int, sentence: str):

@@ -1,11 +1,11 @@
 """A Postgres job queue: a job is a row, and it outlives the process that queued it.
 
 It is built in layers, each folder importing only those above it in this list (a test says so):
-  core/       the ground: a claimed Job and its defaults, the loader of the named SQL,
-              retry policies, cron expressions, the checks of a job's arguments
-              and the redaction of secret ones.
+  core/       the ground: a claimed Job and its defaults, retry policies, cron
+              expressions, the checks of a job's arguments and the redaction of
+              secret ones.
   store/      the statements: each sends SQL on the caller's connection and never starts
-              a thread (the statements are named in store/queries.sql).
+              a thread (named in store/queries.sql, read by store/schema.py).
   runtime/    the worker's machinery: its threads, the running and settling of a job,
               the claimed rows and their owner, the listener's maintenance.
   cli/, web/  the command line (`python -m jobs`) and the dashboard (jobs.web.app).
@@ -29,7 +29,7 @@ How a job travels, file by file:
                         is settled; it starts the work threads, and lets go of and
                         replaces one past its job's timeout.
   runtime/watchdog.py   beside them, the heartbeat records the worker in job_workers and
-                        beats its row (store/workers_table.py), and does nothing else.
+                        beats its row (store/control.py), and does nothing else.
   runtime/worker.py     a Worker's work threads (work_thread.py) claim batches of due
                         jobs and run them; `worker` starts one, `beside` one beside a
                         server; `worked` (running.py) does a thread's step once, for a
@@ -39,9 +39,9 @@ How a job travels, file by file:
                         says why when the database refuses a statement.
   runtime/running.py    a job that touches the connection runs on a transaction of its
                         own (transaction.py), on which success deletes its row, or
-                        failure keeps its reason and schedules a retry (core/policies.py);
-                        successes that wrote nothing are deleted together in one
-                        statement (settling.py).
+                        failure keeps its reason and schedules a retry (its Policy,
+                        core/job.py); successes that wrote nothing are deleted
+                        together in one statement (settling.py).
   store/flows.py        on that same transaction, a chain queues its next step and a
                         batch counts down, the last job queueing its callbacks.
   store/schedules.py    the listener also queues the job of each due tick of a worker's
@@ -67,9 +67,7 @@ leave out web/, cli/, and store/'s limits, schedules and pulse (jobs/README.md, 
 into your app"); the names of limits and schedules are then absent from this face.
 """
 
-from .core.job import ATTEMPTS, LEASE, Job, JobCancelled
-from .core.policies import NO_RETRY, Policy, exponential, intervals, policy, polynomial
-from .core.sql import load as load_queries
+from .core.job import ATTEMPTS, LEASE, NO_RETRY, Job, JobCancelled, Policy, exponential, intervals, policy, polynomial
 from .runtime.connections import SILENT_AFTER, keepalives
 from .runtime.maintenance import POLL_INTERVAL
 from .runtime.running import current_job, worked
@@ -79,25 +77,14 @@ from .store.claims import now_ms
 from .store.control import CANCELLED, Cancellation, cancelled, paused, paused_queues, resumed
 from .store.enqueue import later, later_many
 from .store.flows import batch, batch_status, cancel_batch, chain, pruned
-from .store.schema import SchemaError, prepared
+from .store.schema import SchemaError, optional, prepared
+from .store.schema import load as load_queries
 from .store.shelf import PAGE, discarded, failed, listed, retried, status
 
-
-def _left_out(missing: ModuleNotFoundError, module: str) -> bool:
-    """Whether `missing` is the optional `module` of this package, left out of a copy, and not what it imports."""
-    return missing.name == f"{__name__}.{module}"
-
-
-try:
+if optional("limits"):  # None: a copy left store/limits.py out
     from .store.limits import Limit, limited, unlimited
-except ModuleNotFoundError as missing:
-    if not _left_out(missing, "store.limits"):
-        raise
-try:
+if optional("schedules"):
     from .store.schedules import Schedule, every
-except ModuleNotFoundError as missing:
-    if not _left_out(missing, "store.schedules"):
-        raise
 
 __all__ = [
     "ATTEMPTS",

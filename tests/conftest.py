@@ -40,7 +40,7 @@ def no_worker_left(monkeypatch):
 
     monkeypatch.setattr(Worker, "start", recorded)
     yield
-    forgotten = [worker.id for worker in started if not worker.stopping() and not worker.ended.is_set()]
+    forgotten = [worker.id for worker in started if not worker.gate.stopped.is_set() and not worker.ended.is_set()]
     for worker in started:
         worker.stop(grace=0)
     running = [worker.id for worker in started if not worker.join(LEFT_WAIT)]

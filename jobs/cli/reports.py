@@ -12,7 +12,7 @@ from typing import Any
 
 import psycopg
 
-from ..store import schedules, shelf, workers_table
+from ..store import control, schedules, shelf
 from ..store.shelf import age, has_limit, limit_said, runs
 
 EXIT_OK = 0  # done; for `failed`, the shelf is empty
@@ -133,8 +133,8 @@ def schedules_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> 
 
 
 def workers_command(args: argparse.Namespace, db: psycopg.Connection[Any]) -> int:
-    """Prints the workers at work and those gone within workers_table.KEPT as a table."""
-    rows = workers_table.listed(db)
+    """Prints the workers at work and those gone within control.KEPT as a table."""
+    rows = control.workers_listed(db)
     if not rows:
         print("no worker has run in the last hour")
         return EXIT_OK

@@ -20,7 +20,7 @@ from typing import Any
 
 import psycopg
 
-from ..core.sql import one
+from ..store.schema import one
 from .refusals import Refusals, still_usable
 
 RECONNECT_FIRST = 0.1  # seconds before the first reconnection; doubles up to RECONNECT_MAX

@@ -41,8 +41,7 @@ class Hand:
             return self.running
 
     def ended(self, job: Job, quiet_success: bool) -> None:
-        """Hears that `job`, the running one, ended (unless it was taken out meanwhile); a quiet success waits to be
-        deleted with its neighbours."""
+        """Hears that `job`, the running one, ended; a quiet success waits to be deleted with its neighbours."""
         with self._lock:
             self.longest = max(self.longest, time.monotonic() - self._started)
             self._returned()
@@ -54,8 +53,7 @@ class Hand:
                 self._quiet.append(job)
             self.running = None
 
-    def returned(self) -> None:
-        """Hears that its thread is back from whatever job it was running: no performer of it runs now."""
+    def returned(self) -> None:  # its thread is back from whatever job it ran: no performer of it runs now
         with self._lock:
             self._returned()
 
@@ -75,22 +73,19 @@ class Hand:
             return taken
 
     def deleted(self, jobs: Sequence[Job], committed: bool = True) -> None:
-        """Hears how the deletion of quiet successes went: committed, the hand holds them no more; else they wait
-        to be deleted again."""
+        """Hears that the deletion of quiet successes committed (it holds them no more), or not (they wait again)."""
         ids = {job.id for job in jobs}
         with self._lock:
             if not committed:
                 self._quiet[:0] = [job for job in self._deleting if job.id in ids]
             self._deleting = [job for job in self._deleting if job.id not in ids]
 
-    def done(self) -> list[Job]:
-        """Takes the quiet successes not yet on their way to deletion, for someone else to delete."""
+    def done(self) -> list[Job]:  # takes the quiet successes not on their way to deletion, for another to delete
         with self._lock:
             taken, self._quiet = self._quiet, []
             return taken
 
-    def waiting(self) -> list[Job]:
-        """Takes the jobs not yet started, to give them back."""
+    def waiting(self) -> list[Job]:  # takes the jobs not yet started, to give them back
         with self._lock:
             taken, self._waiting = self._waiting, []
             return taken
@@ -102,15 +97,13 @@ class Hand:
             self._waiting, self.running, self._quiet, self._deleting = [], None, [], []
             return taken
 
-    def running_past(self, seconds: float) -> Job | None:
-        """The running job, if it has run longer than `seconds`."""
+    def running_past(self, seconds: float) -> Job | None:  # the running job, if it has run longer than `seconds`
         with self._lock:
             if self.running is not None and time.monotonic() - self._started > seconds:
                 return self.running
             return None
 
-    def held(self) -> list[Job]:
-        """Every job of the claim not yet settled or given back."""
+    def held(self) -> list[Job]:  # every job of the claim not yet settled or given back
         with self._lock:
             running = [self.running] if self.running is not None else []
             return self._waiting + running + self._deleting + self._quiet
@@ -119,8 +112,7 @@ class Hand:
 class Fate(enum.Enum):
     """What the supervisor does with a loose row."""
 
-    GIVE_BACK = "give back"  # never started (or its stop's grace ran out before its point of no return): due again,
-    # its attempt not counted
+    GIVE_BACK = "give back"  # never started, or its grace ran out before its point of no return: due again, uncounted
     DELETE = "delete"  # a quiet success whose deletion had not committed: it is done
     LAPSE = "lapse"  # it was running when its thread's connection was lost: due again now, its attempt counted
     FAIL = "fail"  # it ran and its settlement was refused: its attempt failed, with the reason
@@ -147,24 +139,20 @@ class Holdings:
         self._loose: dict[int, Loose] = {}
         self._settling = False  # the supervisor has taken loose rows and not yet handed back what it left
 
-    def claiming(self, token: int) -> None:
-        """Hears that a claim under `token` is about to be sent: whatever it takes is held until heard."""
+    def claiming(self, token: int) -> None:  # a claim under `token` is about to be sent: held until heard
         with self._lock:
             self._claims.add(token)
 
-    def heard(self, token: int, hand: Hand) -> None:
-        """Hears the claim's answer: its rows are `hand`'s now."""
+    def heard(self, token: int, hand: Hand) -> None:  # the claim's answer: its rows are `hand`'s now
         with self._lock:
             self._hands.add(hand)
             self._claims.discard(token)
 
-    def unheard(self, token: int) -> None:
-        """Hears that a claim's answer will never be read: whatever it took is a stray, for the supervisor."""
+    def unheard(self, token: int) -> None:  # its answer is never read: what it took is a stray, for the supervisor
         with self._lock:
             self._claims.discard(token)
 
-    def done_with(self, hand: Hand) -> None:
-        """Hears that a thread is through with `hand`; what it still holds, if anything, is let go unstarted."""
+    def done_with(self, hand: Hand) -> None:  # its thread is through with `hand`: what it still holds goes back
         hand.returned()
         self.dropped(hand, None)
 
@@ -190,21 +178,18 @@ class Holdings:
     def given_back(self, hand: Hand) -> list[Job]:
         """Takes the jobs of `hand` not yet started and lets them go, to be given back; answers them."""
         with self._lock:
-            waiting = hand.waiting()
-            self._let_go(waiting, Fate.GIVE_BACK)
+            self._let_go(waiting := hand.waiting(), Fate.GIVE_BACK)
             return waiting
 
     def handed_on(self, hand: Hand) -> list[Job]:
         """Lets go of what `hand` holds besides its running job: the waiting ones, given back (answered), and the
         quiet successes, deleted now rather than after it: a crash meanwhile would run them again."""
         with self._lock:
-            waiting = hand.waiting()
-            self._let_go(waiting, Fate.GIVE_BACK)
+            self._let_go(waiting := hand.waiting(), Fate.GIVE_BACK)
             self._let_go(hand.done(), Fate.DELETE)
             return waiting
 
-    def hands(self) -> list[Hand]:
-        """The live hands, for the supervisor and the cancels."""
+    def hands(self) -> list[Hand]:  # the live hands, for the supervisor and the cancels
         with self._lock:
             return list(self._hands)
 
@@ -222,8 +207,7 @@ class Holdings:
                 self._loose.setdefault(entry.id, entry)
             self._settling = False
 
-    def letting_go(self) -> bool:
-        """Whether rows are loose, or being settled: on their way back to the queue, or to their end."""
+    def letting_go(self) -> bool:  # rows are loose, or being settled: on their way back to the queue, or to their end
         return self._settling or bool(self._loose)
 
     def strays(self, rows: Iterable[tuple[int, int]]) -> list[Loose]:
@@ -261,7 +245,6 @@ def past_no_return(job: Job, fate: Fate, error: BaseException | None) -> tuple[F
     return Fate.FAIL, stopped
 
 
-def claim_of(job: Job) -> int:
-    """The token of the claim that holds `job`."""
+def claim_of(job: Job) -> int:  # the token of the claim that holds `job`
     assert job.claim is not None, "a job in a worker's hand was claimed"
     return job.claim

@@ -1,9 +1,8 @@
 """The maintenance on the listener's connection: the listener, and the chores it runs on their timers.
 
-The listener LISTENs for the notification `later` sends on commit and rings the Doorbell
-at once. On the same connection it runs each chore on its own timer and alone (`timetable`
-says which, how often): one refused or failing is logged and the others run on; a lost
-connection reconnects; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT.
+The listener LISTENs for the notification `later` sends on commit and rings the Doorbell at once.
+On the same connection it runs each chore on its own timer and alone (`timetable`): one refused or
+failing is logged and the others run on; each chore's wait on a lock is bounded by CHORE_LOCK_WAIT.
 """
 
 import logging
@@ -11,30 +10,32 @@ import os
 import selectors
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
+from typing import Any
 
 import psycopg
 
 from ..core.job import FATE, Job
-from ..store import claims, control, workers_table
+from ..store import claims, control
 from ..store.frontier import Frontiers
-from . import optional, settling
+from . import settling
 from .connections import Connect, Reconnecting, kept_running
 from .holdings import Holdings
 from .refusals import Refusals, still_usable
 from .settling import named
-from .supervisor import WATCH_INTERVAL, LetGo, Supervisor, gone_pruned
-from .work_thread import Doorbell, Parts, Settings
-
-if TYPE_CHECKING:  # a copy may leave store/schedules.py out
-    from ..store.schedules import Schedule
+from .supervisor import WATCH_INTERVAL, LetGo, Supervisor
+from .work_thread import Doorbell, Gate, Parts, Settings
 
 POLL_INTERVAL = 1.0  # seconds an idle worker waits before it looks again without being woken
 CHORE_LOCK_WAIT = 1.0  # seconds a chore's statement may wait on a lock before it gives up, to run again later
 
+RUNS_ON = "it runs on, and a success is not shelved"  # what a cancel past the point of no return does
 log = logging.getLogger("jobs")
+
+
+Work = Callable[[psycopg.Connection[Any]], object]  # what a chore does, on the listener's connection
 
 
 @dataclass
@@ -44,30 +45,30 @@ class Chore:
 
     name: str
     every: float
-    do: Callable[[psycopg.Connection[Any]], object]
+    do: Work
     next_at: float = 0.0  # time.monotonic() moment it is due next; 0: at once
     at_stop: Callable[[], bool] | None = None
 
 
-def timetable(settings: Settings, parts: Parts, supervisor: Supervisor, schedules: Sequence["Schedule"]) -> list[Chore]:
-    """The chores of a worker, each due at once when the listener starts; those of a part a copy left out, none."""
-    queues, poll, doorbell, counted = settings.queues, settings.poll, parts.doorbell, parts.tally.pulse
-    scheduled = optional("schedules") if schedules else None
-    pulse = optional("pulse") if counted is not None else None
-    limits = parts.limits
+def timetable(
+    settings: Settings, parts: Parts, supervisor: Supervisor, fired: Work | None, pulse: ModuleType | None
+) -> list[Chore]:
+    """The chores of a worker, each due at once when the listener starts. `fired` queues its schedules' due ticks,
+    once across workers, and `pulse` is store/pulse.py: None, no such chore (none held, or a copy left it out)."""
+    queues, poll, doorbell = settings.queues, settings.poll, parts.doorbell
+    limits, counted = parts.limits, parts.tally.pulse
     chores = [
         Chore("keeper", WATCH_INTERVAL, supervisor.look),
         # Limits before the pauses, whose first read lets the threads claim.
         Chore("limits", poll, limits.read) if limits is not None else None,
         Chore("pauses", poll, lambda db: parts.gate.paused_now(control.paused_queues(db))),
         Chore("promotion", poll, lambda db: promoted(db, queues, doorbell)),
-        # The jobs of the schedules' due ticks, once across workers.
-        Chore("schedules", poll, lambda db: scheduled.fired(db, schedules)) if scheduled is not None else None,
+        Chore("schedules", poll, fired) if fired is not None else None,
         Chore("frontier", poll, lambda db: looked(db, queues, parts.frontiers, doorbell)),
         Chore("cancels", poll, lambda db: cancels_heard(db, parts.holdings, supervisor.let_go)),
         # A failed flush of the pulse keeps its counts.
         Chore("pulse", pulse.PULSE_EVERY, counted.flushed, at_stop=counted.pending) if pulse and counted else None,
-        Chore("reaper", settings.beat_every, reaper),
+        Chore("reaper", settings.beat_every, lambda db: reaper(db, pulse)),
     ]
     return [chore for chore in chores if chore is not None]
 
@@ -87,8 +88,7 @@ def looked(db: psycopg.Connection[Any], queues: list[str], frontiers: Frontiers,
 def cancels_heard(db: psycopg.Connection[Any], holdings: Holdings, let_go: LetGo) -> None:
     """Hears which jobs in hand an operator cancelled, one claim at a time."""
     for hand in holdings.hands():
-        jobs = hand.held()
-        if jobs:
+        if jobs := hand.held():
             cancelled_in_hand(db, jobs, let_go)
 
 
@@ -106,8 +106,10 @@ def cancelled_in_hand(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetG
             with FATE:
                 too_late = job.irrevocable
                 job.cancelling = not too_late
+            if too_late and not job.cancel_too_late:
+                job.cancel_too_late = True  # said once
+                log.warning("job %s was cancelled past its point of no return: %s", named(job), RUNS_ON)
             if too_late:
-                said_too_late(job)
                 continue
             job.cancelled.set()
             with db.transaction():
@@ -117,54 +119,44 @@ def cancelled_in_hand(db: psycopg.Connection[Any], jobs: list[Job], let_go: LetG
             log.warning("job %s was cancelled while in hand: it is on the shelf, and not retried", named(job))
 
 
-def said_too_late(job: Job) -> None:
-    """Logs, once, that a job was cancelled past its point of no return, and so runs on."""
-    if not job.cancel_too_late:
-        job.cancel_too_late = True
-        log.warning(
-            "job %s was cancelled past its point of no return: it runs on, and a success is not shelved", named(job)
-        )
-
-
-def reaper(db: psycopg.Connection[Any]) -> None:
-    """The reaper: jobs of workers gone come back, keys of leases that ran out are freed, the lost are shelved."""
-    for job, worker_id in workers_table.orphans_lapsed(db):
+def reaper(db: psycopg.Connection[Any], pulse: ModuleType | None = None) -> None:
+    """The reaper: jobs of workers gone come back, keys of leases that ran out are freed, the lost are shelved, and
+    what the workers' table, job_let_go and the `pulse` (store/pulse.py, unless a copy left it out) keep too long."""
+    for job, worker_id in control.orphans_lapsed(db):
         log.warning("job %s was held by worker %s, which stopped beating: its lease runs out now", job, worker_id)
     claims.keys_freed(db)
     with db.transaction():
         control.cancelled_reaped(db)  # before the reaper, so a cancelled job is shelved, never run again
     settling.last_attempts_lost(db)
-    workers_table.pruned(db)
-    gone_pruned(db)
-    if (pulse := optional("pulse")) is not None:
+    control.workers_pruned(db)
+    control.let_go_pruned(db)
+    if pulse is not None:
         pulse.pruned(db)
 
 
 class Listener:
-    """Wakes the work threads of `queues` (one ring per notification) and runs `chores` on their timers until
-    `stopping` is set (`interrupted` ends a wait at once); `run` is the thread's body."""
+    """Wakes the work threads behind `gate` (one ring per notification of its queues) and runs `chores` on their
+    timers until `stopping` is set (`interrupted` ends a wait at once); `run` is the thread's body."""
 
     def __init__(
         self,
         connect: Connect,
-        queues: list[str],
+        gate: Gate,
+        chores: list[Chore],
+        refusals: Refusals,
         *,
         listen: bool,
-        chores: list[Chore],
         stopping: threading.Event,
-        doorbell: Doorbell,
-        refusals: Refusals,
     ) -> None:
-        self.connect, self.queues, self.listen, self.chores = connect, queues, listen, chores
-        self.stopping, self.doorbell, self.refusals = stopping, doorbell, refusals
+        self.connect, self.queues, self.listen, self.chores = connect, gate.queues, listen, chores
+        self.stopping, self.doorbell, self.refusals = stopping, gate.doorbell, refusals
         read, write = os.pipe()  # a byte written here ends the wait in select
         self._wakeup_r = read
         self._wakeup_w: int | None = write  # None once both ends are closed
         self._selector: selectors.BaseSelector | None = None
         self._fd: int | None = None
 
-    def run(self) -> None:
-        """Listens and keeps the timers until the worker stops, reconnecting when cut off."""
+    def run(self) -> None:  # listens and keeps the timers until the worker stops, reconnecting when cut off
         with selectors.DefaultSelector() as self._selector:
             self._selector.register(self._wakeup_r, selectors.EVENT_READ)
             thread = Reconnecting(
@@ -181,22 +173,18 @@ class Listener:
             except psycopg.Error as error:  # the connection was lost: _done logged every other error
                 log.error("the worker's last %s was cut off: %s", chore.name, error)
 
-    def _left_undone(self) -> None:
-        """Logs the chores that still had something to do when the listener ended (it was cut off then)."""
+    def _left_undone(self) -> None:  # the chores left with something to do: the listener ended cut off
         for chore in self._left():
             log.error("the worker stopped while cut off from the database: its last %s is lost", chore.name)
 
-    def _left(self) -> list[Chore]:
-        """The chores whose at_stop asks them to run once more."""
+    def _left(self) -> list[Chore]:  # the chores whose at_stop asks them to run once more
         return [chore for chore in self.chores if chore.at_stop is not None and chore.at_stop()]
 
-    def interrupted(self) -> None:
-        """Ends the listener's wait at once (it then sees `stopping`)."""
+    def interrupted(self) -> None:  # ends the listener's wait at once (it then sees `stopping`)
         if self._wakeup_w is not None:
             os.write(self._wakeup_w, b"x")
 
-    def closed(self) -> None:
-        """Closes the wake-up pipe, once the thread has ended."""
+    def closed(self) -> None:  # closes the wake-up pipe, once the thread has ended
         if self._wakeup_w is not None:
             os.close(self._wakeup_r)
             os.close(self._wakeup_w)
@@ -214,8 +202,7 @@ class Listener:
             self.doorbell.ring()
 
     def _unlistened(self, error: BaseException | None = None) -> None:
-        assert self._selector is not None, "run() made it"
-        if self._fd is not None:
+        if self._fd is not None and self._selector is not None:
             self._selector.unregister(self._fd)
             self._fd = None
 
@@ -233,8 +220,7 @@ class Listener:
         self._heard(db)  # the chores' own commits: a schedule's job queued on this connection
 
     def _done(self, chore: Chore, db: psycopg.Connection[Any]) -> None:
-        """Runs one chore alone: a refusal or a bug is logged and the next chores still run; a lost connection is
-        raised."""
+        """Runs one chore alone: a refusal or a bug is logged, and the next chores run; a lost connection raises."""
         who = f"worker's {chore.name}"
         try:
             chore.do(db)

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.pq import TransactionStatus
 
-from ..store import claims, queries
+from ..store import claims, control
 
 # SQLSTATEs that mean the connection is gone, not that a statement was refused: the
 # class "connection exception", and the server shutting down or not yet accepting.
@@ -173,14 +173,11 @@ def refusal(db: psycopg.Connection[Any], queues: list[str]) -> psycopg.Error | N
         with db.transaction(force_rollback=True):
             for queue in queues:
                 claims.claimed(db, queue, NOTHING_DUE)
-            db.execute(queries["finish"], {"ids": [], "claim": 0, "irrevocable": []})
+            db.execute(claims.queries["finish"], {"ids": [], "claim": 0, "irrevocable": []})  # a settlement's
             claims.promoted(db, NOTHING_DUE)
-            db.execute(
-                queries["register"],
-                {"id": 0, "host": "", "pid": 0, "queues": queues, "threads": 1, "lease": 1, "version": 0, "now": None},
-            )
-            db.execute(queries["beat"], {"id": 0, "now": None})
-            db.execute(queries["paused_queues"])
+            control.registered(db, control.Registration(0, queues, 1, lease=0.001, version=0))
+            control.beaten(db, 0)
+            control.paused_queues(db)
     except psycopg.Error as error:
         if lost(error) and error.sqlstate != READ_ONLY:
             raise

@@ -1,10 +1,9 @@
 """Running claimed jobs and settling them: the step between one claim and the next.
 
-A work thread's Runner runs each claimed batch in order, from the thread's Hand (`performed`
-one batch of a caller's, `worked` one job in a caller's loop). A job that touches the
-connection is settled on its own transaction, its writes and settlement committed together
-once; quiet successes are deleted together after COMMIT_AFTER. However a performer ends is
-its job's outcome; only a connection made unusable leaves the Runner, the Hand let go.
+A work thread's Runner runs each claimed batch in order, from the thread's Hand (`performed` one
+batch of a caller's, `worked` one job in a caller's loop). A job that touches the connection is
+settled on its own transaction; quiet successes are deleted together after COMMIT_AFTER. However a
+performer ends is its job's outcome; only a connection made unusable leaves the Runner.
 """
 
 import contextvars
@@ -19,10 +18,9 @@ from typing import Any, cast
 
 import psycopg
 
-from ..core.job import Job, Performer
-from ..core.policies import DEFAULT, NO_RETRY, Policy, policy_of
-from ..store import claims, flows
-from . import optional, settling
+from ..core.job import DEFAULT, NO_RETRY, Job, Performer, Policy, policy_of
+from ..store import claims, flows, schema
+from . import settling
 from .connections import Backend
 from .coroutines import awaited
 from .holdings import Hand
@@ -83,13 +81,12 @@ def worked(
         raise ValueError("worked() commits its claim: call it on a connection outside a transaction")
     with db.transaction():
         claims.promoted(db, now)
-    # A limited queue's claim within its limit; any other's, after one read of job_limits (unless a copy left
-    # store/limits.py out: then the plain claim).
-    budgets, limits = claims.budgets_of(performers), optional("limits")
+    # Within a queue's limit, after one read of job_limits (a copy without store/limits.py: the plain claim).
+    hold, limits = claims.Hold(lease, budgets=claims.budgets_of(performers)), schema.optional("limits")
     if limits is None:
-        claimed = claims.claimed(db, queue, now, lease=lease, budgets=budgets)
+        claimed = claims.claimed(db, queue, now, hold=hold)
     else:
-        claimed = limits.claimed(db, queue, now, lease=lease, budgets=budgets).jobs
+        claimed = limits.claimed(db, queue, now, hold=hold).jobs
     if not claimed:
         return None
     return performed(db, claimed, performers, now=now)[0]
@@ -142,8 +139,7 @@ class Runner:
         return lines
 
     def settled_quietly(self, db: psycopg.Connection[Any], hand: Hand, jobs: list[Job], lines: dict[int, str]) -> None:
-        """Deletes the quiet successes `jobs` of `hand` together; the hand holds them until the deletion commits (the
-        connection was idle just before), and keeps them if it fails."""
+        """Deletes the quiet successes `jobs` of `hand` together; the hand holds them until the deletion commits."""
         if not jobs:
             return
         try:

@@ -17,8 +17,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from ..core import arguments as redaction  # the secret arguments' part of it
-from ..core.job import Job
-from ..core.policies import Policy
+from ..core.job import Job, Policy
 from ..store import claims, control, flows
 from .transaction import JobTransaction
 
@@ -186,7 +185,9 @@ def recorded_failure(
         why = f"failed on attempt {job.attempt}, again in {wait:g} s: {reason}"
         outcome = Outcome(failure.kind or "rescheduled", line, logging.WARNING, why)
     with db.transaction() if outcome.final and (job.batch or job.flow) else contextlib.nullcontext():
-        recorded = claims.attempt_failed(db, job, reason, trace, after, max_attempts, now, failure.ran)
+        recorded = claims.attempt_failed(
+            db, job, claims.FailedAttempt(reason, trace, failure.ran), after, max_attempts, now
+        )
         if recorded:
             moved_flows_on(db, [(job, outcome)])
     if not recorded:

@@ -15,9 +15,8 @@ from typing import Any
 
 import psycopg
 
-from ..core.job import Job, StoppedPastNoReturn
-from ..core.policies import NO_RETRY, policy_of
-from ..store import claims, flows, queries
+from ..core.job import NO_RETRY, Job, StoppedPastNoReturn, policy_of
+from ..store import claims, control, flows
 from .connections import ended
 from .holdings import Fate, Loose
 from .refusals import reason_of, timed_out
@@ -27,6 +26,7 @@ from .work_thread import BATCH_TIME, Parts, Settings, WorkThread
 WATCH_INTERVAL = 0.1  # seconds between the supervisor's looks at the threads and the loose rows
 TERMINATE_WAIT = 1.0  # seconds the supervisor waits for the server to end a let-go thread's session
 
+GIVEN_BACK = "are given back for another thread to start"  # said of jobs claimed behind a slow one
 log = logging.getLogger("jobs")
 
 
@@ -48,10 +48,10 @@ class Supervisor:
             self._threads = [self._new(n) for n in range(self.settings.threads)]
 
     def _new(self, n: int) -> WorkThread:
-        return WorkThread(n, self.settings, self.parts, self.ended).start()
+        (work := WorkThread(n, self.settings, self.parts, self.ended)).thread.start()
+        return work
 
-    def threads(self) -> list[WorkThread]:
-        """The work threads not let go."""
+    def threads(self) -> list[WorkThread]:  # the work threads not let go
         with self._lock:
             return list(self._threads)
 
@@ -105,12 +105,8 @@ class Supervisor:
                 or hand.running_past(BATCH_TIME) is not None
                 or (parts.doorbell.idle() and now - hand.claimed_at > BATCH_TIME)
             ):
-                waiting = parts.holdings.handed_on(hand)
-                if waiting:
-                    ids = [job.id for job in waiting]
-                    log.info(
-                        "jobs %s, claimed behind one still running, are given back for another thread to start", ids
-                    )
+                if waiting := [job.id for job in parts.holdings.handed_on(hand)]:
+                    log.info("jobs %s, claimed behind one still running, %s", waiting, GIVEN_BACK)
 
     def _let_go(self, db: psycopg.Connection[Any], work: WorkThread, error: BaseException | None) -> None:
         """Replaces thread `work` and lets go of its Hand: its running job fails with `error`, or goes back (None)."""
@@ -237,24 +233,16 @@ class LetGo:
 
     def recorded(self, db: psycopg.Connection[Any], jobs: list[Job]) -> None:
         """Records, on db's transaction, those of `jobs` whose performer still runs, before they are settled."""
-        running = [job for job in jobs if job.performing and job.claim is not None]
+        running = {(job.id, job.claim): job for job in jobs if job.performing and job.claim is not None}
         if running:
-            params = {"ids": [job.id for job in running], "claims": [job.claim for job in running]}
-            db.execute(queries["let_go_recorded"], params)
-            self._running.update(((job.id, job.claim), job) for job in running if job.claim is not None)
+            control.let_go_recorded(db, list(running))
+            self._running.update(running)
 
     def returned(self, db: psycopg.Connection[Any]) -> set[str]:
         """Deletes the rows of the performers that have returned; answers their queues, which have room again."""
-        done = [(key, job) for key, job in self._running.items() if not job.performing]
-        if not done:
-            return set()
-        params = {"ids": [id for (id, _), _ in done], "claims": [claim for (_, claim), _ in done]}
-        db.execute(queries["let_go_forgotten"], params)
-        for key, _ in done:
+        done = {key: job for key, job in self._running.items() if not job.performing}
+        if done:
+            control.let_go_forgotten(db, list(done))
+        for key in done:
             del self._running[key]
-        return {job.queue for _, job in done}
-
-
-def gone_pruned(db: psycopg.Connection[Any]) -> None:
-    """Deletes the rows workers gone left in job_let_go, for the reaper."""
-    db.execute(queries["let_go_pruned"])
+        return {job.queue for job in done.values()}

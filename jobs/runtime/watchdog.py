@@ -33,7 +33,7 @@ from typing import Any
 
 import psycopg
 
-from ..store import schema, workers_table
+from ..store import control, schema
 from .connections import Reconnecting, closed, kept_running, opened
 from .refusals import Refusals
 from .work_thread import Settings
@@ -161,7 +161,7 @@ class Heartbeat:
     ) -> None:
         self.connect, self.ended, self.every = settings.connect, ended, settings.beat_every
         self.refusals, self.on_registered = refusals, on_registered
-        self.registration = workers_table.Registration(
+        self.registration = control.Registration(
             settings.id, settings.queues, settings.threads, settings.lease, schema.VERSION
         )
         self._nudged = threading.Event()  # set to end a wait at once: the worker ended
@@ -178,7 +178,7 @@ class Heartbeat:
 
     def _registered(self, db: psycopg.Connection[Any]) -> None:
         """On a new connection: records the worker (or takes its row back), then lets it claim."""
-        ended = workers_table.registered(db, self.registration)
+        ended = control.registered(db, self.registration)
         if ended is not None:
             log.warning(
                 "this worker was taken for gone (%s) while it lived: jobs it held may have gone to other "
@@ -194,7 +194,7 @@ class Heartbeat:
         self._nudged.clear()
         if time.monotonic() < self._next_beat:
             return  # nudged: the worker ended, and kept_running sees it
-        if not workers_table.beaten(db, self.registration.id):
+        if not control.beaten(db, self.registration.id):
             self._registered(db)  # a reaper took this worker for gone while it lived: it says so, and is back
         self._next_beat = time.monotonic() + self.every
 
@@ -203,7 +203,7 @@ class Heartbeat:
         db: psycopg.Connection[Any] | None = None
         try:
             db = opened(self.connect)
-            workers_table.signed_off(db, self.registration.id)
+            control.signed_off(db, self.registration.id)
         except Exception as error:  # its row then falls silent, and another worker's reaper marks it gone
             log.warning("the worker could not mark its row stopped (%s); it will be taken for gone", error)
         finally:

@@ -1,22 +1,20 @@
 """A work thread: the loop that claims a batch of due jobs, runs it, and waits for its Doorbell.
 
-A Worker runs several, each on a connection of its own, given the worker's Settings and
-the Parts its threads share, never the Worker; it tells its owner one thing, that it
-ended. What it claims is the Holdings' from before the claim is sent, then its Hand's;
-every way out of a step lets go of the whole Hand, for the supervisor to settle. One ring
-of the Doorbell wakes one thread (waking every idle one for each notification made a herd
-of empty claims); the Gate says when the threads may claim, and from which queues.
+Each runs on a connection of its own, given the worker's Settings and shared Parts, and tells its owner it
+ended. What it claims is the Holdings' from before the claim is sent, then its Hand's; every way out of a step
+lets go of the whole Hand. A ring wakes one thread (one per idle thread made a herd of empty claims).
 """
 
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from ..core.job import Job, Performer
-from ..store import claims
+from ..store import claims, control
 from ..store.frontier import Frontiers
 from .connections import Backend, Connect, Reconnecting, kept_running, pooler_told
 from .holdings import Fate, Hand, Holdings
@@ -45,38 +43,41 @@ class Settings:
     poll: float
     listen: bool
     timeout: float | None  # seconds a job may run when its policy names no timeout
-    budgets: str  # the attempts each performer's policy allows, as the claim reads them (claims.budgets_of)
-    beat_every: float  # lease / BEATS: seconds between heartbeats, reaper runs and the supervisor's reconciliations
+
+    @cached_property
+    def budgets(self) -> str:  # the attempts each performer's policy allows, as the claim reads them
+        return claims.budgets_of(self.performers)
+
+    @cached_property
+    def beat_every(self) -> float:  # seconds between heartbeats, reaper runs and the supervisor's reconciliations
+        return self.lease / control.BEATS
 
 
 class Doorbell:
-    """Rings for `threads` work threads; `wait` returns True when rung (or stopping), False on timeout."""
+    """Rings for `threads` work threads: a ring wakes one waiting thread (or `threads`), or the next one to wait."""
 
     def __init__(self, threads: int):
-        self._threads = threads
+        self.threads = threads
         self._rings = 0  # rings not yet answered, at most one per thread
         self._everyone = False  # set once, when the worker stops or drains: every wait returns at once
-        self._idle = 0  # threads waiting now: they found nothing due
+        self._idle = 0  # threads waiting now: they found nothing due, and could start a job at once
         self._condition = threading.Condition()
 
-    def ring(self) -> None:
-        """Wakes one waiting thread, or the next one to wait."""
+    def ring(self, threads: int = 1) -> None:
         with self._condition:
-            self._rings = min(self._threads, self._rings + 1)
-            self._condition.notify()
+            self._rings = min(self.threads, self._rings + threads)
+            self._condition.notify(threads)
 
-    def ring_everyone(self) -> None:
-        """Wakes every thread, now and from now on."""
+    def ring_everyone(self) -> None:  # now and from now on
         with self._condition:
             self._everyone = True
             self._condition.notify_all()
 
     def idle(self) -> bool:
-        """Whether a thread waits now, having found nothing due: it could start a job at once."""
         return self._idle > 0
 
     def wait(self, timeout: float) -> bool:
-        """Waits up to `timeout` seconds for a ring; True if one came."""
+        """Waits up to `timeout` seconds for a ring; True if one came (or the worker stops), False on timeout."""
         with self._condition:
             if not self._rings and not self._everyone:
                 self._idle += 1
@@ -94,13 +95,13 @@ class Gate:
     """When a worker's threads may claim, and from which queues: once it is registered and knows the paused
     queues, and never once it stops. A drain lets each thread end when it finds nothing due."""
 
-    def __init__(self, queues: list[str], doorbell: Doorbell, threads: int) -> None:
-        self.queues, self.doorbell, self.threads = queues, doorbell, threads
+    def __init__(self, queues: list[str], doorbell: Doorbell) -> None:
+        self.queues, self.doorbell = queues, doorbell
         self.paused: set[str] = set()  # the worker's queues paused when last read
         self.ready = threading.Event()  # set once the worker is registered and has read the paused queues
         self.stopped = threading.Event()  # nothing new is claimed once it is set
         self.drain = False  # stop(drain=True) asked
-        self._registered = self._paused_read = False
+        self._awaited = {"registration", "paused queues"}  # what the gate waits to hear of before it opens
 
     def claimable(self) -> list[str]:
         """The queues a work thread may claim from now: those not paused; none before it is ready, none once stopped."""
@@ -108,14 +109,8 @@ class Gate:
             return []
         return [queue for queue in self.queues if queue not in self.paused]
 
-    def draining(self) -> bool:
-        """Whether a work thread that found nothing due ends: a drain was asked, and the worker may claim."""
-        return self.drain and self.ready.is_set()
-
-    def registered(self) -> None:
-        """Hears from the heartbeat that the worker's row is written."""
-        self._registered = True
-        self._opened()
+    def registered(self) -> None:  # the heartbeat's word that the worker's row is written
+        self._opened("registration")
 
     def paused_now(self, paused: set[str]) -> None:
         """Hears which queues are paused now (every poll); a resumed one wakes a thread."""
@@ -123,15 +118,14 @@ class Gate:
         resumed, self.paused = self.paused - mine, mine
         if resumed:
             self.doorbell.ring()
-        self._paused_read = True
-        self._opened()
+        self._opened("paused queues")
 
-    def _opened(self) -> None:
+    def _opened(self, heard: str) -> None:
         """Lets the threads claim, and wakes them, once the worker is registered and knows the paused queues."""
-        if self._registered and self._paused_read and not self.ready.is_set():
+        self._awaited.discard(heard)
+        if not self._awaited and not self.ready.is_set():
             self.ready.set()
-            for _ in range(self.threads):
-                self.doorbell.ring()
+            self.doorbell.ring(self.doorbell.threads)
             if self.drain:
                 self.doorbell.ring_everyone()
 
@@ -150,8 +144,7 @@ class Parts:
 
 
 class WorkThread:
-    """Work thread `n`; `start` runs it, `abandon` lets it go; `ended(thread, error)` hears that it ended, unless
-    let go: of `error` when it died."""
+    """Work thread `n`; `ended(thread, error)` hears that it ended (of `error` when it died), unless let go."""
 
     def __init__(
         self, n: int, settings: Settings, parts: Parts, ended: Callable[["WorkThread", BaseException | None], None]
@@ -169,36 +162,28 @@ class WorkThread:
         )
         self.thread = threading.Thread(target=self._run, name=f"jobs-worker-{n}", daemon=True)
 
-    def start(self) -> "WorkThread":
-        self.thread.start()
-        return self
-
-    def abandon(self) -> None:
-        """Lets the thread go: it claims nothing more and ends when its performer returns."""
+    def abandon(self) -> None:  # it claims nothing more, and ends when its performer returns
         self.abandoned = True
         self.ending.set()
 
     def _run(self) -> None:
-        settings, parts = self.settings, self.parts
         try:
-            thread = Reconnecting("worker", parts.refusals, on_open=self._opened, on_lost=self._lost)
-            kept_running(settings.connect, self.ending, self._claimed_and_ran, thread)
+            thread = Reconnecting("worker", self.parts.refusals, on_open=self._opened, on_lost=self._lost)
+            kept_running(self.settings.connect, self.ending, self._claimed_and_ran, thread)
         except BaseException as error:  # not one of a step's: kept_running catches those, and carries on
             self._ended(self, error)
             return
         finally:
-            parts.holdings.done_with(self.hand)
+            self.parts.holdings.done_with(self.hand)
         if not self.abandoned:
             self._ended(self, None)
 
-    def _opened(self, db: psycopg.Connection[Any]) -> None:
-        """On a new connection: learns its server process, for the supervisor to end it if it must."""
+    def _opened(self, db: psycopg.Connection[Any]) -> None:  # its server process, for the supervisor to end
         self.backend = self.runner.backend = Backend(db)
         pooler_told(self.parts, self.backend, listen=self.settings.listen, poll=self.settings.poll)
 
     def _lost(self, error: BaseException) -> None:
-        """Lets go of what the thread held when a step raised: its running job lapses when the connection was lost
-        (its writes went with it), and fails with the reason when a settlement was refused."""
+        """Lets go of its Hand when a step raised: its running job lapses if the connection was lost, else fails."""
         cut_off = isinstance(error, JobLost) or (isinstance(error, psycopg.Error) and lost(error))
         self.hand.returned()
         self.parts.holdings.dropped(self.hand, lost_attempt(error), Fate.LAPSE if cut_off else Fate.FAIL)
@@ -209,7 +194,7 @@ class WorkThread:
         gate, busy = self.parts.gate, False
         # A drain ends the thread only after a pass begun once it was asked (a claim under way may have read the
         # bound the drain drops), and not while rows are on their way back to the queue (loose in the holdings).
-        draining = gate.draining() and not self.parts.holdings.letting_go()
+        draining = gate.drain and gate.ready.is_set() and not self.parts.holdings.letting_go()
         self.room_in = None
         for queue in gate.claimable():
             jobs = self._claimed(db, queue)
@@ -232,24 +217,16 @@ class WorkThread:
         """Claims a batch of `queue` into a new Hand; the holdings hold the claim from before it is sent."""
         settings, holdings, limited = self.settings, self.parts.holdings, self.parts.limits
         expected_idle(db, "a claim")  # else the claim would never commit
-        claim = claims.new_claim()
-        holdings.claiming(claim)
-        lease, worker, budgets = settings.lease, settings.id, settings.budgets
-        after, known = self.parts.frontiers.bound(queue), limited.known.get(queue) if limited is not None else None
+        holdings.claiming(claim := claims.new_claim())
+        hold = claims.Hold(settings.lease, settings.id, settings.budgets, claim)
+        after = self.parts.frontiers.bound(queue)
         try:
-            if known is None:
-                jobs = claims.claimed(
-                    db, queue, limit=self.limit, after=after, lease=lease, worker=worker, budgets=budgets, claim=claim
-                )
+            if limited is None or queue not in limited.known:
+                jobs = claims.claimed(db, queue, limit=self.limit, after=after, hold=hold)
             else:
-                from ..store import limits  # here only: a copy may leave it out, and then knows no limit
-
-                within = limits.claimed(
-                    db, queue, after=after, known=known, lease=lease, worker=worker, budgets=budgets, claim=claim
-                )
-                if within.room_in is not None and limited is not None:
-                    limited.has_room_in(within.room_in)  # one thread is woken then, not every idle one
-                    self.room_in = within.room_in if self.room_in is None else min(self.room_in, within.room_in)
+                within = limited.claimed(db, queue, after, hold)
+                if within.room_in is not None:  # the thread waits for it, when it drains
+                    self.room_in = min(within.room_in, self.room_in or within.room_in)
                 jobs = within.jobs
         except BaseException:
             holdings.unheard(claim)  # whatever it took is a stray now: the supervisor gives it back
@@ -264,11 +241,9 @@ class WorkThread:
         return jobs
 
     def _ran_batch(self, db: psycopg.Connection[Any]) -> int:
-        """Runs the claimed batch in the thread's Hand and returns how many jobs the next claim may take: batches grow
-        while their jobs are quick, and fall back to one as soon as one takes longer than BATCH_TIME (the jobs
-        claimed after it are given back), so none waits on a slow job beside an idle thread."""
-        hand = self.hand
-        claimed = len(hand.held())
+        """Runs the batch in its Hand; answers how many jobs the next claim may take: batches grow while their jobs
+        are quick, and fall back to one when one takes longer than BATCH_TIME (those behind it are given back)."""
+        hand, claimed = self.hand, len(self.hand.held())
         self.runner.batch(db, hand)
         self.parts.holdings.done_with(hand)
         self.hand = Hand([])

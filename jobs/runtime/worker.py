@@ -1,33 +1,30 @@
-"""The worker, and the ways an app runs its jobs.
-
-A Worker runs `threads` work threads, each on a connection of its own, started and replaced
-by its supervisor; beside them the listener wakes them and runs the maintenance, and the
-heartbeat records the worker as alive. Each part is given the worker's Settings and the
-Parts it uses, never the Worker. `worker` starts a Worker, `beside` one next to a web
-server, `beside_asgi` one within an ASGI app's lifespan.
+"""The worker, and the ways an app runs its jobs: `worker` starts a Worker, `beside` one next to a
+web server, `beside_asgi` one within an ASGI app's lifespan. A Worker's work threads, started and
+replaced by its supervisor, its listener and its heartbeat are each given its Settings and the Parts
+they use, never the Worker; store/'s parts a copy may leave out are looked for once, here.
 """
 
 import asyncio
+import functools
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..core.job import LEASE, Job, Performer
-from ..store import claims, schema, workers_table
+from ..store import claims, schema
 from ..store.frontier import Frontiers
-from . import maintenance, optional
 from .connections import SILENT_AFTER, Connect
 from .holdings import Holdings
-from .maintenance import POLL_INTERVAL, Listener
+from .maintenance import POLL_INTERVAL, Listener, timetable
 from .refusals import Refusals
 from .running import current
 from .settling import Counts, Tally
 from .supervisor import LetGo, Supervisor
 from .watchdog import Heartbeat, Watchdog
-from .work_thread import Doorbell, Gate, Parts, Settings, WorkThread
+from .work_thread import Doorbell, Gate, Parts, Settings
 
 if TYPE_CHECKING:  # a copy may leave store/schedules.py out
     from ..store.schedules import Schedule
@@ -45,16 +42,12 @@ log = logging.getLogger("jobs")
 class Worker:
     """Works `queues` with `performers` on connections from `connect` until stopped.
 
-    connect: a callable that returns a new psycopg connection.
-    threads: how many jobs run at once; the worker holds threads + 2 connections.
-    lease: how long the worker may fall silent (seconds) before another worker takes it for
-    gone and its jobs come back; its heartbeat beats every lease / workers_table.BEATS.
-    listen: False for a polling worker (behind PgBouncer in transaction mode, where
-    LISTEN does not work): it looks for due jobs every `poll` seconds.
-    timeout: seconds a job may run when its policy names no timeout (None: no limit).
-    schedules: Schedules (jobs.every) whose due ticks the listener queues every `poll` seconds.
-    silent_after: seconds the worker's own statements may wait for an answer before the
-    watchdog cuts their connection (SILENT_AFTER; a job's timeout bounds a performer's).
+    threads: jobs run at once (it holds threads + 2 connections). lease: seconds it may fall silent
+    before another worker takes it for gone and its jobs come back. listen=False: it polls every
+    `poll` seconds (behind PgBouncer in transaction mode, where LISTEN does not work). timeout:
+    seconds a job may run when its policy names none (None: no limit). schedules: Schedules
+    (jobs.every) whose due ticks it queues. silent_after: seconds its own statements may wait for
+    an answer before the watchdog cuts their connection.
     """
 
     def __init__(
@@ -77,60 +70,29 @@ class Worker:
                 "a worker needs a queue, one thread or more, a lease of more than 0 s, "
                 "and a timeout of more than 0 s if any"
             )
-        # Every connection the worker opens is watched, but not while a performer waits on it.
-        self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)
-        self.settings = settings = Settings(
-            id=secrets.randbits(63),
-            connect=self.watchdog.connecting(connect),
-            queues=queues,
-            performers=performers,
-            threads=threads,
-            lease=lease,
-            poll=poll,
-            listen=listen,
-            timeout=timeout,
-            budgets=claims.budgets_of(performers),
-            beat_every=lease / workers_table.BEATS,
-        )
-        limits, pulse = optional("limits"), optional("pulse")  # None in a copy that left them out
-        self.id, self.queues, self.counts = settings.id, queues, Counts()
+        self.watchdog = Watchdog(silent_after, exempt=lambda: current.get(None) is not None)  # not a performer's waits
+        watched, worker_id = self.watchdog.connecting(connect), secrets.randbits(63)
+        settings = Settings(worker_id, watched, queues, performers, threads, lease, poll, listen, timeout)
+        self.settings, self.id, self.queues, self.counts = settings, worker_id, queues, Counts()
+        limits, scheduling, pulse = (schema.optional(part) for part in ("limits", "schedules", "pulse"))
         self.pulse = pulse.Pulse() if pulse is not None else None
-        doorbell = Doorbell(threads)
-        self.gate = Gate(queues, doorbell, threads)
-        tally, limited = (
-            Tally(self.counts, self.pulse),
-            limits.Limits(queues, doorbell.ring) if limits is not None else None,
-        )
+        self.gate = Gate(queues, doorbell := Doorbell(threads))
+        limited = limits.Limits(queues, doorbell.ring) if limits is not None else None
+        tally = Tally(self.counts, self.pulse)
         self.parts = parts = Parts(Holdings(), doorbell, self.gate, tally, Refusals(), Frontiers(), limited)
         self.frontiers = parts.frontiers
         self.ended = threading.Event()  # set when the last work thread has ended: the listener and heartbeat end too
         self.supervisor = Supervisor(settings, parts, LetGo(), over=self._over)
-        schedules = list(schedules)
-        if schedules:  # a copy that left store/schedules.py out takes none
-            from ..store.schedules import held
-
-            schedules = held(schedules)
-        self._listener, self._heartbeat = self._beside(schedules)
+        held = scheduling.held(schedules) if scheduling is not None else ()  # none in a copy without them
+        fired = functools.partial(scheduling.fired, schedules=held) if scheduling and held else None
+        chores = timetable(settings, parts, self.supervisor, fired, pulse)
+        self._listener = Listener(watched, self.gate, chores, parts.refusals, listen=listen, stopping=self.ended)
+        self._heartbeat = Heartbeat(settings, self.ended, parts.refusals, on_registered=self.gate.registered)
         self._threads_beside = [
             threading.Thread(target=self._heartbeat.run, name="jobs-heartbeat", daemon=True),
             threading.Thread(target=self._listener.run, name="jobs-listener", daemon=True),
         ]
         self._said_stopped = False  # join() logs what the worker did once, when it has ended
-
-    def _beside(self, schedules: Sequence["Schedule"]) -> tuple[Listener, Heartbeat]:
-        """The listener, which runs the maintenance (`schedules` among it), and the heartbeat."""
-        settings, parts = self.settings, self.parts
-        chores = maintenance.timetable(settings, parts, self.supervisor, schedules)
-        listener = Listener(
-            settings.connect,
-            settings.queues,
-            listen=settings.listen,
-            chores=chores,
-            stopping=self.ended,
-            doorbell=parts.doorbell,
-            refusals=parts.refusals,
-        )
-        return listener, Heartbeat(settings, self.ended, parts.refusals, on_registered=self.gate.registered)
 
     def start(self) -> "Worker":
         """Starts the threads and returns the worker; the work threads claim once it is registered."""
@@ -142,10 +104,9 @@ class Worker:
     def stop(self, drain: bool = False, grace: float | None = None) -> None:
         """Asks the worker to stop: nothing new is claimed, and the jobs in hand finish and settle.
 
-        With drain=True it first works on until nothing is due on its queues. With `grace`
-        (seconds), jobs still running when it has passed are given back to the queue at once,
-        their settlement fenced off, and their threads let go (a second stop with grace=0 gives
-        everything back now). Not from a signal handler: it takes the lock join holds.
+        With drain=True it first works on until nothing is due on its queues. With `grace` (seconds),
+        jobs still running when it has passed are given back at once, their settlement fenced off and
+        their threads let go (grace=0: now). Not from a signal handler: it takes the lock join holds.
         """
         gate = self.gate
         if grace is not None:
@@ -164,12 +125,10 @@ class Worker:
     def join(self, timeout: float | None = None) -> bool:
         """Waits for the threads to end; True when they all have, and then logs (once) what the worker did."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            threads = self._threads()
+        threads: list[threading.Thread] = []
+        while threads != (threads := self._threads()):  # until no thread was replaced meanwhile
             for thread in threads:
                 thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
-            if threads == self._threads():
-                break  # no thread was replaced meanwhile
         if any(thread.is_alive() for thread in threads):
             return False
         self._listener.closed()
@@ -190,11 +149,10 @@ class Worker:
                 self.ended.wait(0.01)
         return False
 
-    def _threads(self) -> list[threading.Thread]:
+    def _threads(self) -> list[threading.Thread]:  # every thread of the worker's, the work threads not let go
         return [work.thread for work in self.supervisor.threads()] + self._threads_beside
 
-    def _over(self) -> None:
-        """Hears from the supervisor that the last work thread ended: the listener and the heartbeat end too."""
+    def _over(self) -> None:  # the supervisor's word that the last work thread ended: the others end too
         self.ended.set()
         self._listener.interrupted()
         self._heartbeat.interrupted()
@@ -203,18 +161,6 @@ class Worker:
     def paused(self) -> set[str]:
         """The worker's queues paused when last read."""
         return self.gate.paused
-
-    def claimable(self) -> list[str]:
-        """The queues a work thread may claim from now (none before the worker is registered, none once it stops)."""
-        return self.gate.claimable()
-
-    def stopping(self) -> bool:
-        """Whether the worker claims nothing new any more."""
-        return self.gate.stopped.is_set()
-
-    def work_threads(self) -> list[WorkThread]:
-        """The work threads not let go."""
-        return self.supervisor.threads()
 
     def batches_held(self) -> list[list[Job]]:
         """The jobs each work thread holds now (claimed, not yet settled or let go)."""
@@ -239,11 +185,9 @@ def beside(
 ) -> T:
     """Runs `serve()` (a web server, say) with a worker on `queue` in threads beside it.
 
-    The worker makes the jobs table first when it is missing, and works on
-    connections of its own. `on_start(worker)`, when given, is called with the running
-    worker before `serve()` (to hand it to a dashboard, say). When `serve` returns or
-    raises, the worker stops (the job in hand finishes) and `beside` returns or raises
-    what `serve` did.
+    The worker makes the tables first when they are missing, and works on connections of its own;
+    `on_start(worker)` hears of it before `serve()` (to hand it to a dashboard, say). When `serve`
+    returns or raises, the worker stops (the job in hand finishes) and `beside` does as `serve` did.
     """
     running = prepared_worker(connect, queue, performers, options)
     try:
@@ -251,8 +195,7 @@ def beside(
             on_start(running)
         return serve()
     finally:
-        running.stop()
-        running.join()
+        stopped(running)
 
 
 def beside_asgi(
@@ -260,19 +203,12 @@ def beside_asgi(
 ) -> ASGIApp:
     """`app`, an ASGI app, with a worker on `queue` in threads beside it for as long as its server runs it.
 
-    The worker starts once `app` has started (its lifespan's startup is complete). When
-    the server says to shut down (`lifespan.shutdown`), the worker stops claiming and
-    the job in hand finishes before `app` is told, so a performer may use what the app's
-    startup made until its shutdown begins; should `app` end without it, the worker
-    stops then. The waits on the database and on the threads run off the event loop
-    (asyncio.to_thread), so requests still in flight are answered meanwhile. `app`
-    must speak the lifespan protocol, as Starlette, FastAPI, Litestar and Quart apps do.
+    The worker starts once `app`'s lifespan startup is complete; at `lifespan.shutdown` it stops and
+    the job in hand finishes before `app` is told, so a performer may use what its startup made (should
+    `app` end first, the worker stops then). Its waits run off the event loop (requests are answered
+    meanwhile). `app` must speak the lifespan protocol, as Starlette, FastAPI, Litestar and Quart apps do.
     """
     running: list[Worker] = []
-
-    def stopped(done: Worker) -> None:
-        done.stop()
-        done.join()
 
     async def served(scope: Message, receive: Receive, send: Send) -> None:
         if scope["type"] != "lifespan":
@@ -306,3 +242,9 @@ def prepared_worker(
     with connect() as db:
         schema.prepared(db)
     return worker(connect, [queue], performers, **options)
+
+
+def stopped(running: Worker) -> None:
+    """Stops `running` and waits for the jobs in its hands to finish."""
+    running.stop()
+    running.join()

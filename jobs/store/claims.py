@@ -1,18 +1,19 @@
 """The statements of a job's life once queued: claiming and settling (enqueue.py writes the row).
 
-A work thread (runtime/work_thread.py) calls `claimed` to take due rows under a lease,
-and the runner settles each with `finished` or `attempt_failed`; a worker's maintenance
-promotes scheduled jobs, gives back what it never started and lets go of the leases of
-the gone. It speaks SQL only (queries.sql); nothing here loops, sleeps or runs a job.
-Chains and batches (flows.py) and the failed shelf (shelf.py) keep their own statements.
+A work thread (runtime/work_thread.py) calls `claimed` to take due rows under a lease, and the
+runner settles each with `finished` or `attempt_failed`; a worker's maintenance promotes scheduled
+jobs, gives back what it never started and lets go of the leases of the gone. It speaks SQL only
+(queries.sql); chains and batches (flows.py) and the failed shelf (shelf.py) keep their own.
 """
 
 import contextlib
+import dataclasses
 import functools
 import json
 import secrets
 import time
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any, TypeVar
 
 import psycopg
@@ -20,8 +21,9 @@ from psycopg import sql
 from psycopg.rows import RowFactory
 
 from ..core.job import LEASE, ArgsLoader, Job, Performer, job_row
-from ..core.sql import one
-from . import queries
+from .schema import one, read_once
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 RAN_MAX = 2**31 - 1  # ms of an attempt's run kept at most (24 days): the integer ran holds for it
 R = TypeVar("R")  # a row of a claim's answer, as its row factory makes it
@@ -31,11 +33,35 @@ HELD = 2**63 - 1  # run_at of a job a Worker holds: the largest bigint, a lease 
 def now_ms() -> int:
     """This machine's moment, in integer milliseconds since the epoch.
 
-    The queue's own statements read the database's clock instead (sql.py), so that
+    The queue's own statements read the database's clock instead (schema.py), so that
     workers on machines whose clocks disagree agree on leases; this is for callers
     that fix a moment of their own (`at=`, `now=`).
     """
     return time.time_ns() // 1_000_000
+
+
+@dataclasses.dataclass(frozen=True)
+class Hold:
+    """How a claim holds the rows it takes: for `lease` seconds, or while `worker` (a Worker's id in job_workers)
+    beats; under the token `claim` (None: a new one); writing on each the attempts its performer's policy allows
+    (`budgets`, from `budgets_of`), so a job's last attempt is known wherever its fate is decided."""
+
+    lease: float = LEASE
+    worker: int | None = None
+    budgets: str = "{}"
+    claim: int | None = None  # made by a caller that must be able to give back a claim whose answer it never heard
+
+
+@dataclasses.dataclass(frozen=True)
+class FailedAttempt:
+    """What a failed attempt leaves on its row: its reason, its traceback, and the seconds it ran (None: unknown)."""
+
+    reason: str
+    traceback: str = ""
+    ran: float | None = None
+
+
+UNHELD = Hold()  # a caller's own claim: for LEASE seconds, under a new token
 
 
 def promoted(db: psycopg.Connection[Any], now: int | None = None) -> list[str]:
@@ -49,25 +75,16 @@ def claimed(
     now: int | None = None,
     *,
     limit: int = 1,
-    lease: float = LEASE,
     after: tuple[int, int] | None = None,
-    worker: int | None = None,
-    budgets: str = "{}",
-    claim: int | None = None,
+    hold: Hold = UNHELD,
 ) -> list[Job]:
     """Claims up to `limit` jobs of `queue` due at `now` (the database's clock when None), in claim order, and commits.
 
-    Each claimed row has its attempt counted and is held under a new claim token; see
-    the claim in queries.sql. With `worker` (a Worker's id in job_workers) the job is
-    held while that worker beats; without, for `lease` seconds. `after` (priority,
-    run_at) is where the claim starts in that order, from frontier.py; None: at the front.
-    `budgets` is the attempts each performer's policy allows, from `budgets_of`: the
-    claim writes them on the rows, so a job's last attempt is known wherever its fate
-    is decided. `claim` is the token to hold them under (new_claim()), made by the
-    caller when it must be able to give back a claim whose answer it never heard.
+    Each claimed row has its attempt counted and is held as `hold` says; see the claim in
+    queries.sql. `after` (priority, run_at) is where the claim starts in that order, from
+    frontier.py; None: at the front.
     """
-    params = claim_params(queue, now, after, lease=lease, worker=worker, budgets=budgets, claim=claim)
-    claim = params["claim"]
+    params = claim_params(queue, now, after, hold)
     try:
         jobs = claim_rows(db, claim_statement(limit, after is not None), params)
     except psycopg.errors.UniqueViolation:
@@ -77,7 +94,7 @@ def claimed(
         # The refused claim took nothing: try again for one job alone.
         if limit == 1:
             return []
-        return claimed(db, queue, now, limit=1, lease=lease, after=after, worker=worker, budgets=budgets, claim=claim)
+        return claimed(db, queue, now, after=after, hold=dataclasses.replace(hold, claim=params["claim"]))
     return jobs
 
 
@@ -102,20 +119,11 @@ def claim_answer(
             return cursor.execute(statement, params).fetchall()
 
 
-def claim_params(
-    queue: str,
-    now: int | None,
-    after: tuple[int, int] | None,
-    *,
-    lease: float = LEASE,
-    worker: int | None = None,
-    budgets: str = "{}",
-    claim: int | None = None,
-) -> dict[str, Any]:
-    """The parameters of a claim (`claimed`'s, and a limited queue's in limits.py); a new token when `claim` is None."""
-    token = new_claim() if claim is None else claim
-    params = {"queue": queue, "now": now, "lease": int(lease * 1000), "claim": token, "budgets": budgets}
-    params |= {"worker": worker, "held": None if worker is None else HELD}
+def claim_params(queue: str, now: int | None, after: tuple[int, int] | None, hold: Hold = UNHELD) -> dict[str, Any]:
+    """The parameters of a claim (`claimed`'s, and a limited queue's in limits.py); a new token unless `hold` says."""
+    token = new_claim() if hold.claim is None else hold.claim
+    params = {"queue": queue, "now": now, "lease": int(hold.lease * 1000), "claim": token, "budgets": hold.budgets}
+    params |= {"worker": hold.worker, "held": None if hold.worker is None else HELD}
     if after is not None:
         params["after_priority"], params["after_run_at"] = after
     return params
@@ -169,19 +177,13 @@ def finished_one(db: psycopg.Connection[Any] | psycopg.Cursor[Any], job: Job) ->
 
 
 def attempt_failed(
-    db: psycopg.Connection[Any],
-    job: Job,
-    reason: str,
-    traceback: str,
-    wait: int,
-    max_attempts: int,
-    now: int | None = None,
-    ran: float | None = None,
+    db: psycopg.Connection[Any], job: Job, failed: FailedAttempt, wait: int, max_attempts: int, now: int | None = None
 ) -> bool:
     """Records a failed attempt, due again `wait` ms after `now`, on db's transaction; False when the claim was
-    no longer ours. `ran`: the seconds the attempt ran, kept beside its reason (None: not known)."""
-    params = {"id": job.id, "claim": job.claim, "reason": reason, "traceback": traceback, "wait": wait, "now": now}
-    params |= {"max_attempts": max_attempts, "ran": None if ran is None else min(round(ran * 1000), RAN_MAX)}
+    no longer ours."""
+    ran = None if failed.ran is None else min(round(failed.ran * 1000), RAN_MAX)
+    params = {"id": job.id, "claim": job.claim, "reason": failed.reason, "traceback": failed.traceback, "wait": wait}
+    params |= {"now": now, "max_attempts": max_attempts, "ran": ran}
     return db.execute(queries["fail"], params).rowcount == 1
 
 

@@ -1,25 +1,35 @@
-"""An operator's hand on the queue: pausing a queue, running a job for later now, cancelling jobs that wait or run.
+"""The queue's control room: the workers that serve it, and an operator's hand on it.
 
-A paused queue is a row of job_paused_queues; each worker reads `paused_queues` once per
-POLL_INTERVAL and claims nothing from those queues, while the jobs in hand finish. A
-cancelled job that waits goes on the failed shelf (shelf.py) with the reason
-"cancelled"; one that runs is marked, its worker hears of it within a POLL_INTERVAL
-(`cancelled_among`) and settles it with `cancellation_settled`, onto the same shelf; a
-settlement of the job that comes first finds the mark and does the same (settling.py).
-A job past its point of no return (Job.point_of_no_return) is the exception: it ends as
-its performer ends it, and a success is deleted, so no retry does it twice.
+Each worker writes its row in job_workers before any of its threads claims (runtime/watchdog.py's
+Heartbeat), and moves its beat_at every lease / BEATS, never a job's row; every worker's reaper
+takes one silent for SILENT of its lease for gone and lets the leases of its jobs run out, so they
+come back within a lease of its last beat. A performer let go runs on in a row of job_let_go.
+A paused queue is a row of job_paused_queues, which each worker reads once per POLL_INTERVAL. A
+cancelled job that waits goes on the failed shelf (shelf.py) as "cancelled"; one that runs is
+marked, and its worker settles it onto that shelf within a POLL_INTERVAL (`cancelled_among`,
+`cancellation_settled`; a settlement that comes first finds the mark and does the same), unless
+it is past its point of no return: then it ends as its performer ends it, so no retry does it twice.
 """
 
+import os
+import socket
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg.rows import namedtuple_row
+from psycopg.rows import dict_row, namedtuple_row
 
 from ..core.job import Job
-from . import flows, queries
+from . import flows
+from .schema import one, read_once
 from .shelf import job_id
 
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
+
+BEATS = 4  # heartbeats per lease; the reaper of each worker runs as often
+SILENT = 0.75  # of its lease: a worker whose last beat is older is taken for gone (three beats missed)
+KEPT = 3600.0  # seconds the row of a worker gone stays listed, before the reaper deletes it
 CANCELLED = "cancelled"  # the reason a cancelled job carries on the shelf
 # What a cancel does to a job that runs, as the command line and the dashboard say it.
 RUNNING_CANCELLED = (
@@ -149,3 +159,88 @@ def cancelled_reaped(db: psycopg.Connection[Any], now: int | None = None) -> lis
         lost: list[Any] = cursor.execute(queries["cancelled_reaped"], {"now": now}).fetchall()  # as in `cancelled`
     flows.settled(db, [], lost)
     return lost
+
+
+# The workers' rows (job_workers) and the performers they let go (job_let_go).
+
+
+@dataclass(frozen=True)
+class Registration:
+    """What a worker's row in job_workers says of it."""
+
+    id: int  # chosen at random by the worker; its claims mark the jobs they hold with it
+    queues: list[str]
+    threads: int
+    lease: float  # seconds
+    version: int  # the schema version its code needs
+
+
+def registered(db: psycopg.Connection[Any], worker: Registration) -> str | None:
+    """Writes `worker`'s row (or takes it back); answers how it had ended, when a reaper had marked it gone."""
+    params = {
+        "id": worker.id,
+        "host": socket.gethostname(),
+        "pid": os.getpid(),
+        "queues": worker.queues,
+        "threads": worker.threads,
+        "lease": round(worker.lease * 1000),
+        "version": worker.version,
+        "now": None,
+    }
+    ended: str | None = one(db.execute(queries["register"], params))[0]
+    return ended
+
+
+def beaten(db: psycopg.Connection[Any], worker_id: int) -> bool:
+    """Moves the worker's last beat to now; False when its row is gone or marked gone (register again)."""
+    return db.execute(queries["beat"], {"id": worker_id, "now": None}).fetchone() is not None
+
+
+def signed_off(db: psycopg.Connection[Any], worker_id: int) -> None:
+    """Marks the worker's row stopped: a clean stop, with nothing held."""
+    db.execute(queries["sign_off"], {"id": worker_id, "now": None})
+
+
+def orphans_lapsed(db: psycopg.Connection[Any], now: int | None = None) -> list[tuple[int, int]]:
+    """Takes silent workers for gone and lets the leases of jobs held by gone workers run out; answers (job, worker)
+    pairs."""
+    return db.execute(queries["orphans"], {"silent": SILENT, "now": now}).fetchall()
+
+
+def workers_pruned(db: psycopg.Connection[Any], now: int | None = None) -> int:
+    """Deletes the rows of workers gone for longer than KEPT; answers how many."""
+    return db.execute(queries["workers_pruned"], {"kept": round(KEPT * 1000), "now": now}).rowcount
+
+
+def workers_listed(db: psycopg.Connection[Any], now: int | None = None) -> list[dict[str, Any]]:
+    """The workers at work and those gone within KEPT, newest first, as dicts (the columns of job_workers,
+    `now` the database's moment, `holding` the jobs each holds, and `state`: working, silent, stopped or gone)."""
+    with db.cursor(row_factory=dict_row) as cursor:
+        rows = cursor.execute(queries["workers"], {"kept": round(KEPT * 1000), "now": now}).fetchall()
+    for row in rows:
+        row["state"] = state_of(row)
+    return rows
+
+
+def state_of(row: dict[str, Any]) -> str:
+    """How a worker's row reads: "working", "silent" (not beating, not yet taken for gone), "stopped" or "gone"."""
+    if row["ending"] == "stopped":
+        return "stopped"
+    if row["ending"] is not None:
+        return "gone"
+    return "silent" if row["now"] - row["beat_at"] > row["lease"] * SILENT else "working"
+
+
+def let_go_recorded(db: psycopg.Connection[Any], rows: list[tuple[int, int]]) -> None:
+    """Records in job_let_go the (id, claim) rows whose performer runs on while they are settled without it."""
+    db.execute(queries["let_go_recorded"], {"ids": [id for id, _ in rows], "claims": [claim for _, claim in rows]})
+
+
+def let_go_forgotten(db: psycopg.Connection[Any], rows: list[tuple[int, int]]) -> None:
+    """Deletes the job_let_go rows of (id, claim) whose performer has returned: their room is free again."""
+    db.execute(queries["let_go_forgotten"], {"ids": [id for id, _ in rows], "claims": [claim for _, claim in rows]})
+
+
+def let_go_pruned(db: psycopg.Connection[Any]) -> None:
+    """Deletes the rows workers gone left in job_let_go, for the reaper."""
+    db.execute(queries["let_go_pruned"])

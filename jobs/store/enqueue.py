@@ -15,14 +15,16 @@ import inspect
 import json
 from collections.abc import Coroutine, Iterable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, overload
 
 import psycopg
 
 from ..core import arguments
 from ..core.job import ATTEMPTS
-from ..core.sql import one
-from . import queries
+from .schema import one, read_once
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 SQLALCHEMY = "sqlalchemy."  # the start of the module of every SQLAlchemy type
 DJANGO = "django."  # the start of the module of Django's connection types (`connection` is a proxy of one)

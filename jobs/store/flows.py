@@ -15,6 +15,7 @@ queries.sql). Callbacks are ordinary jobs on the batch's queue that know their b
 import contextlib
 import json
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any, Protocol
 
 import psycopg
@@ -22,8 +23,10 @@ from psycopg.rows import dict_row
 
 from ..core import arguments
 from ..core.job import Job
-from ..core.sql import one
-from . import claims, enqueue, queries
+from . import claims, enqueue
+from .schema import one, read_once
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 Step = tuple[str, dict[str, Any]]  # a job of a chain or a batch, or a callback: (name, args)
 

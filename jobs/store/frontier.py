@@ -39,14 +39,16 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
-from ..core.sql import one
-from . import queries
 from .claims import BOUND
+from .schema import one, read_once
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 OLD_SNAPSHOT = 1.0  # seconds: a snapshot held longer may keep dead entries worth seeking past
 SLOW_WALK = 0.002  # seconds: a look at the first due job slower than this bounds the claims that follow

@@ -11,7 +11,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -19,9 +20,12 @@ from psycopg import sql
 from psycopg.cursor import BaseCursor
 from psycopg.rows import RowMaker, class_row
 
-from ..core.job import LEASE, Job, job_row
-from . import claims, queries
+from ..core.job import Job, job_row
+from . import claims
 from .control import queue_named
+from .schema import read_once
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 PER_KEY_MAX = 1000  # jobs of one key a limit per key may let be in work at once: each is a slot the claim looks through
 CONCURRENCY_MAX = 2**31 - 1  # jobs a concurrency may let be in work at once: job_limits keeps it as an integer
@@ -132,11 +136,8 @@ def claimed(
     now: int | None = None,
     *,
     after: tuple[int, int] | None = None,
-    lease: float = LEASE,
-    worker: int | None = None,
-    budgets: str = "{}",
-    claim: int | None = None,
     known: Limit | None = None,
+    hold: claims.Hold = claims.UNHELD,
 ) -> Claimed:
     """Claims one due job of `queue` within its limit, and commits; the arguments are claims.claimed's.
 
@@ -146,17 +147,14 @@ def claimed(
     without a limit per key there, the claim takes one job of a key at a time, as if
     none were set, and skips the work of looking through a key's slots (None: unknown).
     """
-    params = claims.claim_params(queue, now, after, lease=lease, worker=worker, budgets=budgets, claim=claim)
+    params = claims.claim_params(queue, now, after, hold)
     per_key = known is None or known.per_key is not None
     try:
         answer = claims.claim_answer(db, limited_statement(after is not None, per_key), params, answer_row)
     except psycopg.errors.UniqueViolation:
         return Claimed([])  # two jobs of one concurrency key side by side: nothing taken (see claims.claimed)
     if not answer:  # no limit now: it was lifted since the worker read it
-        jobs = claims.claimed(
-            db, queue, now, after=after, lease=lease, worker=worker, budgets=budgets, claim=params["claim"]
-        )
-        return Claimed(jobs)
+        return Claimed(claims.claimed(db, queue, now, after=after, hold=replace(hold, claim=params["claim"])))
     jobs = [job for job, _ in answer if job is not None]
     room_ms = answer[0][1]
     return Claimed(jobs, room_ms / 1000 if not jobs and room_ms is not None and room_ms > 0 else None)
@@ -206,6 +204,15 @@ class Limits:
                 if after is None:
                     self._ring()  # a queue whose limit held its jobs back may have many due
         self.known = now
+
+    def claimed(
+        self, db: psycopg.Connection[Any], queue: str, after: tuple[int, int] | None, hold: claims.Hold
+    ) -> Claimed:
+        """Claims within `queue`'s limit as last read (`claimed`), and rings once when a full window has room."""
+        within = claimed(db, queue, after=after, known=self.known.get(queue), hold=hold)
+        if within.room_in is not None:
+            self.has_room_in(within.room_in)  # one thread is woken then, not every idle one
+        return within
 
     def has_room_in(self, seconds: float) -> None:
         """Rings once when a full window has room again, unless a ring is set for sooner already."""

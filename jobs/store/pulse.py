@@ -20,8 +20,8 @@ from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
 
 from ..core.job import Job
-from ..core.sql import load
 from .claims import now_ms
+from .schema import load
 
 queries = load(Path(__file__).with_name("pulse.sql"))  # the statements of this module
 

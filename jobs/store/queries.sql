@@ -577,7 +577,7 @@ WHERE id IN (SELECT id FROM jobs WHERE cancelled_at IS NOT NULL AND claim IS NOT
     FOR UPDATE SKIP LOCKED)
 RETURNING id, name, queue, batch, flow
 
--- Workers (workers_table.py) -------------------------------------------------------------
+-- Workers (control.py) -------------------------------------------------------------------
 
 -- name: register
 -- A worker writes its row before any of its threads claims, and again on each new
@@ -645,7 +645,7 @@ FROM job_workers AS w
 WHERE w.ended_at IS NULL OR w.ended_at >= {now} - %(kept)s
 ORDER BY w.ended_at IS NOT NULL, w.started_at DESC, w.id
 
--- Performers let go (holdings.py) --------------------------------------------------
+-- Performers let go (control.py) ---------------------------------------------------
 
 -- name: let_go_recorded
 -- A worker's performers that still run while their rows are settled without them (a

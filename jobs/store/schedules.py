@@ -22,8 +22,8 @@ from psycopg.rows import dict_row
 
 from ..core.arguments import encoded
 from ..core.cron import Cron, latest_at, next_after, parsed
-from ..core.sql import load, one
 from . import enqueue
+from .schema import load, one
 
 queries = load(Path(__file__).with_name("schedules.sql"))  # the statements of this module
 

@@ -1,21 +1,74 @@
-"""Making and upgrading the queue's tables, without holding up the app that uses them.
+"""The queue's SQL: its named statements, read from the .sql files, and its tables, made and upgraded.
+
+Each .sql file names its statements with a line `-- name: NAME`; the comment lines under it say why
+the statement is shaped as it is and stay in the file, not in the string (`load`; store/'s modules
+share one reading of queries.sql, `read_once`). Two words stand for the moment a statement works
+at, so that every worker on every machine reads one clock, the database's: `{now}` is the caller's
+%(now)s when it fixes one (tests, a caller's own loop) and else the statement's start, and
+`{clock}` the same but read when the row is written (for a lease that must run from then).
 
 `prepared` reads the version the database records in job_schema and, when it is
 current (every start but the first after an upgrade), changes and locks nothing. Else
 it takes the missing steps of schema.sql in order, each under LOCK_TIMEOUT and retried.
 `Steps` does this for any numbered steps with a record table of their own: the
-guestbook's tables are made the same way.
+guestbook's tables are made the same way. It makes the tables of every part, those a copy may
+leave out too (OPTIONAL, each found by `optional`), so a copy that takes one back finds them.
 """
 
+import functools
+import importlib
 import logging
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
 
-from ..core.sql import load, one
+R = TypeVar("R")  # a row, as the cursor's row factory makes it
+
+# The words, and the SQL each stands for: integer ms since the epoch, rounded down as
+# now_ms() rounds (a cast would round to the nearest, half a millisecond into a future
+# that a caller's own clock has not reached).
+MOMENTS = {
+    "{now}": "COALESCE(%(now)s::bigint, floor(extract(epoch FROM statement_timestamp()) * 1000)::bigint)",
+    "{clock}": "COALESCE(%(now)s::bigint, floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint)",
+}
+
+
+def load(path: Path) -> dict[str, str]:
+    """Maps each statement's name to its text, comments left out."""
+    statements: dict[str, list[str]] = {}
+    lines: list[str] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("-- name:"):
+            lines = statements.setdefault(line.removeprefix("-- name:").strip(), [])
+        elif not line.lstrip().startswith("--") and line.strip():
+            lines.append(line)
+    return {name: moments_written("\n".join(text)) for name, text in statements.items()}
+
+
+@functools.cache
+def read_once(path: Path) -> dict[str, str]:
+    """`load(path)`, read once however many modules ask for it: the modules of store/ share its queries.sql."""
+    return load(path)
+
+
+def moments_written(text: str) -> str:
+    """The statement with {now} and {clock} written out (see MOMENTS)."""
+    for word, moment in MOMENTS.items():
+        text = text.replace(word, moment)
+    return text
+
+
+def one(cursor: psycopg.Cursor[R]) -> R:
+    """The row of a statement that always answers one (a count, an upsert's RETURNING); a LookupError if none came."""
+    row = cursor.fetchone()
+    if row is None:
+        raise LookupError(f"a statement that always answers a row answered none ({cursor.statusmessage})")
+    return row
+
 
 LOCK_TIMEOUT = 0.1  # seconds a step's statement waits for a lock before the step rolls back to try again
 UPGRADE_PAUSE_FIRST = 0.1  # seconds before a step that timed out is tried again; doubles up to UPGRADE_PAUSE_MAX
@@ -26,10 +79,23 @@ UPGRADE_PATIENCE = 300.0  # seconds of retries after which `prepared` gives up a
 # record the step. Older copies of the package took the same key, so they take turns too.
 UPGRADE_LOCK = 7468021459
 
+OPTIONAL = ("limits", "schedules", "pulse")  # store/'s modules a copy of the package may leave out
+
 statements = load(Path(__file__).with_name("schema.sql"))
 
 log = logging.getLogger("jobs")
 C = TypeVar("C", bound=psycopg.Connection[Any])  # the connection `prepared` answers, as it was given
+
+
+def optional(module: str) -> ModuleType | None:
+    """store/'s `module` (one of OPTIONAL), or None when a copy of the package left it out."""
+    name = f"{__name__.rsplit('.', 1)[0]}.{module}"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as missing:
+        if missing.name != name:  # a module it imports is missing: not a part left out
+            raise
+        return None
 
 
 class SchemaError(Exception):

@@ -163,7 +163,7 @@ CREATE TABLE IF NOT EXISTS job_paused_queues (
 );
 
 -- name: step 7
--- Liveness apart from the jobs' rows (workers_table.py): each worker records itself in
+-- Liveness apart from the jobs' rows (control.py): each worker records itself in
 -- job_workers when it starts and its heartbeat moves beat_at on, one small row per
 -- worker, so keeping a job never writes the job's row and never waits on its lock.
 -- A claim records in jobs.worker which worker holds the job; while that worker beats,

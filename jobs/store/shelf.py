@@ -4,13 +4,13 @@ A job that failed for good stays in the table, out of the claim's index, with it
 reason, its traceback and every attempt's reason. `failed` reads that shelf a page at a
 time, `retried` puts jobs from it back in the queue and `discarded` deletes them;
 `status` counts each queue's jobs by state, and `limit_said`, `age` and `runs` say its
-figures as the command line and the dashboard both show them. `python -m jobs status |
-failed | retry | discard` prints them. All of it stays quick beside a million failed or waiting jobs.
-The shelf's statements are its own, named in queries.sql.
+figures as the command line and the dashboard both show them (`python -m jobs status |
+failed | retry | discard`). All of it stays quick beside a million failed or waiting jobs.
 """
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -18,7 +18,9 @@ from psycopg import sql
 from psycopg.rows import dict_row
 
 from ..core.job import ATTEMPTS
-from . import queries
+from .schema import read_once
+
+queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s statements, by name
 
 PAGE = 50  # jobs a page of the shelf holds unless `limit` says otherwise
 SHELF_BATCH = 1000  # jobs each transaction of retried(every=True) or discarded(every=True) changes
@@ -34,14 +36,13 @@ def failed(
 
     `limit` jobs at most (PAGE, 50, by default); for the next page, pass the id of the
     last job of this one as `after`: the page goes on with the jobs that failed before
-    it (an id keyset, so each page costs the same however deep the shelf is, and no
-    job is skipped or shown twice when jobs join the shelf meanwhile). Newest first is
-    what an operator wants to read first: the failures of the last deploy.
+    it (an id keyset: each page costs the same however deep the shelf is, and no job is
+    skipped or shown twice as jobs join the shelf). Newest first: the last deploy's.
 
     Each is a dict with id, queue, name, args, attempts, failed_at (ms since the epoch),
     failure (the last reason), traceback (the last failure's), reasons (every
     failure's, first to last) and retries (how many reasons it held at each retry from
-    the shelf, so tables.runs tells which run each reason belongs to; None: never
+    the shelf, so `runs` tells which run each reason belongs to; None: never
     retried). A job whose worker died on its last attempt joins them when a worker's
     heartbeat reaps it, within half a LEASE.
     """

@@ -14,7 +14,7 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from ..core.sql import load
+from ..store.schema import load
 from ..store.shelf import planned_without_jit  # a walk's plan is priced above what it costs, as status's is
 
 statements = load(Path(__file__).with_name("lists.sql"))

@@ -1,6 +1,6 @@
 """The dashboard's pages, each a GET that only reads: batches, schedules, workers, and the assets.
 
-Each reads what it shows through shelf.py, control.py, schedules.py and workers_table.py (or
+Each reads what it shows through shelf.py, control.py, schedules.py and control.py (or
 web/queries.sql for a job by id and the batches), a page at a time by keyset, so each stays quick however
 many jobs the table holds. A job's arguments may hold secrets and show only when asked, and
 those its caller named secret (core/arguments.py) never show, even then.
@@ -13,9 +13,9 @@ import psycopg
 from psycopg import sql
 from psycopg.rows import dict_row
 
-from ..core.sql import load
+from ..store import control, schema, shelf
 from ..store import schedules as schedule_rows
-from ..store import schema, shelf, workers_table
+from ..store.schema import load
 from ..store.shelf import age  # as the command line says it
 from . import html, params
 from .html import escaped
@@ -95,8 +95,8 @@ def schedules(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any
 
 
 def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any]) -> Answer:
-    """The workers at work and those gone within workers_table.KEPT: where each runs, what it works, its last beat."""
-    rows = workers_table.listed(db)
+    """The workers at work and those gone within control.KEPT: where each runs, what it works, its last beat."""
+    rows = control.workers_listed(db)
     if not rows:
         return Answer(html.page(request, "Workers", "<p>No worker has run here in the last hour.</p>"))
     table = [
@@ -115,8 +115,8 @@ def workers(dashboard: Dashboard, request: Request, db: psycopg.Connection[Any])
         for row in rows
     ]
     note = (
-        f'<p class="muted">A worker beats {workers_table.BEATS} times per lease; '
-        f"one silent for {workers_table.SILENT:g} of its lease is taken for gone, "
+        f'<p class="muted">A worker beats {control.BEATS} times per lease; '
+        f"one silent for {control.SILENT:g} of its lease is taken for gone, "
         "and the jobs it held go back to the queue. Its id is chosen at random when it starts: the last "
         f"{html.SHORT_ID} digits show, the whole id on hover. Its schema step is the last step of the "
         "queue's tables (schema.sql) its code needs: a worker behind this dashboard's code runs an older "

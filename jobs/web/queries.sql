@@ -53,7 +53,7 @@ LIMIT {limit}
 -- name: serving
 -- How many live workers serve each queue, and how many threads they bring: a worker
 -- is live while it works (ended_at IS NULL) and has beaten within %(silent)s of its
--- lease, as workers_table.state_of says "working". job_workers holds a row per worker
+-- lease, as control.state_of says "working". job_workers holds a row per worker
 -- of the last hour, so the table is read whole.
 SELECT queue, count(*) AS workers, sum(threads)::integer AS threads
 FROM job_workers CROSS JOIN LATERAL unnest(queues) AS queue

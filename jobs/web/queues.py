@@ -13,9 +13,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from ..core.sql import one
-from ..store import pulse, shelf, workers_table
-from ..store import queries as job_queries
+from ..store import control, frontier, pulse, shelf
 from ..store.shelf import age, has_limit, limit_said  # as the command line says them
 from . import chart, html
 from .html import escaped
@@ -53,8 +51,7 @@ def every_queue(dashboard: Dashboard, db: psycopg.Connection[Any]) -> list[dict[
     figures = {queue["queue"]: queue for queue in shelf.status(db)}
     with db.cursor(row_factory=dict_row) as cursor:
         served = {
-            row["queue"]: row
-            for row in cursor.execute(queries["serving"], {"silent": workers_table.SILENT, "now": None})
+            row["queue"]: row for row in cursor.execute(queries["serving"], {"silent": control.SILENT, "now": None})
         }
     names = sorted(figures.keys() | served.keys() | {schedule.queue for schedule in dashboard.schedules})
     every = []
@@ -151,7 +148,7 @@ def pause_form(request: Request) -> str:
 
 def pulse_of(db: psycopg.Connection[Any]) -> str:
     """The pulse of every queue over the last day, read from job_pulse at the database's moment."""
-    now: int = one(db.execute(job_queries["now"], {"now": None}))[0]
+    now = frontier.database_now(db)
     since = now - now % pulse.MINUTE - chart.DAY * pulse.MINUTE
     return chart.section(pulse.read(db, since), now)
 

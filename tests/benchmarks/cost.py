@@ -94,7 +94,9 @@ def idle_claims(url: str) -> tuple[float, float]:
     """Median seconds of a work thread's claim on the empty queue, and of the bare claim statement, in turns."""
     worker = jobs.Worker(database.connector(url), [database.QUEUE], queue.PERFORMERS)
     thread = WorkThread(0, worker.settings, worker.parts, lambda work, error: None)
-    params = claims.claim_params(database.QUEUE, None, None, worker=worker.id, budgets=worker.settings.budgets)
+    params = claims.claim_params(
+        database.QUEUE, None, None, claims.Hold(worker=worker.id, budgets=worker.settings.budgets)
+    )
     statement = claims.claim_statement(1)
     ours: list[float] = []
     bare: list[float] = []

@@ -16,7 +16,8 @@ from psycopg import sql
 import jobs
 from jobs.core.job import job_row
 from jobs.store import claims as statements
-from jobs.store import limits, queries
+from jobs.store import limits
+from jobs.store.claims import queries
 
 from . import database, queue, timing
 

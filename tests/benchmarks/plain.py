@@ -14,7 +14,7 @@ from pathlib import Path
 from psycopg import sql
 
 import jobs
-from jobs.core.sql import load
+from jobs.store.schema import load
 
 from . import database, timing
 

@@ -5,6 +5,7 @@ teardown (e2e/tether.py), and starts only once no stray worker is on the databas
 """
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -120,9 +121,37 @@ def exited(process, timeout: float = WAIT) -> str:
     return process.log.read()
 
 
+def killed_and_replaced(runs, database_url, queue: str, queued, meanwhile=lambda: None) -> int:
+    """Starts a worker on `queue` with a 3 s lease, queues a job (`queued()` answers its id), kills the worker once
+    it has claimed it (and `meanwhile()` ran), and starts another, which works until the table is empty; answers
+    the job's id."""
+    first = start_worker(database_url, queue, "--lease", "3")
+    second = None
+    try:
+        job = queued()
+        wait_for(lambda: scalar(runs, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 1, "the first claim")
+        meanwhile()
+        first.send_signal(signal.SIGKILL)
+        first.wait()
+        second = start_worker(database_url, queue, "--lease", "3")
+        wait_for(lambda: scalar(runs, "SELECT count(*) FROM jobs") == 0, "the jobs to come back and end", timeout=20)
+    finally:
+        stopped(first)
+        if second:
+            stopped(second)
+    return job
+
+
 def scalar(db, query, params=()):
     """The single value a query answers."""
     return db.execute(query, params).fetchone()[0]
+
+
+def emptied(db, tables: str, made_by: str):
+    """`db`, once the statement `made_by` has made `tables` (a test's own, "a, b") where missing and they are empty."""
+    db.execute(made_by)
+    db.execute(f"TRUNCATE {tables}")
+    return db
 
 
 def granted(db, privileges: str, schema: str = "public") -> None:

@@ -11,6 +11,7 @@ import threading
 
 import jobs
 from jobs.store import claims
+from jobs.store.claims import Hold
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import RUNS, STARTS
 
@@ -27,7 +28,7 @@ def test_the_claim_writes_the_attempts_the_performers_policy_allows(db):
     jobs.later(db, "default", "once", {})
     jobs.later(db, "default", "plain", {})
     budgets = claims.budgets_of({"once": once, "plain": lambda conn, args: None})
-    held = claims.claimed(db, "default", limit=2, budgets=budgets)
+    held = claims.claimed(db, "default", limit=2, hold=Hold(budgets=budgets))
     assert [(job.name, job.attempt, job.max_attempts) for job in held] == [("once", 1, 1), ("plain", 1, jobs.ATTEMPTS)]
 
 
@@ -44,7 +45,7 @@ def test_a_job_allowed_one_attempt_whose_connection_is_cut_mid_job_never_starts_
     try:
         job = jobs.later(db, "default", "charge", {})
         wait_for(lambda: started, "the job to start")
-        db.execute("SELECT pg_terminate_backend(%s)", (worker.work_threads()[0].backend.running[0],))
+        db.execute("SELECT pg_terminate_backend(%s)", (worker.supervisor.threads()[0].backend.running[0],))
         cut.set()
         wait_for(lambda: ended(db, job), "the job to end")
     finally:

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, create_async_engine
 from sqlalchemy.orm import Session
 
 import jobs
-from tests.jobs.helpers import scalar
+from tests.jobs.helpers import emptied, scalar
 
 ORDERS = "CREATE TABLE IF NOT EXISTS bridge_orders (id int PRIMARY KEY)"
 NOTIFY_WAIT = 5.0  # seconds a test waits for the notification a commit sends
@@ -24,9 +24,7 @@ NOTIFY_WAIT = 5.0  # seconds a test waits for the notification a commit sends
 
 @pytest.fixture
 def orders(db):
-    db.execute(ORDERS)
-    db.execute("TRUNCATE bridge_orders")
-    return db
+    return emptied(db, "bridge_orders", ORDERS)
 
 
 def apart(function, *args):

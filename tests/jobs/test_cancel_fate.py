@@ -11,13 +11,12 @@ import pytest
 import jobs
 from jobs.runtime import maintenance
 from jobs.store import claims, control, flows
-from tests.jobs.helpers import scalar
+from tests.jobs.helpers import emptied, scalar
 
 
 @pytest.fixture
 def writes(db):
-    db.execute("CREATE TABLE IF NOT EXISTS writes (job bigint, what text)")
-    db.execute("TRUNCATE writes")
+    emptied(db, "writes", "CREATE TABLE IF NOT EXISTS writes (job bigint, what text)")
     return lambda: db.execute("SELECT what FROM writes ORDER BY what").fetchall()
 
 

@@ -4,6 +4,7 @@ import pytest
 
 import jobs
 from jobs.store import claims, control
+from jobs.store.claims import Hold
 
 T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch
 
@@ -60,7 +61,7 @@ def test_cancelling_refuses_an_unclear_choice_of_jobs(db, ids, error):
 
 def test_a_running_job_is_marked_for_its_worker_and_settled_onto_the_shelf_as_cancelled(db):
     job = jobs.later(db, "default", "fine", {}, T)
-    (held,) = claims.claimed(db, "default", T, lease=30)
+    (held,) = claims.claimed(db, "default", T, hold=Hold(lease=30))
     assert jobs.cancelled(db, job, now=T + 1000).signalled == [job]
     assert jobs.failed(db) == [], "it runs on until its worker settles it"
     assert control.cancelled_among(db, [held]) == {job}
@@ -73,7 +74,7 @@ def test_a_running_job_is_marked_for_its_worker_and_settled_onto_the_shelf_as_ca
 
 def test_the_settlement_of_a_cancelled_job_is_refused_once_the_claim_is_not_its_own(db):
     job = jobs.later(db, "default", "fine", {}, T)
-    (held,) = claims.claimed(db, "default", T, lease=1)
+    (held,) = claims.claimed(db, "default", T, hold=Hold(lease=1))
     jobs.cancelled(db, job, now=T)
     assert claims.claimed(db, "default", T + 5000) == [], "its lease ran out, but a cancelled job is never claimed"
     assert [row.id for row in control.cancelled_reaped(db, now=T + 5000)] == [job], "the heartbeat shelves it"
@@ -83,7 +84,7 @@ def test_the_settlement_of_a_cancelled_job_is_refused_once_the_claim_is_not_its_
 
 def test_a_cancelled_job_whose_worker_died_goes_on_the_shelf_and_is_not_run_again(db):
     job = jobs.later(db, "default", "fine", {}, T)
-    claims.claimed(db, "default", T, lease=1)
+    claims.claimed(db, "default", T, hold=Hold(lease=1))
     jobs.cancelled(db, job, now=T)
     assert [row.id for row in control.cancelled_reaped(db, T + 5000)] == [job]
     assert jobs.worked(db, "default", {"fine": fine}, T + 5000) is None

@@ -7,7 +7,7 @@ import time
 import pytest
 
 import jobs
-from tests.jobs.helpers import scalar, wait_for
+from tests.jobs.helpers import emptied, scalar, wait_for
 
 PAID = "CREATE TABLE IF NOT EXISTS async_paid (job bigint NOT NULL, n int NOT NULL)"
 STUCK = 60.0  # seconds an async performer would sleep if nothing stopped it
@@ -15,9 +15,7 @@ STUCK = 60.0  # seconds an async performer would sleep if nothing stopped it
 
 @pytest.fixture
 def paid(db):
-    db.execute(PAID)
-    db.execute("TRUNCATE async_paid")
-    return db
+    return emptied(db, "async_paid", PAID)
 
 
 async def pay(db, args):
@@ -61,7 +59,7 @@ def test_an_async_performer_past_its_timeout_is_cancelled_and_its_thread_carries
     after = jobs.later(paid, "default", "pay", {"n": 1})
     wait_for(lambda: scalar(paid, "SELECT count(*) FROM async_paid WHERE job = %s", (after,)) == 1, "the next job")
     assert time.monotonic() - began < STUCK / 2
-    assert len(worker.work_threads()) == 1
+    assert len(worker.supervisor.threads()) == 1
 
 
 def test_an_async_performer_an_operator_cancels_stops_and_keeps_nothing(paid, started):

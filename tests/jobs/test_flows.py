@@ -7,6 +7,7 @@ import pytest
 import jobs
 from jobs.runtime.running import performed
 from jobs.store import claims, flows
+from jobs.store.claims import Hold
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import NOTES, RUNS, performers
 from tests.jobs.test_processes import worker_connections
@@ -288,7 +289,7 @@ def test_cancelling_leaves_jobs_that_failed_for_good_alone(notes):
 def test_a_batch_job_whose_worker_died_on_its_last_attempt_counts_as_failed(notes, connect):
     batch = jobs.batch(notes, "default", [("row", {})], **CALLBACKS)
     notes.execute("UPDATE jobs SET max_attempts = 1")
-    claims.claimed(notes, "default", jobs.now_ms(), lease=0.001)  # claimed by a worker that then died
+    claims.claimed(notes, "default", jobs.now_ms(), hold=Hold(lease=0.001))  # claimed by a worker that then died
     worker = jobs.worker(connect, "other", {}, lease=0.2)  # its heartbeat reaps the lost job
     try:
         wait_for(lambda: jobs.batch_status(notes, batch)["finished"], "the lost job to be reaped and counted")

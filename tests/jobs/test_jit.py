@@ -19,8 +19,7 @@ from werkzeug.test import Client
 
 import jobs
 import jobs.web
-from jobs.store import queries
-from jobs.store.shelf import STATUS_EXACT
+from jobs.store.shelf import STATUS_EXACT, queries
 from tests.jobs.helpers import PROJECT, wait_for
 from tests.jobs.private_pg import removed, started, system_binaries
 

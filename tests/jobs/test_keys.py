@@ -4,6 +4,7 @@ import threading
 
 import jobs
 from jobs.store import claims
+from jobs.store.claims import Hold
 from tests.jobs.helpers import WAIT, scalar, start_worker, stopped, wait_for
 from tests.jobs.test_processes import worker_connections
 
@@ -104,7 +105,7 @@ def test_two_due_jobs_of_one_key_in_a_batch_are_claimed_one_at_a_time(db):
 def test_a_keyed_job_whose_worker_died_is_claimed_again_once_its_key_is_freed(db, connect):
     jobs.later(db, "default", "sync", {"n": 1}, key="account-1")
     jobs.later(db, "default", "sync", {"n": 2}, key="account-1")
-    claims.claimed(db, "default", jobs.now_ms(), lease=0.001)  # its worker dies
+    claims.claimed(db, "default", jobs.now_ms(), hold=Hold(lease=0.001))  # its worker dies
     assert claims.claimed(db, "default", jobs.now_ms() + 10) == [], "the lost claim still holds the key"
     assert claims.keys_freed(db, jobs.now_ms() + 10) == 1
     (next_one,) = claims.claimed(db, "default", jobs.now_ms() + 10, limit=10)  # one of the key at a time

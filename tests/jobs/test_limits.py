@@ -2,13 +2,12 @@
 
 import bisect
 import re
-import signal
 
 import pytest
 
 import jobs
 from jobs.store import limits
-from tests.jobs.helpers import database_ms, scalar, start_worker, stopped, wait_for
+from tests.jobs.helpers import database_ms, killed_and_replaced, scalar, start_worker, stopped, wait_for
 from tests.jobs.test_processes import worker_connections
 
 SECOND = 1000  # ms
@@ -116,21 +115,15 @@ def test_four_processes_keep_at_most_the_concurrency_in_work_and_reach_it(runs, 
 
 def test_the_slot_of_a_killed_worker_comes_back_when_its_lease_runs_out(runs, database_url):
     jobs.limited(runs, "mail", concurrency=1)
-    first = start_worker(database_url, "mail", "--lease", "3")
-    second = None
-    try:
-        hung = jobs.later(runs, "mail", "slow_first_time", {"seconds": 60})
-        wait_for(lambda: scalar(runs, "SELECT attempts FROM jobs WHERE id = %s", (hung,)) == 1, "the first claim")
-        waiting = jobs.later(runs, "mail", "record", {})
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        second = start_worker(database_url, "mail", "--lease", "3")
-        wait_for(lambda: scalar(runs, "SELECT count(*) FROM jobs") == 0, "the slot to come back", timeout=20)
-    finally:
-        stopped(first)
-        if second:
-            stopped(second)
-    assert sorted(runs.execute("SELECT job, attempt FROM runs").fetchall()) == [(hung, 2), (waiting, 1)]
+    waiting = []
+    hung = killed_and_replaced(
+        runs,
+        database_url,
+        "mail",
+        lambda: jobs.later(runs, "mail", "slow_first_time", {"seconds": 60}),
+        meanwhile=lambda: waiting.append(jobs.later(runs, "mail", "record", {})),
+    )
+    assert sorted(runs.execute("SELECT job, attempt FROM runs").fetchall()) == [(hung, 2), (waiting[0], 1)]
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,7 @@ past its timeout: no two performers may overlap, let go or not.
 import pytest
 
 import jobs
-from jobs.runtime.supervisor import gone_pruned
-from jobs.store import limits
+from jobs.store import control, limits
 from tests.jobs.helpers import database_ms, scalar, start_worker, stopped, wait_for
 from tests.jobs.test_limits import MOST_AT_ONCE, SPANS
 from tests.jobs.test_processes import worker_connections
@@ -82,7 +81,7 @@ def let_go_by(db, worker: int, ended: bool) -> None:
 def test_a_let_go_performer_counts_while_its_worker_lives_and_not_once_a_reaper_found_it_gone(db, ended, taken):
     db.execute("TRUNCATE job_let_go")
     let_go_by(db, 7, ended)
-    gone_pruned(db)  # the reaper's pass, which deletes only what workers gone or stopped left
+    control.let_go_pruned(db)  # the reaper's pass, which deletes only what workers gone or stopped left
     jobs.limited(db, "mail", concurrency=1)
     jobs.later(db, "mail", "record", {})
     assert len(limits.claimed(db, "mail").jobs) == taken

@@ -9,6 +9,7 @@ from werkzeug.test import Client
 import jobs
 import jobs.web
 from jobs.store import claims, limits
+from jobs.store.claims import Hold
 from tests.jobs.helpers import scalar, start_worker, stopped, wait_for
 from tests.jobs.test_cli import cli
 from tests.jobs.test_limits import MOST_AT_ONCE, SPANS
@@ -32,7 +33,7 @@ def keyed(db, keys):
 
 def claimed_ids(db):
     """One limited claim of "mail": the ids it took."""
-    return [job.id for job in limits.claimed(db, "mail", lease=60).jobs]
+    return [job.id for job in limits.claimed(db, "mail", hold=Hold(lease=60)).jobs]
 
 
 def test_a_limit_per_key_takes_that_many_of_a_key_each_in_a_slot_of_its_own_then_passes_over_it(db):
@@ -114,5 +115,5 @@ def test_a_claim_that_knows_no_limit_per_key_yet_keeps_one_job_of_a_key_in_work(
     first, _, other = keyed(db, ["a", "a", "b"])
     read_before = jobs.limited(db, "mail", concurrency=10)  # a worker's last read of the queue's limit
     jobs.limited(db, "mail", concurrency=10, per_key=PER_KEY)
-    taken = [limits.claimed(db, "mail", lease=60, known=read_before).jobs for _ in range(3)]
+    taken = [limits.claimed(db, "mail", known=read_before, hold=Hold(lease=60)).jobs for _ in range(3)]
     assert [[job.id for job in jobs_taken] for jobs_taken in taken] == [[first], [other], []]

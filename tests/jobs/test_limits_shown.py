@@ -9,6 +9,7 @@ from werkzeug.test import Client
 import jobs
 import jobs.web
 from jobs.store import limits
+from jobs.store.claims import Hold
 from tests.jobs.helpers import database_ms, scalar, wait_for
 from tests.jobs.test_cli import cli
 from tests.jobs.test_web import OPERATOR, operator
@@ -22,7 +23,7 @@ def held(db):
             jobs.later(db, "mail", "note", {"n": n})
     jobs.limited(db, "mail", rate=(2, 60.0), concurrency=3)
     for _ in range(2):
-        limits.claimed(db, "mail", lease=60)
+        limits.claimed(db, "mail", hold=Hold(lease=60))
     return db
 
 
@@ -38,7 +39,7 @@ def test_a_concurrency_holds_back_what_passes_its_room(db):
         for n in range(4):
             jobs.later(db, "mail", "note", {"n": n})
     jobs.limited(db, "mail", concurrency=3)
-    limits.claimed(db, "mail", lease=60)
+    limits.claimed(db, "mail", hold=Hold(lease=60))
     [mail] = jobs.status(db)
     assert (mail["due"], mail["in_work"], mail["held_back"]) == (3, 1, 1)
 
@@ -113,13 +114,13 @@ def test_the_limit_command_sets_a_limit_that_the_next_claim_keeps_and_unlimit_li
     assert db.execute("SELECT rate, per_ms, concurrency, per_key FROM job_limits").fetchall() == [
         (1, 3_600_000, None, 2)
     ]
-    assert [len(limits.claimed(db, "mail", lease=60).jobs) for _ in range(2)] == [1, 0]
+    assert [len(limits.claimed(db, "mail", hold=Hold(lease=60)).jobs) for _ in range(2)] == [1, 0]
     lifted = cli(database_url, "unlimit", "mail")
     assert (lifted.returncode, lifted.stdout) == (
         0,
         "queue mail is no longer limited, from the next claim of every worker\n",
     )
-    assert len(limits.claimed(db, "mail", lease=60).jobs) == 1
+    assert len(limits.claimed(db, "mail", hold=Hold(lease=60)).jobs) == 1
     again = cli(database_url, "unlimit", "mail")
     assert (again.returncode, again.stdout) == (1, "queue mail had no limit\n")
 

@@ -3,7 +3,7 @@
 import signal
 
 import jobs
-from tests.jobs.helpers import exited, scalar, start_worker, stopped, wait_for
+from tests.jobs.helpers import exited, killed_and_replaced, scalar, start_worker, stopped, wait_for
 from tests.jobs.performers import STARTS
 
 
@@ -30,19 +30,9 @@ def test_six_worker_processes_run_two_hundred_jobs_exactly_once(runs, database_u
 
 
 def test_job_of_a_killed_worker_returns_when_its_lease_runs_out(runs, database_url):
-    first = start_worker(database_url, "default", "--lease", "3")
-    second = None
-    try:
-        job = jobs.later(runs, "default", "slow_first_time", {"seconds": 60})
-        wait_for(lambda: scalar(runs, "SELECT attempts FROM jobs WHERE id = %s", (job,)) == 1, "the first claim")
-        first.send_signal(signal.SIGKILL)
-        first.wait()
-        second = start_worker(database_url, "default", "--lease", "3")
-        wait_for(lambda: scalar(runs, "SELECT count(*) FROM jobs") == 0, "the job to return and complete", timeout=20)
-    finally:
-        stopped(first)
-        if second:
-            stopped(second)
+    job = killed_and_replaced(
+        runs, database_url, "default", lambda: jobs.later(runs, "default", "slow_first_time", {"seconds": 60})
+    )
     assert runs.execute("SELECT job, attempt FROM runs").fetchall() == [(job, 2)]
 
 

@@ -107,7 +107,7 @@ def test_a_stopping_worker_writes_its_last_counts(rollup, connect, monkeypatch):
     monkeypatch.setattr(pulse, "PULSE_EVERY", 3600)
     worker = jobs.worker(connect, "default", {"noop": lambda db, args: None}, poll=0.1)
     try:
-        wait_for(worker.claimable, "the worker to be ready to claim")
+        wait_for(worker.gate.claimable, "the worker to be ready to claim")
         jobs.later(rollup, "default", "noop", {}, jobs.now_ms() + 300)
         wait_for(lambda: worker.counts.processed == 1, "the job to run")
         assert totals(rollup, "default") == (0, 0, 0, 0)
@@ -159,7 +159,7 @@ def test_a_job_given_back_unstarted_is_counted_queued_and_waited_once(rollup, co
 
     worker = jobs.worker(connect, "default", {"noop": lambda db, args: None, "slow": slow}, threads=1)
     try:
-        wait_for(worker.claimable, "the worker to be ready to claim")
+        wait_for(worker.gate.claimable, "the worker to be ready to claim")
         with rollup.transaction():
             jobs.later(rollup, "default", "noop", {})
             jobs.later(rollup, "default", "slow", {})

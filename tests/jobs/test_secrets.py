@@ -5,6 +5,7 @@ import threading
 
 import jobs
 from jobs.store import claims
+from jobs.store.claims import Hold
 from tests.jobs.helpers import scalar, wait_for
 
 T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch
@@ -68,7 +69,7 @@ def test_settling_a_job_in_any_way_logs_its_id_name_and_queue_but_never_its_argu
 def test_a_lost_lease_and_the_reaper_log_a_job_without_its_arguments(db, connect, caplog):
     lost = jobs.later(db, "mail", "lost", ARGS, T)
     db.execute("UPDATE jobs SET max_attempts = 1")
-    claims.claimed(db, "mail", T, lease=1)  # a worker that died on the job's last attempt, long ago
+    claims.claimed(db, "mail", T, hold=Hold(lease=1))  # a worker that died on the job's last attempt, long ago
     inside, release = threading.Event(), threading.Event()
 
     def hold(conn, args):

@@ -6,6 +6,7 @@ import pytest
 
 import jobs
 from jobs.store import claims
+from jobs.store.claims import Hold
 from tests.jobs.helpers import scalar, wait_for
 
 T = 1_000_000  # the moment the tests work their queues at, in ms since the epoch
@@ -71,7 +72,7 @@ def test_failed_takes_one_queue_or_every_queue_newest_first(db):
 def test_a_job_whose_worker_died_on_its_last_attempt_is_in_work_until_reaped_onto_the_shelf(db):
     job = jobs.later(db, "default", "fine", {}, T)
     db.execute("UPDATE jobs SET max_attempts = 1")  # its one attempt is its last
-    claims.claimed(db, "default", T, lease=30)  # the claim of a worker that dies at once
+    claims.claimed(db, "default", T, hold=Hold(lease=30))  # the claim of a worker that dies at once
     after_the_lease = T + 31_000
     assert jobs.failed(db) == []
     assert [(q["in_work"], q["failed"]) for q in jobs.status(db, now=after_the_lease)] == [(1, 0)]

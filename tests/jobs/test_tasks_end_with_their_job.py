@@ -10,7 +10,7 @@ import pytest
 
 import jobs
 from jobs.runtime.coroutines import LOOK, loop_of_this_thread
-from tests.jobs.helpers import scalar, wait_for
+from tests.jobs.helpers import emptied, scalar, wait_for
 
 TABLES = "CREATE TABLE IF NOT EXISTS task_audit (what text NOT NULL); CREATE TABLE IF NOT EXISTS task_refunds (n int)"
 AUDIT_AFTER = 0.2  # seconds the order's audit task waits before it writes, as an API call first would
@@ -21,9 +21,7 @@ STUCK = 60.0  # seconds a task would wait if nothing cancelled it
 
 @pytest.fixture
 def shop(db):
-    db.execute(TABLES)
-    db.execute("TRUNCATE task_audit, task_refunds")
-    return db
+    return emptied(db, "task_audit, task_refunds", TABLES)
 
 
 async def order(db, args):
@@ -141,7 +139,7 @@ def test_a_task_left_running_forever_ends_at_its_job_s_timeout_and_the_thread_ca
     after = jobs.later(shop, "shop", "refunds", {})
     wait_for(lambda: scalar(shop, "SELECT count(*) FROM jobs WHERE id = %s", (after,)) == 0, "the next job")
     assert scalar(shop, "SELECT count(*) FROM task_refunds") == 1
-    assert len(worker.work_threads()) == 1
+    assert len(worker.supervisor.threads()) == 1
 
 
 def test_a_job_s_connection_refuses_statements_once_its_job_ended(shop):

@@ -12,6 +12,7 @@ from werkzeug.test import Client
 import jobs
 import jobs.web
 from jobs.store import claims
+from jobs.store.claims import FailedAttempt, Hold
 from jobs.web import html
 from tests.jobs.performers import doomed
 from tests.jobs.test_web import T, get, operator, posted, shelved
@@ -47,7 +48,7 @@ def test_a_job_s_page_says_how_long_each_failed_attempt_ran(client, db):
     again = jobs.later(db, "mail", "note", {}, T)
     (job,) = claims.claimed(db, "mail", T)
     assert job.id == again
-    claims.attempt_failed(db, job, "slow and wrong", "", 60_000, 5, T, ran=2.5)
+    claims.attempt_failed(db, job, FailedAttempt("slow and wrong", ran=2.5), 60_000, 5, T)
     assert '<li>slow and wrong <span class="muted">(ran 2.5 s)</span></li>' in get(client, f"/job/{again}").text
 
 
@@ -56,7 +57,7 @@ def test_each_failed_attempt_says_the_moment_the_table_keeps_of_it(client, db):
     id = jobs.later(db, "mail", "note", {}, now)
     for reason, wait in (("first", 0), ("second", HOUR)):  # due again at once, then an hour from now
         (job,) = claims.claimed(db, "mail", now)
-        claims.attempt_failed(db, job, reason, "", wait, 5, now, ran=0.25)
+        claims.attempt_failed(db, job, FailedAttempt(reason, ran=0.25), wait, 5, now)
     page = get(client, f"/job/{id}").text
     due = html.moment(row(db, id)[0])
     assert '<li>first <span class="muted">(ran 250 ms)</span></li>' in page
@@ -80,7 +81,7 @@ def test_run_now_makes_a_job_for_later_due_and_the_due_list_shows_it(client, db)
 def test_run_now_makes_a_retry_that_waits_out_its_backoff_due(client, db):
     id = jobs.later(db, "mail", "note", {}, T)
     (job,) = claims.claimed(db, "mail", T)
-    claims.attempt_failed(db, job, "try again", "", HOUR, 5, T)
+    claims.attempt_failed(db, job, FailedAttempt("try again"), HOUR, 5, T)
     assert f"Job {id} is due now" in posted(client, "/run-now", {"id": str(id)}).text
     run_at, scheduled, attempts, _ = row(db, id)
     assert (scheduled, attempts) == (False, 1) and run_at <= jobs.now_ms()
@@ -89,7 +90,7 @@ def test_run_now_makes_a_retry_that_waits_out_its_backoff_due(client, db):
 def test_run_now_leaves_a_due_job_one_in_work_and_one_on_the_shelf_alone(client, db):
     failed = shelved(db)
     held = jobs.later(db, "mail", "note", {}, T)
-    claims.claimed(db, "mail", worker=7)
+    claims.claimed(db, "mail", hold=Hold(worker=7))
     due = jobs.later(db, "mail", "note", {}, T)
     for id in (failed, held, due, 999):
         before = row(db, id) if id != 999 else None

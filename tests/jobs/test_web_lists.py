@@ -13,6 +13,7 @@ from werkzeug.test import Client
 import jobs
 import jobs.web
 from jobs.store import claims
+from jobs.store.claims import Hold
 from tests.jobs.test_web import SECRET, T, everything, get, operator, shelved
 
 HOUR = 3_600_000  # ms
@@ -36,14 +37,14 @@ def states(db):
     due = jobs.later(db, "mail", "note", {}, T)
     scheduled = jobs.later(db, "mail", "note", {}, jobs.now_ms() + HOUR)
     held = jobs.later(db, "mail", "deliver", {}, T - 1)
-    claims.claimed(db, "mail", worker=7)  # takes `held`, the first due
+    claims.claimed(db, "mail", hold=Hold(worker=7))  # takes `held`, the first due
     return {"failed": failed, "due": due, "scheduled": scheduled, "held": held}
 
 
 def test_each_count_of_the_queues_page_leads_to_the_list_of_its_jobs(client, db):
     failed = shelved(db)
     held = jobs.later(db, "mail", "deliver", {}, T)
-    claims.claimed(db, "mail", worker=7)
+    claims.claimed(db, "mail", hold=Hold(worker=7))
     due = jobs.later(db, "mail", "note", {}, T)
     scheduled = jobs.later(db, "mail", "note", {}, jobs.now_ms() + HOUR)
     queues = get(client, "/").text
@@ -128,9 +129,9 @@ def test_a_filtered_walk_that_runs_out_says_how_many_it_searched_and_goes_on(cli
 
 def test_the_in_work_list_names_each_job_s_worker_and_links_to_the_jobs_it_holds(client, db):
     held = jobs.later(db, "mail", "deliver", {}, T)
-    claims.claimed(db, "mail", worker=7)
+    claims.claimed(db, "mail", hold=Hold(worker=7))
     other = jobs.later(db, "mail", "deliver", {}, T)
-    claims.claimed(db, "mail", worker=8)
+    claims.claimed(db, "mail", hold=Hold(worker=8))
     page = get(client, "/jobs?state=in_work").text
     assert listed_ids(page) == [held, other]
     assert '<a href="/jobs?state=in_work&amp;worker=7">worker <span title="7">7</span></a>' in page
@@ -222,7 +223,7 @@ def test_a_worker_s_row_and_a_held_job_s_page_link_to_the_jobs_that_worker_holds
         (now, now),
     )
     held = jobs.later(db, "mail", "note", {}, T)
-    claims.claimed(db, "mail", worker=7)
+    claims.claimed(db, "mail", hold=Hold(worker=7))
     link = '<a href="/jobs?state=in_work&amp;worker=7">'
     assert f'data-label="Holding">{link}1</a>' in get(client, "/workers").text
     assert f'<dt>Held by</dt><dd>{link}worker <span title="7">7</span></a></dd>' in get(client, f"/job/{held}").text

@@ -9,6 +9,7 @@ from werkzeug.test import Client
 import jobs
 import jobs.web
 from jobs.store import claims, schema
+from jobs.store.claims import Hold
 from tests.jobs.test_web import T, get, operator
 from tests.jobs.test_web_queues import recorded_worker
 
@@ -34,7 +35,7 @@ def test_the_workers_page_says_the_schema_step_against_this_code_s(client, db):
 def test_a_worker_is_named_by_the_last_digits_of_its_id_with_the_whole_id_on_hover(client, db):
     recorded_worker(db, LONG_ID, ["mail"], 2)
     job = jobs.later(db, "mail", "note", {}, T)
-    claims.claimed(db, "mail", worker=LONG_ID)
+    claims.claimed(db, "mail", hold=Hold(worker=LONG_ID))
     whole = f'<span title="{LONG_ID}">…{str(LONG_ID)[-6:]}</span>'
     assert f'data-label="Worker">{whole}</td>' in get(client, "/workers").text
     assert f">worker {whole}</a>" in get(client, "/jobs?state=in_work").text

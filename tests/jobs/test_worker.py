@@ -10,7 +10,7 @@ import pytest
 import jobs
 from jobs.runtime.maintenance import Chore, Listener
 from jobs.runtime.refusals import Refusals
-from jobs.runtime.work_thread import Doorbell
+from jobs.runtime.work_thread import Doorbell, Gate
 from jobs.store import claims
 from tests.jobs.helpers import scalar, wait_for
 
@@ -248,13 +248,7 @@ def test_a_job_the_listeners_own_chores_queue_rings_for_a_thread_in_the_same_ste
     doorbell = Doorbell(1)
     chores = [Chore("queueing", 60, lambda db: jobs.later(db, "default", "noop", {}))]
     listener = Listener(
-        connect,
-        ["default"],
-        listen=True,
-        chores=chores,
-        stopping=threading.Event(),
-        doorbell=doorbell,
-        refusals=Refusals(),
+        connect, Gate(["default"], doorbell), chores, Refusals(), listen=True, stopping=threading.Event()
     )
     with connect() as own, selectors.DefaultSelector() as listener._selector:
         own.autocommit = True
