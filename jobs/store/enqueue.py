@@ -28,11 +28,6 @@ queries = read_once(Path(__file__).with_name("queries.sql"))  # store/'s stateme
 
 SQLALCHEMY = "sqlalchemy."  # the start of the module of every SQLAlchemy type
 DJANGO = "django."  # the start of the module of Django's connection types (`connection` is a proxy of one)
-# Statement later for a job without a unique key and for one with (queries.sql says why they differ).
-LATER = {
-    unique: queries["later"].replace("{unique}", "\n    " + queries["later_unique"] if unique else "")
-    for unique in (False, True)
-}
 # The options `later` and `later_many` take by keyword, and their defaults.
 OPTIONS: dict[str, Any] = {"priority": 0, "unique": None, "key": None, "batch": None, "flow": None, "secret": None}
 MANY_OPTIONS: dict[str, Any] = {"priority": 0, "secret": None}
@@ -77,7 +72,7 @@ def later(db: Any, queue: str, name: str, args: dict[str, Any], at: int | None =
         return later_async(db, queue, name, args, at, options)
     connection = psycopg_of(db)
     params = later_params(queue, name, args, at, options)
-    row = connection.execute(LATER[params["unique"] is not None], params).fetchone()
+    row = connection.execute(queries["later"], params).fetchone()
     return None if row is None else row[0]
 
 
@@ -91,7 +86,7 @@ async def later_async(
 ) -> int | None:
     """`later` on an AsyncConnection: the same statement, checked the same way before it is sent."""
     params = later_params(queue, name, args, at, options)
-    cursor = await db.execute(LATER[params["unique"] is not None], params)
+    cursor = await db.execute(queries["later"], params)
     row = await cursor.fetchone()
     return None if row is None else row[0]
 

@@ -11,8 +11,9 @@
 -- rolls back; notifications with the same payload in one transaction are folded into
 -- one, so queueing a thousand jobs at once wakes a worker once.
 -- A job whose unique key is already waiting or in work inserts nothing, so nothing comes
--- back and nobody is notified: {unique} is later_unique for a job with a unique key, and
--- empty for one without, as ON CONFLICT inserts speculatively, a record more in the log.
+-- back and nobody is notified: the row trigger that keeps job_unique_keys (schema.sql,
+-- step 15) skips it, waiting first, as a unique index would, for a transaction that took
+-- the key and has not ended.
 -- Only the id comes back: pg_notify is called in a subquery, once for each row queued
 -- (PostgreSQL neither flattens a subquery whose output calls a volatile function nor
 -- drops that call when the output goes unread), so the caller reads no void column.
@@ -20,14 +21,10 @@ WITH queued AS (
     INSERT INTO jobs (queue, name, args, run_at, scheduled, priority, max_attempts, key, unique_key, batch, flow,
         secret, queued_at)
     VALUES (%(queue)s, %(name)s, %(args)s, COALESCE(%(run_at)s, {now}), COALESCE(%(run_at)s > {now}, false),
-        %(priority)s, %(max_attempts)s, %(key)s, %(unique)s, %(batch)s, %(flow)s, %(secret)s, {now}){unique}
+        %(priority)s, %(max_attempts)s, %(key)s, %(unique)s, %(batch)s, %(flow)s, %(secret)s, {now})
     RETURNING id
 )
 SELECT id FROM (SELECT id, pg_notify('jobs', %(queue)s) FROM queued) AS woken
-
--- name: later_unique
--- later's {unique}, for a job with a unique key: jobs_unique_key decides.
-ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL) DO NOTHING
 
 -- name: claim
 -- The claim, in one statement that commits at once: the first due jobs of the queue in
@@ -48,7 +45,7 @@ ON CONFLICT (unique_key) WHERE unique_key IS NOT NULL AND (attempts < max_attemp
 -- the row knows from attempt 1 which is its last, wherever its fate is decided.
 -- A job with a concurrency key waits while a job of its key is under a claim or still
 -- runs after its row was settled without it (job_let_go); it takes its key's slot 0, and
--- jobs_key_slot_in_work refuses the second of two claims side by side. The claimed keys
+-- job_keys_held refuses the second of two claims side by side. The claimed keys
 -- and job_limits are read once per statement, not once per row. A job an operator
 -- cancelled is never claimed; a queue with a limit is claimed by claim_limited only.
 -- LIMIT is written into the text, not passed: a generic plan that does not know it
@@ -65,7 +62,7 @@ WITH due AS MATERIALIZED (
     FROM jobs
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
-        AND (key IS NULL OR key NOT IN (SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL
+        AND (key IS NULL OR key NOT IN (SELECT key FROM job_keys_held
             UNION ALL SELECT key FROM job_let_go WHERE key IS NOT NULL))
         AND NOT EXISTS (SELECT FROM job_limits WHERE queue = %(queue)s)
     ORDER BY priority, run_at, id
@@ -361,10 +358,10 @@ LIMIT %(limit)s
 
 -- name: retry
 -- Jobs from the shelf go back in the queue, due at once, with their attempts counted
--- from 0 again; their reasons stay. A job with attempts left counts again in the
--- unique index (jobs_unique_key), so a job whose unique key another job holds now stays
--- on the shelf, and of shelved jobs sharing a key only the oldest comes back: without
--- these two tests the UPDATE would fail on the index. FOR UPDATE makes a job that
+-- from 0 again; their reasons stay. A job with attempts left holds its unique key again
+-- (job_unique_keys), so a job whose unique key another job holds now stays on the
+-- shelf, and of shelved jobs sharing a key only the oldest comes back: without these
+-- two tests the UPDATE would fail as the key's row is written. FOR UPDATE makes a job that
 -- another session retries or discards at the same moment be read again and left alone.
 -- A job of a batch leaves its batch: the batch counted its failure already, and must
 -- not count the job a second time when it settles now. A batch's callback keeps it.
@@ -377,9 +374,7 @@ WITH shelved AS (
     WHERE attempts >= max_attempts AND claim IS NULL
         AND id = ANY(%(ids)s)
         AND NOT EXISTS (
-            SELECT 1 FROM jobs AS holder
-            WHERE holder.unique_key = j.unique_key
-                AND (holder.attempts < holder.max_attempts OR holder.claim IS NOT NULL))
+            SELECT 1 FROM job_unique_keys AS holder WHERE holder.unique_key = j.unique_key)
     FOR UPDATE
 ), chosen AS (
     SELECT id FROM shelved
@@ -721,7 +716,7 @@ WITH due AS MATERIALIZED (
     WHERE queue = %(queue)s AND NOT scheduled AND attempts < max_attempts AND run_at <= (SELECT {now}){bound}
         AND cancelled_at IS NULL
         AND (key IS NULL OR key NOT IN (SELECT key FROM (
-            SELECT key FROM jobs WHERE claim IS NOT NULL AND key IS NOT NULL
+            SELECT key FROM job_keys_held
             UNION ALL SELECT key FROM job_let_go WHERE key IS NOT NULL) AS in_work{full}))
     ORDER BY priority, run_at, id
     LIMIT 1
@@ -761,7 +756,7 @@ WHERE l.queue = %(queue)s
 -- claim_limited's {full} for a queue with a limit per key: the keys in work that are
 -- full, those with per_key jobs in work (1 if the limit was lifted since the worker read
 -- it). Read in the snapshot, with the slot below, it may miss a claim committed since:
--- jobs_key_slot_in_work then refuses the slot taken twice, and the claim takes nothing,
+-- job_keys_held then refuses the slot taken twice, and the claim takes nothing,
 -- as the plain claim does with a key taken twice.
 GROUP BY key HAVING count(*) >= (SELECT coalesce(max(per_key), 1) FROM job_limits WHERE queue = %(queue)s)
 
@@ -772,7 +767,7 @@ GROUP BY key HAVING count(*) >= (SELECT coalesce(max(per_key), 1) FROM job_limit
 CASE WHEN jobs.key IS NULL THEN 0 ELSE coalesce((
     SELECT min(slot) FROM generate_series(0, coalesce((SELECT per_key FROM counted), 1) - 1) AS slot
     WHERE slot NOT IN (
-        SELECT held.key_slot FROM jobs AS held WHERE held.key = jobs.key AND held.claim IS NOT NULL
+        SELECT held.key_slot FROM job_keys_held AS held WHERE held.key = jobs.key
         UNION ALL SELECT g.key_slot FROM job_let_go AS g WHERE g.key = jobs.key)), 0) END
 
 -- name: limited_queues

@@ -301,3 +301,102 @@ CREATE TABLE IF NOT EXISTS job_let_go (
     key_slot smallint NOT NULL,
     PRIMARY KEY (job, claim)
 );
+
+-- name: step 15
+-- The two promises that rest on a unique index of jobs move to small tables of their own,
+-- kept by row triggers on jobs: at most one job waiting or in work per unique key
+-- (job_unique_keys) and at most one job under a claim per concurrency key and slot
+-- (job_keys_held). A table split into partitions, which the next steps of the table's
+-- design need (see "The table" in the manual), cannot hold a unique index over all of
+-- them; a table of its own can, whatever holds the jobs. The triggers decide from the
+-- row alone, as the index predicates did, so every statement that writes jobs, an older
+-- copy's too, keeps the tables exact: a row enters when it comes to count (queued, or
+-- brought back from the shelf; claimed) and leaves when it stops (deleted, failed for
+-- good or cancelled; its claim cleared). Entering a taken key fails with unique_violation,
+-- as the indexes made it, but for an insert, which a key taken skips instead (nothing is
+-- queued and RETURNING gives no row, as ON CONFLICT DO NOTHING did). WHEN clauses keep
+-- rows with neither key from ever calling a function. A TRUNCATE of jobs empties both.
+-- The indexes they replace stay for copies of the package still running from before
+-- this step: an older `later` names jobs_unique_key in its ON CONFLICT.
+-- The jobs table is locked first (SHARE ROW EXCLUSIVE: reads go on, writes wait for the
+-- step), so the rows copied in below and the triggers see the same table.
+LOCK TABLE jobs IN SHARE ROW EXCLUSIVE MODE;
+CREATE TABLE IF NOT EXISTS job_unique_keys (
+    unique_key text PRIMARY KEY,
+    job bigint NOT NULL                  -- the job that holds it
+);
+CREATE TABLE IF NOT EXISTS job_keys_held (
+    key text NOT NULL,
+    key_slot smallint NOT NULL,
+    job bigint NOT NULL,                 -- the job whose claim holds it
+    PRIMARY KEY (key, key_slot)
+);
+CREATE OR REPLACE FUNCTION job_unique_keys_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' AND OLD.unique_key IS NOT NULL AND (OLD.attempts < OLD.max_attempts OR OLD.claim IS NOT NULL) THEN
+        DELETE FROM job_unique_keys WHERE unique_key = OLD.unique_key AND job = OLD.id;
+    END IF;
+    IF TG_OP <> 'DELETE' AND NEW.unique_key IS NOT NULL AND (NEW.attempts < NEW.max_attempts OR NEW.claim IS NOT NULL) THEN
+        IF TG_OP = 'UPDATE' THEN
+            INSERT INTO job_unique_keys (unique_key, job) VALUES (NEW.unique_key, NEW.id);
+        ELSE
+            INSERT INTO job_unique_keys (unique_key, job) VALUES (NEW.unique_key, NEW.id) ON CONFLICT DO NOTHING;
+            IF NOT FOUND THEN
+                RETURN NULL;
+            END IF;
+        END IF;
+    END IF;
+    RETURN NEW;
+END
+$$;
+CREATE OR REPLACE FUNCTION job_keys_held_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF TG_OP <> 'INSERT' AND OLD.key IS NOT NULL AND OLD.claim IS NOT NULL THEN
+        DELETE FROM job_keys_held WHERE key = OLD.key AND key_slot = OLD.key_slot AND job = OLD.id;
+    END IF;
+    IF TG_OP <> 'DELETE' AND NEW.key IS NOT NULL AND NEW.claim IS NOT NULL THEN
+        INSERT INTO job_keys_held (key, key_slot, job) VALUES (NEW.key, NEW.key_slot, NEW.id);
+    END IF;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE FUNCTION job_keys_emptied() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM job_unique_keys;
+    DELETE FROM job_keys_held;
+    RETURN NULL;
+END
+$$;
+CREATE OR REPLACE TRIGGER job_unique_key_queued BEFORE INSERT ON jobs FOR EACH ROW
+    WHEN (NEW.unique_key IS NOT NULL AND (NEW.attempts < NEW.max_attempts OR NEW.claim IS NOT NULL))
+    EXECUTE FUNCTION job_unique_keys_kept();
+CREATE OR REPLACE TRIGGER job_unique_key_changed AFTER UPDATE ON jobs FOR EACH ROW
+    WHEN ((OLD.unique_key IS NOT NULL OR NEW.unique_key IS NOT NULL)
+        AND ROW(OLD.unique_key, OLD.attempts < OLD.max_attempts OR OLD.claim IS NOT NULL)
+            IS DISTINCT FROM ROW(NEW.unique_key, NEW.attempts < NEW.max_attempts OR NEW.claim IS NOT NULL))
+    EXECUTE FUNCTION job_unique_keys_kept();
+CREATE OR REPLACE TRIGGER job_unique_key_deleted AFTER DELETE ON jobs FOR EACH ROW
+    WHEN (OLD.unique_key IS NOT NULL)
+    EXECUTE FUNCTION job_unique_keys_kept();
+CREATE OR REPLACE TRIGGER job_key_claimed AFTER INSERT ON jobs FOR EACH ROW
+    WHEN (NEW.key IS NOT NULL AND NEW.claim IS NOT NULL)
+    EXECUTE FUNCTION job_keys_held_kept();
+CREATE OR REPLACE TRIGGER job_key_changed AFTER UPDATE ON jobs FOR EACH ROW
+    WHEN (((OLD.key IS NOT NULL AND OLD.claim IS NOT NULL) OR (NEW.key IS NOT NULL AND NEW.claim IS NOT NULL))
+        AND ROW(OLD.key, OLD.key_slot, OLD.claim IS NOT NULL) IS DISTINCT FROM ROW(NEW.key, NEW.key_slot, NEW.claim IS NOT NULL))
+    EXECUTE FUNCTION job_keys_held_kept();
+CREATE OR REPLACE TRIGGER job_key_deleted AFTER DELETE ON jobs FOR EACH ROW
+    WHEN (OLD.key IS NOT NULL AND OLD.claim IS NOT NULL)
+    EXECUTE FUNCTION job_keys_held_kept();
+CREATE OR REPLACE TRIGGER job_keys_truncated AFTER TRUNCATE ON jobs FOR EACH STATEMENT
+    EXECUTE FUNCTION job_keys_emptied();
+INSERT INTO job_unique_keys (unique_key, job)
+    SELECT DISTINCT ON (unique_key) unique_key, id FROM jobs
+    WHERE unique_key IS NOT NULL AND (attempts < max_attempts OR claim IS NOT NULL)
+    ORDER BY unique_key, id
+    ON CONFLICT DO NOTHING;
+INSERT INTO job_keys_held (key, key_slot, job)
+    SELECT DISTINCT ON (key, key_slot) key, key_slot, id FROM jobs
+    WHERE key IS NOT NULL AND claim IS NOT NULL
+    ORDER BY key, key_slot, id
+    ON CONFLICT DO NOTHING;

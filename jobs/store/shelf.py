@@ -98,8 +98,8 @@ def put_back(db: psycopg.Connection[Any], params: dict[str, Any]) -> int:
         with db.transaction():
             return len(db.execute(queries["retry"], params).fetchall())
     except psycopg.errors.UniqueViolation:
-        # A job with one of their unique keys was queued while this ran, and the index
-        # refused the second; a second look sees it and leaves that job on the shelf.
+        # A job with one of their unique keys was queued while this ran, and
+        # job_unique_keys refused the second; a second look sees it and leaves that job on the shelf.
         with db.transaction():
             return len(db.execute(queries["retry"], params).fetchall())
 

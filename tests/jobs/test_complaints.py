@@ -17,7 +17,7 @@ REFUSALS_AWAITED = 5  # claims ended after the break that the test waits for, be
     "broken, refusal",
     [
         ("REVOKE UPDATE ON jobs FROM jobs_app", "42501 permission denied for table jobs"),
-        ("ALTER TABLE jobs DROP COLUMN key", '42703 column "key" does not exist'),
+        ("ALTER TABLE jobs DROP COLUMN cancelled_at", '42703 column "cancelled_at" does not exist'),
     ],
     ids=["privileges", "column"],
 )
@@ -51,9 +51,9 @@ def claims_ended(db, seen: set, since) -> int:
             "42501 permission denied for table jobs",
         ),
         (
-            "ALTER TABLE jobs DROP COLUMN key",
-            "ALTER TABLE jobs ADD COLUMN key text",
-            '42703 column "key" does not exist',
+            "ALTER TABLE jobs DROP COLUMN cancelled_at",
+            "ALTER TABLE jobs ADD COLUMN cancelled_at bigint",
+            '42703 column "cancelled_at" does not exist',
         ),
     ],
     ids=["privileges", "column"],
