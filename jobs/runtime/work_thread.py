@@ -242,9 +242,9 @@ class WorkThread:
 
     def _ran_batch(self, db: psycopg.Connection[Any]) -> int:
         """Runs the batch in its Hand; answers how many jobs the next claim may take: batches grow while their jobs
-        are quick, and fall back to one when one takes longer than BATCH_TIME (those behind it are given back)."""
+        are quick, and fall back to one after one took longer than BATCH_TIME, or none was left to run."""
         hand, claimed = self.hand, len(self.hand.held())
         self.runner.batch(db, hand)
         self.parts.holdings.done_with(hand)
         self.hand = Hand([])
-        return 1 if hand.longest > BATCH_TIME else min(BATCH_MAX, claimed * 2)
+        return 1 if hand.longest > BATCH_TIME or not claimed else min(BATCH_MAX, claimed * 2)

@@ -8,7 +8,7 @@ that the jobs claimed after it run elsewhere, or are seen as waiting, while it r
 import threading
 
 import jobs
-from jobs.runtime import running, supervisor
+from jobs.runtime import running, supervisor, work_thread
 from jobs.store import claims, flows
 from tests.jobs.helpers import scalar, wait_for
 
@@ -196,5 +196,29 @@ def test_a_drain_ends_only_once_the_jobs_the_keeper_gives_back_are_run(db, conne
         assert all(job in runs.started for job in ids)
     finally:
         runs.let_go.set()
+        worker.stop()
+        worker.join(10)
+
+
+def test_a_thread_whose_whole_claim_was_handed_on_before_it_ran_claims_again(db, connect, monkeypatch):
+    """The supervisor hands on the jobs of a claim whose thread has not started them within BATCH_TIME (a
+    starved machine): the thread then holds none of them, and its next claim still takes one or more."""
+    real, handed = work_thread.WorkThread._claimed, []
+
+    def claimed_then_handed_on(self, db, queue):
+        taken = real(self, db, queue)
+        if taken and not handed:  # the first claim's jobs go back before the thread starts them
+            handed.extend(self.parts.holdings.handed_on(self.hand))
+        return taken
+
+    monkeypatch.setattr(work_thread.WorkThread, "_claimed", claimed_then_handed_on)
+    ran = []
+    worker = jobs.worker(connect, "default", {"work": lambda conn, args: ran.append(args["n"])}, threads=1)
+    try:
+        jobs.later(db, "default", "work", {"n": 0})
+        wait_for(lambda: handed, "the first claim to be handed on")
+        jobs.later(db, "default", "work", {"n": 1})
+        wait_for(lambda: sorted(ran) == [0, 1], "both jobs to run on the one thread", timeout=15)
+    finally:
         worker.stop()
         worker.join(10)
