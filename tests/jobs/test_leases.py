@@ -55,7 +55,10 @@ def test_settlement_after_the_claim_moved_on_is_refused_and_rolled_back(db, conn
         conn.execute("INSERT INTO performer_writes VALUES (1)")
         # another worker claims the row, as it would after this worker's lease ran out
         with connect() as other:
-            other.execute("UPDATE jobs SET claim = 42, attempts = attempts + 1 WHERE id = %s", (jobs.current_job().id,))
+            other.execute(
+                "UPDATE jobs SET claim = 42, worker = 42, attempts = attempts + 1 WHERE id = %s",
+                (jobs.current_job().id,),
+            )
 
     job = jobs.later(db, "default", "taken_over", {})
     with connect() as conn, caplog.at_level(logging.WARNING, logger="jobs"):
@@ -73,7 +76,10 @@ def test_a_batch_that_wrote_nothing_settles_what_is_still_its_own_and_leaves_the
 
     def taken_over(conn, args):
         with connect() as other:  # another worker claims this row, as it would after this worker's lease ran out
-            other.execute("UPDATE jobs SET claim = 42, attempts = attempts + 1 WHERE id = %s", (jobs.current_job().id,))
+            other.execute(
+                "UPDATE jobs SET claim = 42, worker = 42, attempts = attempts + 1 WHERE id = %s",
+                (jobs.current_job().id,),
+            )
 
     first, second, third = (jobs.later(db, "default", name, {}) for name in ("quiet", "taken_over", "quiet"))
     performers = {"quiet": lambda conn, args: None, "taken_over": taken_over}
@@ -92,7 +98,7 @@ def test_a_batch_that_wrote_nothing_settles_what_is_still_its_own_and_leaves_the
 def test_failure_recorded_after_the_claim_moved_on_is_refused(db, connect):
     def fails_after_takeover(conn, args):
         with connect() as other:
-            other.execute("UPDATE jobs SET claim = 42 WHERE id = %s", (jobs.current_job().id,))
+            other.execute("UPDATE jobs SET claim = 42, worker = 42 WHERE id = %s", (jobs.current_job().id,))
         raise RuntimeError("too late")
 
     jobs.later(db, "default", "fails", {})

@@ -30,7 +30,7 @@ def with_a_broken_hook(db, args):
 
 
 def taken_over(db, args):
-    db.execute("UPDATE jobs SET claim = 42 WHERE id = %s", (jobs.current_job().id,))
+    db.execute("UPDATE jobs SET claim = 42, worker = 42 WHERE id = %s", (jobs.current_job().id,))
 
 
 PERFORMERS = {
@@ -81,7 +81,7 @@ def test_a_lost_lease_and_the_reaper_log_a_job_without_its_arguments(db, connect
         try:
             held = jobs.later(db, "slow", "hold", ARGS)
             assert inside.wait(10)
-            db.execute("UPDATE jobs SET claim = 42 WHERE id = %s", (held,))  # another worker took it
+            db.execute("UPDATE jobs SET claim = 42, worker = 42 WHERE id = %s", (held,))  # another worker (42) took it
             release.set()
             wait_for(lambda: "another worker holds job" in caplog.text, "the settlement to find its lease lost")
             wait_for(lambda: jobs.failed(db), "the reaper to shelve the lost job")
