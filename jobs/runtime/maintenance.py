@@ -58,7 +58,8 @@ def timetable(
     queues, poll, doorbell = settings.queues, settings.poll, parts.doorbell
     limits, counted = parts.limits, parts.tally.pulse
     chores = [
-        Chore("keeper", WATCH_INTERVAL, supervisor.look),
+        # What the threads let go as they end (a stop's unstarted jobs) is settled by one more look, at the end.
+        Chore("keeper", WATCH_INTERVAL, supervisor.look, at_stop=parts.holdings.letting_go),
         # Limits before the pauses, whose first read lets the threads claim.
         Chore("limits", poll, limits.read) if limits is not None else None,
         Chore("pauses", poll, lambda db: parts.gate.paused_now(control.paused_queues(db))),

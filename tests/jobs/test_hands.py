@@ -8,7 +8,7 @@ that the jobs claimed after it run elsewhere, or are seen as waiting, while it r
 import threading
 
 import jobs
-from jobs.runtime import running, supervisor, work_thread
+from jobs.runtime import maintenance, running, supervisor, work_thread
 from jobs.store import claims, flows
 from tests.jobs.helpers import scalar, wait_for
 
@@ -107,6 +107,38 @@ def test_a_stop_gives_back_at_once_the_jobs_claimed_behind_the_one_that_runs(db,
         worker.stop()
         assert worker.join(10)
     assert scalar(db, "SELECT count(*) FROM jobs") == 9
+
+
+def test_the_jobs_a_stop_gives_back_are_due_again_once_the_worker_has_joined_however_soon_its_last_job_returns(
+    db, connect, monkeypatch
+):
+    """The thread gives back what it holds unstarted as it ends; the keeper's last look settles it, not a later one.
+
+    The keeper looks once at the start and then not for a minute here: whatever the stop gives
+    back is settled by its look at the worker's end or not at all (before it, 9 of 9 were left
+    held by a worker that said it had stopped).
+    """
+    monkeypatch.setattr(supervisor, "BATCH_TIME", 60.0)  # only the stop gives them back
+    monkeypatch.setattr(maintenance, "WATCH_INTERVAL", 60.0)
+    runs = Runs()
+    worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
+    try:
+        grown(db, worker)
+        runs.started.clear()
+        with db.transaction():
+            for n in range(10):
+                jobs.later(db, "default", "work", {"slow": n == 0})
+        assert runs.slow_began.wait(30)
+        worker.stop()
+        runs.let_go.set()  # the slow job returns at once: its thread ends with the other nine in hand
+        assert worker.join(10)
+    finally:
+        runs.let_go.set()
+        worker.stop()
+        worker.join(10)
+    assert len(runs.started) == 1
+    assert scalar(db, "SELECT count(*) FROM jobs WHERE claim IS NOT NULL") == 0, "none left held by a stopped worker"
+    assert scalar(db, "SELECT count(*) FROM jobs WHERE claim IS NULL AND attempts = 0") == 9
 
 
 def test_a_timeout_never_runs_again_the_jobs_that_ran_before_it_in_its_claim(db, connect):
