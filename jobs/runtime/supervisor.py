@@ -154,11 +154,9 @@ class Supervisor:
             self.let_go.recorded(db, [entry.job for entry in left if entry.job is not None])  # before: no gap
             back = [entry for entry in left if entry.fate is Fate.GIVE_BACK]
             if back:
-                queues = flows.released(db, [(entry.id, entry.claim, due_at(entry)) for entry in back])
-                claims.announced(db, queues)  # for idle workers elsewhere too
-                parts.tally.counts.given_back += len(back)
-                if parts.tally.pulse is not None:
-                    parts.tally.pulse.given_back([entry.job for entry in back if entry.job is not None])
+                rows = flows.released(db, [(entry.id, entry.claim, due_at(entry)) for entry in back])
+                claims.announced(db, sorted({queue for _, queue, _, _ in rows}))  # for idle workers elsewhere too
+                self._gave_back(back, {row[0] for row in rows})
                 left = [entry for entry in left if entry not in back]
                 parts.doorbell.ring()
             lapsed = [entry for entry in left if entry.fate is Fate.LAPSE]
@@ -177,6 +175,18 @@ class Supervisor:
                 left.remove(entry)
         finally:
             parts.holdings.put_back(left)
+
+    def _gave_back(self, back: list[Loose], ids: set[int]) -> None:
+        """Counts the rows of `back` given back (`ids`: those whose claim was still theirs) and names the strays among
+        them; a row settled since the keeper read it as held, or taken by another worker, is neither."""
+        parts = self.parts
+        parts.tally.counts.given_back += len(ids)
+        if parts.tally.pulse is not None:
+            parts.tally.pulse.given_back([entry.job for entry in back if entry.job is not None and entry.id in ids])
+        if strays := [entry.id for entry in back if entry.job is None and entry.id in ids]:
+            log.warning(
+                "jobs %s were held by this worker with no thread working them; they go back to the queue", strays
+            )
 
     def _returned(self, db: psycopg.Connection[Any]) -> None:
         """Frees the room of performers let go that have returned, and wakes the claims of their queues."""
@@ -200,11 +210,7 @@ class Supervisor:
     def _reconciled(self, db: psycopg.Connection[Any]) -> None:
         """Lets go of the rows the database says this worker holds that none of its threads holds (`strays`)."""
         strays = self.parts.holdings.strays(claims.held_by(db, self.settings.id))
-        if strays:
-            log.warning(
-                "jobs %s were held by this worker with no thread working them; they go back to the queue",
-                [entry.id for entry in strays],
-            )
+        if strays:  # named once given back (_gave_back): one settled since it was read here is no stray
             self.parts.holdings.put_back(strays)
 
     def _limit_of(self, job: Job) -> float:

@@ -118,13 +118,16 @@ def given_back(db: psycopg.Connection[Any], jobs: list[Job], now: int | None = N
     Those of a batch cancelled while they waited in a worker's hand are skipped then,
     as cancel_batch would have skipped them had they been waiting.
     """
-    return released(db, [(job.id, job.claim or 0, job.due_at) for job in jobs], now)
+    return sorted(
+        {queue for _, queue, _, _ in released(db, [(job.id, job.claim or 0, job.due_at) for job in jobs], now)}
+    )
 
 
-def released(db: psycopg.Connection[Any], given: list[tuple[int, int, int]], now: int | None = None) -> list[str]:
+def released(db: psycopg.Connection[Any], given: list[tuple[int, int, int]], now: int | None = None) -> list[Any]:
     """claims.released for (id, claim, due_at) rows, then the skips of their cancelled batches, in one transaction.
 
-    Answers the queues of the rows given back, to wake their workers.
+    Answers (id, queue, batch, callback) for each row given back: a row whose claim is no longer the one given (it
+    was settled, or taken by another worker, meanwhile) is left as it is and not answered.
     """
     if not given:
         return []
@@ -134,7 +137,7 @@ def released(db: psycopg.Connection[Any], given: list[tuple[int, int, int]], now
             row = db.execute(queries["skip_given_back"], {"id": batch_id, "now": now}).fetchone()
             if row is not None and row[0]:
                 counted(db, batch_id, settled=row[0], failed=0)
-    return sorted({queue for _, queue, _, _ in rows})
+    return rows
 
 
 def batch_status(db: psycopg.Connection[Any], batch_id: int) -> dict[str, Any] | None:

@@ -5,6 +5,7 @@ double while they are quick), then puts a slow job at the front of a claim, and 
 that the jobs claimed after it run elsewhere, or are seen as waiting, while it runs.
 """
 
+import logging
 import threading
 
 import jobs
@@ -139,6 +140,43 @@ def test_the_jobs_a_stop_gives_back_are_due_again_once_the_worker_has_joined_how
     assert len(runs.started) == 1
     assert scalar(db, "SELECT count(*) FROM jobs WHERE claim IS NOT NULL") == 0, "none left held by a stopped worker"
     assert scalar(db, "SELECT count(*) FROM jobs WHERE claim IS NULL AND attempts = 0") == 9
+
+
+def test_a_job_settled_while_the_keeper_compares_the_rows_it_holds_is_neither_warned_of_nor_counted_as_given_back(
+    db, connect, monkeypatch, caplog
+):
+    """The keeper reads the rows the database says the worker holds, then asks the Holdings which no thread holds.
+
+    A job settled between the two (the read is slow beside a held snapshot) is in neither: it
+    is no stray, and its give-back, fenced by its claim, touches nothing. Before, each such job
+    was logged as held with no thread working it and counted as given back.
+    """
+    runs = Runs()
+    worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1, lease=1.0)
+    held_by, looks_after = claims.held_by, []
+
+    def held_by_slowly(conn, worker_id):
+        rows = held_by(conn, worker_id)
+        if looks_after:
+            looks_after.append(rows)
+        elif rows and runs.slow_began.is_set():  # the slow job, read as held: it ends before the comparison
+            runs.let_go.set()
+            wait_for(lambda: not worker.batches_held(), "its thread to settle it and let go of its hand")
+            looks_after.append(rows)
+        return rows
+
+    monkeypatch.setattr(claims, "held_by", held_by_slowly)
+    caplog.set_level(logging.WARNING, logger="jobs")
+    try:
+        jobs.later(db, "default", "work", {"slow": True})
+        wait_for(lambda: len(looks_after) >= 2, "the keeper's next comparison, after the one that read it", timeout=10)
+        assert scalar(db, "SELECT count(*) FROM jobs") == 0, "the job succeeded and was settled once"
+        assert worker.counts.given_back == 0
+        assert "no thread working them" not in caplog.text
+    finally:
+        runs.let_go.set()
+        worker.stop()
+        worker.join(10)
 
 
 def test_a_timeout_never_runs_again_the_jobs_that_ran_before_it_in_its_claim(db, connect):
