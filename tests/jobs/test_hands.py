@@ -1,7 +1,7 @@
 """A work thread holds no claimed job it cannot start now: the jobs claimed behind a slow one are given back.
 
 Most tests first let a worker's claims grow (bursts of quick jobs: a thread's claims
-double while they are quick), then puts a slow job at the front of a claim, and shows
+double while they are quick), then put a slow job at the front of a claim, and show
 that the jobs claimed after it run elsewhere, or are seen as waiting, while it runs.
 """
 
