@@ -154,11 +154,8 @@ class Supervisor:
             self.let_go.recorded(db, [entry.job for entry in left if entry.job is not None])  # before: no gap
             back = [entry for entry in left if entry.fate is Fate.GIVE_BACK]
             if back:
-                rows = flows.released(db, [(entry.id, entry.claim, due_at(entry)) for entry in back])
-                claims.announced(db, sorted({queue for _, queue, _, _ in rows}))  # for idle workers elsewhere too
-                self._gave_back(back, {row[0] for row in rows})
+                self._given_back(db, back)
                 left = [entry for entry in left if entry not in back]
-                parts.doorbell.ring()
             lapsed = [entry for entry in left if entry.fate is Fate.LAPSE]
             if lapsed:
                 claims.lapsed(db, [(entry.id, entry.claim) for entry in lapsed])
@@ -176,17 +173,21 @@ class Supervisor:
         finally:
             parts.holdings.put_back(left)
 
-    def _gave_back(self, back: list[Loose], ids: set[int]) -> None:
-        """Counts the rows of `back` given back (`ids`: those whose claim was still theirs) and names the strays among
-        them; a row settled since the keeper read it as held, or taken by another worker, is neither."""
-        parts = self.parts
-        parts.tally.counts.given_back += len(ids)
-        if parts.tally.pulse is not None:
-            parts.tally.pulse.given_back([entry.job for entry in back if entry.job is not None and entry.id in ids])
+    def _given_back(self, db: psycopg.Connection[Any], back: list[Loose]) -> None:
+        """Gives the rows of `back` back to the queue, and counts and names (strays) only those it gave: one settled
+        since the keeper read it as held, or taken by another worker, its claim fences off."""
+        given = [(entry.id, entry.claim, claims.HELD if entry.job is None else entry.job.due_at) for entry in back]
+        rows = flows.released(db, given)  # due as before its claim; a stray, whose moment none knew, now (HELD)
+        claims.announced(db, sorted({queue for _, queue, _, _ in rows}))  # for idle workers elsewhere too
+        ids, tally = {row[0] for row in rows}, self.parts.tally
+        tally.counts.given_back += len(ids)
+        if tally.pulse is not None:
+            tally.pulse.given_back([entry.job for entry in back if entry.job is not None and entry.id in ids])
         if strays := [entry.id for entry in back if entry.job is None and entry.id in ids]:
             log.warning(
                 "jobs %s were held by this worker with no thread working them; they go back to the queue", strays
             )
+        self.parts.doorbell.ring()
 
     def _returned(self, db: psycopg.Connection[Any]) -> None:
         """Frees the room of performers let go that have returned, and wakes the claims of their queues."""
@@ -210,7 +211,7 @@ class Supervisor:
     def _reconciled(self, db: psycopg.Connection[Any]) -> None:
         """Lets go of the rows the database says this worker holds that none of its threads holds (`strays`)."""
         strays = self.parts.holdings.strays(claims.held_by(db, self.settings.id))
-        if strays:  # named once given back (_gave_back): one settled since it was read here is no stray
+        if strays:  # named once given back (_given_back): one settled since it was read here is no stray
             self.parts.holdings.put_back(strays)
 
     def _limit_of(self, job: Job) -> float:
@@ -219,11 +220,6 @@ class Supervisor:
         limit = limit if limit is not None else self.settings.timeout
         assert limit is not None, "only a job with a timeout has a deadline to run past"
         return limit
-
-
-def due_at(entry: Loose) -> int:
-    """When a row given back is due again: as before its claim, or now (HELD) for a stray."""
-    return entry.job.due_at if entry.job is not None else claims.HELD
 
 
 def on_a_thread(call: Callable[[], object]) -> None:

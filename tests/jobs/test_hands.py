@@ -85,17 +85,22 @@ def test_cancel_batch_skips_the_members_claimed_behind_the_one_that_runs(db, con
     assert sorted(runs.started.values()).count("done") == 1 and len(runs.started) == 2, "the first member, and always"
 
 
+def running_in_front(db, worker, runs: Runs) -> None:
+    """Grows `worker`'s claims, then has its one thread claim ten jobs and start the first, a slow one."""
+    grown(db, worker)
+    runs.started.clear()
+    with db.transaction():
+        for n in range(10):
+            jobs.later(db, "default", "work", {"slow": n == 0})
+    assert runs.slow_began.wait(30)
+
+
 def test_a_stop_gives_back_at_once_the_jobs_claimed_behind_the_one_that_runs(db, connect, monkeypatch):
     monkeypatch.setattr(supervisor, "BATCH_TIME", 60.0)  # only the stop gives them back here
     runs = Runs()
     worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
     try:
-        grown(db, worker)
-        runs.started.clear()
-        with db.transaction():
-            for n in range(10):
-                jobs.later(db, "default", "work", {"slow": n == 0})
-        assert runs.slow_began.wait(30)
+        running_in_front(db, worker, runs)
         worker.stop()
         wait_for(
             lambda: scalar(db, "SELECT count(*) FROM jobs WHERE claim IS NULL AND attempts = 0") == 9,
@@ -124,12 +129,7 @@ def test_the_jobs_a_stop_gives_back_are_due_again_once_the_worker_has_joined_how
     runs = Runs()
     worker = jobs.worker(connect, "default", {"work": runs.work}, threads=1)
     try:
-        grown(db, worker)
-        runs.started.clear()
-        with db.transaction():
-            for n in range(10):
-                jobs.later(db, "default", "work", {"slow": n == 0})
-        assert runs.slow_began.wait(30)
+        running_in_front(db, worker, runs)
         worker.stop()
         runs.let_go.set()  # the slow job returns at once: its thread ends with the other nine in hand
         assert worker.join(10)
