@@ -210,13 +210,15 @@ def test_one_thread_workers_all_live_through_a_job_that_raises_system_exit(db, c
     performers = {"report": month}
     fleet = [jobs.worker(connect, "default", performers, threads=1, lease=LEASE) for _ in range(3)]
     try:
+        beating = "SELECT count(*) FROM job_workers WHERE ended_at IS NULL"
         wait_for(lambda: len(work_threads()) == 3, "three work threads")
+        wait_for(lambda: scalar(db, beating) == 3, "the three workers' rows")  # a thread starts before its row
         job = jobs.later(db, "default", "report", {"argv": []})
         reason = "SELECT coalesce(max(failure), '') FROM jobs WHERE id = %s AND claim IS NULL"
         waited_for_release(db, lambda: scalar(db, reason, (job,)), "the first attempt to fail with its reason", BOUND)
         assert "SystemExit" in scalar(db, reason, (job,))
         assert len(work_threads()) == 3, "every worker still has its thread"
-        assert scalar(db, "SELECT count(*) FROM job_workers WHERE ended_at IS NULL") == 3, "and beats"
+        assert scalar(db, beating) == 3, "and beats"
     finally:
         stopped_now(*fleet)
 
